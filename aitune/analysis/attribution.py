@@ -1,0 +1,196 @@
+"""Per-run attribution: which region owns each microsecond of a measured run.
+
+A region span nested inside another region span (same thread, same run) belongs to its enclosing
+region for that call, so the topmost spans of a run are disjoint and nothing is counted twice.
+
+Invariant: per domain present, Σ topmost-region fractions + residual fraction = 1.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aitune.analysis.events import Span, ThreadKey, TraceEvents
+from aitune.analysis.intervals import innermost_enclosing, nesting_order, parents
+from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
+
+
+@dataclass
+class RegionNode:
+    """One region's totals within one run, with the regions entered while it was open."""
+
+    region_id: str
+    calls: int = 0
+    cpu_time_us: float = 0.0
+    device_time_us: float = 0.0
+    children: dict[str, RegionNode] = field(default_factory=dict)
+
+    def child(self, region: str) -> RegionNode:
+        return self.children.setdefault(region, RegionNode(region))
+
+
+@dataclass
+class AttributedRun:
+    """One measured run: its timing and its topmost regions (disjoint by construction)."""
+
+    run_index: int
+    cpu_time_us: float
+    wall_time_us: float | None = None
+    device_time_us: float | None = None
+    regions: dict[str, RegionNode] = field(default_factory=dict)
+
+    def residual(self) -> dict[str, float]:
+        """Time outside every topmost region per domain present, as µs and fraction (clamped ≥ 0)."""
+        out: dict[str, float] = {}
+        domains = [("cpu", self.cpu_time_us)]
+        if self.device_time_us is not None:
+            domains.append(("device", self.device_time_us))
+        for domain, run_us in domains:
+            covered = (getattr(node, f"{domain}_time_us") for node in self.regions.values())
+            outside, fraction = residual(run_us, covered)
+            out[f"{domain}_time_us"] = outside
+            out[f"{domain}_time_fraction"] = fraction
+        return out
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The result of attributing a trace: the runs, and the region spans no run could claim."""
+
+    runs: list[AttributedRun]
+    unmapped_region_spans: int
+    observed_region_ids: list[str]
+
+
+def residual(run_us: float, covered_us: Iterable[float]) -> tuple[float, float]:
+    """Time of the run outside every topmost region, as (µs, fraction); never below 0.
+
+    >>> residual(100.0, [30.0, 50.0])
+    (20.0, 0.2)
+    """
+    outside = max(0.0, run_us - sum(covered_us))
+    return outside, (min(1.0, outside / run_us) if run_us > 0 else 0.0)
+
+
+def fraction(part_us: float, whole_us: float) -> float:
+    """``part / whole`` clamped to [0, 1]; 0 when the whole is empty."""
+    return min(1.0, max(0.0, part_us / whole_us)) if whole_us > 0 else 0.0
+
+
+def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> Attribution:
+    """Attribute every measured run of a trace to its regions and residual.
+
+    Device time of a region is the duration of the device work launched while its span was the
+    innermost open region (kernel ↔ launch by correlation id), summed up the region's ancestors.
+    """
+    device_by_correlation = _device_time_by_correlation(events)
+    runs = [_empty_run(span, wall_times_us, events.has_device_data) for span in events.runs]
+    runs_by_thread = _group_by_thread(range(len(events.runs)), lambda i: events.runs[i].thread)
+    regions_by_thread = _group_by_thread(range(len(events.regions)), lambda i: events.regions[i].thread)
+    launches_by_thread = _group_by_thread(range(len(events.launches)), lambda i: events.launches[i].thread)
+
+    unmapped = 0
+    observed: dict[str, None] = {}
+    for thread in regions_by_thread.keys() | launches_by_thread.keys() | runs_by_thread.keys():
+        run_ids = runs_by_thread.get(thread, [])
+        region_ids = regions_by_thread.get(thread, [])
+        launch_ids = launches_by_thread.get(thread, [])
+        thread_runs = [events.runs[i] for i in run_ids]
+        thread_regions = [events.regions[i] for i in region_ids]
+
+        launch_runs = innermost_enclosing(thread_runs, [events.launches[i].start_us for i in launch_ids])
+        for launch_index, owner in zip(launch_ids, launch_runs, strict=True):
+            device_us = device_by_correlation.get(events.launches[launch_index].correlation, 0.0)
+            if owner is not None and device_us:
+                run = runs[run_ids[owner]]
+                run.device_time_us = (run.device_time_us or 0.0) + device_us
+
+        region_run = innermost_enclosing(thread_runs, [span.start_us for span in thread_regions])
+        unmapped += sum(1 for owner in region_run if owner is None)
+        self_device = _self_device_time(thread_regions, [events.launches[i] for i in launch_ids], device_by_correlation)
+        for region in _region_ids(thread_regions):
+            observed.setdefault(region, None)
+        _fold_region_spans(
+            thread_regions,
+            [runs[run_ids[owner]] if owner is not None else None for owner in region_run],
+            self_device,
+        )
+    return Attribution(runs=runs, unmapped_region_spans=unmapped, observed_region_ids=list(observed))
+
+
+def run_index_of(span: Span) -> int:
+    """The run index encoded in a run span's name (``aitune::run::3`` → 3)."""
+    return int(span.name[len(RUN_SPAN_PREFIX) :])
+
+
+def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> AttributedRun:
+    index = run_index_of(span)
+    wall = wall_times_us[index] if index < len(wall_times_us) else None
+    return AttributedRun(
+        run_index=index,
+        cpu_time_us=span.duration_us,
+        wall_time_us=wall,
+        device_time_us=0.0 if has_device else None,
+    )
+
+
+def _device_time_by_correlation(events: TraceEvents) -> dict[int, float]:
+    totals: dict[int, float] = defaultdict(float)
+    for activity in events.device:
+        totals[activity.correlation] += activity.duration_us
+    return totals
+
+
+def _group_by_thread(indices: Iterable[int], thread_of: Any) -> dict[ThreadKey, list[int]]:
+    groups: dict[ThreadKey, list[int]] = defaultdict(list)
+    for index in indices:
+        groups[thread_of(index)].append(index)
+    return groups
+
+
+def _region_ids(spans: Sequence[Span]) -> list[str]:
+    return [span.name[len(REGION_SPAN_PREFIX) :] for span in spans]
+
+
+def _self_device_time(
+    spans: Sequence[Span], launches: Sequence[Any], device_by_correlation: Mapping[int, float]
+) -> list[float]:
+    """Device time launched while each span was the innermost open region span."""
+    self_us = [0.0] * len(spans)
+    owners = innermost_enclosing(spans, [launch.start_us for launch in launches])
+    for launch, owner in zip(launches, owners, strict=True):
+        if owner is not None:
+            self_us[owner] += device_by_correlation.get(launch.correlation, 0.0)
+    return self_us
+
+
+def _fold_region_spans(
+    spans: Sequence[Span], owners: Sequence[AttributedRun | None], self_device_us: Sequence[float]
+) -> None:
+    """Add each span (all on one thread) to its run's region tree, under its enclosing region's node."""
+    region_ids = _region_ids(spans)
+    parent_of = parents(spans)
+    device_total = list(self_device_us)
+    order = nesting_order(spans)
+    for index in reversed(order):  # children before parents: totals flow upwards
+        parent = parent_of[index]
+        if parent is not None:
+            device_total[parent] += device_total[index]
+
+    node_of: dict[int, RegionNode] = {}
+    for index in order:
+        run = owners[index]
+        if run is None:
+            continue
+        parent = parent_of[index]
+        if parent is None or parent not in node_of:
+            node = run.regions.setdefault(region_ids[index], RegionNode(region_ids[index]))
+        else:
+            node = node_of[parent].child(region_ids[index])
+        node.calls += 1
+        node.cpu_time_us += spans[index].duration_us
+        node.device_time_us += device_total[index]
+        node_of[index] = node

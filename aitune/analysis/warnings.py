@@ -1,0 +1,77 @@
+"""Warnings about the integrity of a capture, each with a stable UPPER_SNAKE code.
+
+Every code has one row in the README's warning table; messages carry the measured figures and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+
+class ProfileWarning(TypedDict):
+    code: str
+    message: str
+    source: str
+
+
+def warning(code: str, message: str, source: str = "core") -> ProfileWarning:
+    return ProfileWarning(code=code, message=message, source=source)
+
+
+def unmapped_region_spans(count: int) -> list[ProfileWarning]:
+    """Region spans outside every measured run (e.g. opened on another thread)."""
+    if not count:
+        return []
+    return [
+        warning(
+            "UNMAPPED_REGION_EVENTS",
+            f"{count} region span(s) ran outside every measured run's thread or time and are not attributed; "
+            "this happens when modules run on worker threads.",
+        )
+    ]
+
+
+def run_count_mismatch(expected: int, found: int) -> list[ProfileWarning]:
+    if expected == found:
+        return []
+    return [
+        warning(
+            "RUN_COUNT_MISMATCH",
+            f"the trace holds {found} measured run(s) but the capture asked for {expected}; "
+            "the profiler may have dropped events — rerun the capture.",
+        )
+    ]
+
+
+def unregistered_regions(observed: Iterable[str], known: Mapping[str, Any]) -> list[ProfileWarning]:
+    """Managed (AOT/JIT) regions seen in the trace that no registry entry described at capture time."""
+    return [
+        warning(
+            "UNREGISTERED_AOT_REGION",
+            f"region {region} was observed but its wrapper was not registered when the capture started; "
+            "its state is reported as 'unknown'.",
+        )
+        for region in observed
+        if region not in known and not region.startswith("untuned_module:")
+    ]
+
+
+def no_regions_observed(instrumented: int, runs: int) -> list[ProfileWarning]:
+    if runs == 0:
+        return []
+    if instrumented == 0:
+        return [
+            warning(
+                "NO_REGIONS_DISCOVERED",
+                "no nn.Module was found under the profiled object, so all time is residual; pass the model or "
+                "pipeline as obj, and hold modules in attributes, nn.ModuleList or nn.ModuleDict.",
+            )
+        ]
+    return [
+        warning(
+            "NO_REGIONS_OBSERVED",
+            f"{instrumented} module region(s) were instrumented but none ran during the measured runs; "
+            "check that the inference function calls the modules of obj.",
+        )
+    ]

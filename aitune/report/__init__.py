@@ -1,0 +1,20 @@
+"""Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown."""
+
+from aitune.report.document import SCHEMA_VERSION, ProfileDoc, build_profile
+from aitune.report.io import dumps, load, read_json, read_trace, save
+from aitune.report.markdown import render_markdown
+from aitune.report.validate import check_adds_up, validate
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ProfileDoc",
+    "build_profile",
+    "check_adds_up",
+    "dumps",
+    "load",
+    "read_json",
+    "read_trace",
+    "render_markdown",
+    "save",
+    "validate",
+]

@@ -1,0 +1,156 @@
+"""Markdown view of a profile document: a pure, deterministic function of the data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aitune.report.document import ProfileDoc
+
+MISSING = "-"
+
+
+def render_markdown(doc: ProfileDoc) -> str:
+    """Render every section of ``doc``; the same document always gives the same text."""
+    sections = [
+        _overview(doc),
+        _runs(doc),
+        _regions(doc),
+        _attribution(doc),
+        _key_averages(doc),
+        _warnings(doc),
+        _environment(doc),
+    ]
+    return "\n\n".join(section for section in sections if section) + "\n"
+
+
+def ms(value_us: float | None) -> str:
+    """Microseconds as milliseconds with three decimals, ``-`` when absent."""
+    return MISSING if value_us is None else f"{value_us / 1000:.3f}"
+
+
+def percent(fraction: float | None) -> str:
+    return MISSING if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table; pipes inside cells are escaped so names cannot break the layout."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _overview(doc: ProfileDoc) -> str:
+    config, inputs = doc.get("config", {}), doc.get("input", {})
+    kwargs = ", ".join(inputs.get("kwargs", [])) or MISSING
+    lines = [
+        "# aitune performance profile",
+        "",
+        "## Overview",
+        "",
+        f"- Created: {doc.get('created_at') or MISSING}",
+        f"- aitune version: {doc.get('aitune_version') or MISSING}",
+        f"- Target: {doc.get('target', {}).get('type', MISSING)}",
+        f"- Warmup runs: {config.get('warmup_runs', MISSING)}; measured runs: {config.get('measured_runs', MISSING)}",
+        f"- Input: {inputs.get('args_count', MISSING)} positional argument(s); keyword arguments: {kwargs}",
+        f"- Profiler activities: {', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING}",
+    ]
+    if doc.get("trace_file"):
+        lines.append(f"- Chrome trace: {doc['trace_file']}")
+    return "\n".join(lines)
+
+
+def _runs(doc: ProfileDoc) -> str:
+    rows = [
+        (
+            run["run_index"],
+            ms(run["timing"].get("wall_time_us")),
+            ms(run["timing"].get("cpu_time_us")),
+            ms(run["timing"].get("device_time_us")),
+        )
+        for run in doc["runs"]
+    ]
+    return "## Runs\n\n" + table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], rows)
+
+
+def _regions(doc: ProfileDoc) -> str:
+    if not doc["regions"]:
+        return "## Regions\n\nNo region was observed."
+    rows = [
+        (region["name"], region["kind"], region.get("wrapper_state", MISSING), region.get("module_type", MISSING))
+        for region in doc["regions"]
+    ]
+    return "## Regions\n\n" + table(["Region", "Kind", "State", "Module type"], rows)
+
+
+def _attribution(doc: ProfileDoc) -> str:
+    rows: list[Sequence[Any]] = []
+    for run in doc["runs"]:
+        for region in run["regions"]:
+            rows.append(_share_row(run["run_index"], region["region_id"], region.get("calls", MISSING), region))
+        rows.append(_share_row(run["run_index"], "_(residual)_", MISSING, run["residual"]))
+    header = ["Run", "Region", "Calls", "CPU (ms)", "CPU share", "Device (ms)", "Device share"]
+    return "## Per-Run Attribution\n\n" + table(header, rows)
+
+
+def _share_row(run_index: int, name: str, calls: Any, times: Mapping[str, Any]) -> Sequence[Any]:
+    return (
+        run_index,
+        name,
+        calls,
+        ms(times.get("cpu_time_us")),
+        percent(times.get("cpu_time_fraction")),
+        ms(times.get("device_time_us")),
+        percent(times.get("device_time_fraction")),
+    )
+
+
+def _key_averages(doc: ProfileDoc) -> str:
+    views = doc.get("profiler", {}).get("key_averages", {})
+    parts = []
+    for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
+        rows = [
+            (
+                row["key"],
+                row.get("device_type", MISSING),
+                row["count"],
+                ms(row.get("self_cpu_time_total_us")),
+                ms(row.get("cpu_time_total_us")),
+                ms(row.get("self_device_time_total_us")),
+                ms(row.get("device_time_total_us")),
+            )
+            for row in views.get(view, [])
+        ]
+        if rows:
+            header = [
+                "Operator",
+                "Device",
+                "Count",
+                "Self CPU (ms)",
+                "CPU total (ms)",
+                "Self device (ms)",
+                "Device total (ms)",
+            ]
+            parts.append(f"### Top operators {title}\n\n" + table(header, rows))
+    return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
+
+
+def _warnings(doc: ProfileDoc) -> str:
+    if not doc["warnings"]:
+        return "## Warnings\n\nNone."
+    rows = [(w["code"], w["source"], w["message"]) for w in doc["warnings"]]
+    return "## Warnings\n\n" + table(["Code", "Source", "Message"], rows)
+
+
+def _environment(doc: ProfileDoc) -> str:
+    environment = doc.get("environment")
+    if not environment:
+        return ""
+    rows = [(key, _flat(value)) for key, value in environment.items()]
+    return "## Environment\n\n" + table(["Key", "Value"], rows)
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or MISSING
+    return MISSING if value is None else str(value)

@@ -1,0 +1,57 @@
+"""Validation of a profile document against the package's JSON Schema, plus the invariants a schema cannot say.
+
+Each problem is one line that starts with its JSON path, e.g.
+``runs[0].residual.cpu_time_fraction: -0.2 is less than the minimum of 0``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+ADDS_UP_TOLERANCE = 1e-3
+"""Σ region fractions + residual fraction may differ from 1 by this much (AITune rounds its own)."""
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The profile JSON Schema shipped with the package."""
+    return json.loads(resources.files("aitune.report").joinpath("profile.schema.json").read_text())
+
+
+def validate(doc: Any) -> list[str]:
+    """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
+    validator = jsonschema.Draft202012Validator(schema())
+    problems = [
+        f"{json_path(error.absolute_path)}: {error.message}"
+        for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+    if problems:
+        return problems
+    return [problem for index, run in enumerate(doc["runs"]) for problem in check_adds_up(run, index)]
+
+
+def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+    """Per time domain present: Σ topmost-region fractions + residual fraction = 1 (within tolerance)."""
+    problems = []
+    for domain in ("cpu", "device"):
+        key = f"{domain}_time_fraction"
+        if key not in run["residual"]:
+            continue
+        total = run["residual"][key] + sum(region.get(key, 0.0) for region in run["regions"])
+        if run["timing"].get(f"{domain}_time_us", 0) > 0 and abs(total - 1.0) > ADDS_UP_TOLERANCE:
+            problems.append(f"runs[{index}]: {domain} region fractions plus residual add up to {total:.4f}, not 1")
+    return problems
+
+
+def json_path(parts: Any) -> str:
+    """``["runs", 0, "residual"]`` → ``runs[0].residual``; the empty path is ``(document)``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(document)"

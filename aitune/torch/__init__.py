@@ -1,0 +1,6 @@
+"""aitune's torch API, named after NVIDIA AITune's: ``profile``, ``PerformanceProfile``, the module registry."""
+
+from aitune.torch.performance.profile import PerformanceProfile, analyze_trace, profile
+from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
+
+__all__ = ["MODULE_REGISTRY", "ManagedModule", "ModuleRegistry", "PerformanceProfile", "analyze_trace", "profile"]

@@ -1,0 +1,1 @@
+"""Capture: region discovery, instrumentation and the profiler session (everything here imports torch)."""

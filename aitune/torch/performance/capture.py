@@ -1,0 +1,100 @@
+"""The capture: warmups and measured runs under torch.profiler, written out as a self-describing Chrome trace.
+
+Schedule: ``warmup_runs`` user warmups with the profiler idle, one profiler warmup whose events are
+discarded (it absorbs the profiler's buffer allocation), then ``measured_runs`` runs, each inside a
+run span. CPU activity always; CUDA activity and synchronisation around each run when CUDA is there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.autograd.profiler import record_function
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from aitune.errors import CaptureError
+from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.torch.performance.instrument import Instrumented
+from aitune.torch.performance.regions import RegionTarget
+
+
+def profiler_activities() -> list[ProfilerActivity]:
+    """CPU always; CUDA when this process can use a GPU."""
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    return activities
+
+
+def check_run_counts(warmup_runs: int, measured_runs: int) -> None:
+    """Reject counts the schedule cannot honour, with the fix in the message."""
+    if not isinstance(warmup_runs, int) or warmup_runs < 0:
+        raise CaptureError(f"warmup_runs must be an integer of at least 0 (got {warmup_runs!r}); pass 0 or more.")
+    if not isinstance(measured_runs, int) or measured_runs < 1:
+        raise CaptureError(f"measured_runs must be an integer of at least 1 (got {measured_runs!r}); pass 1 or more.")
+
+
+def capture_trace(
+    call: Callable[[], Any],
+    targets: Sequence[RegionTarget],
+    *,
+    warmup_runs: int,
+    measured_runs: int,
+    trace_path: Path,
+    metadata: Mapping[str, Any],
+    record_shapes: bool = False,
+    with_stack: bool = False,
+) -> list[float]:
+    """Run the schedule with ``targets`` instrumented and write the trace to ``trace_path``.
+
+    Returns the wall time of each measured run in µs; they are also written into the trace's
+    ``aitune`` metadata with ``metadata``, so the trace alone re-derives the profile.
+    """
+    check_run_counts(warmup_runs, measured_runs)
+    activities = profiler_activities()
+    synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in activities else _no_sync
+    wall_times_us: list[float] = []
+    plan = schedule(wait=warmup_runs, warmup=1, active=measured_runs, repeat=1)
+    with (
+        torch.no_grad(),
+        Instrumented(targets),
+        profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
+    ):
+        for index in range(warmup_runs + 1):
+            _run_workload(call, f"warmup run {index + 1} of {warmup_runs + 1}")
+            synchronize()
+            profiler.step()
+        for index in range(measured_runs):
+            synchronize()
+            start = time.perf_counter_ns()
+            with record_function(run_span_name(index)):
+                _run_workload(call, f"measured run {index + 1} of {measured_runs}")
+                synchronize()
+            wall_times_us.append((time.perf_counter_ns() - start) / 1000)
+            if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
+                profiler.step()
+        meta = {**metadata, "run_wall_times_us": wall_times_us}
+        profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
+    try:
+        profiler.export_chrome_trace(str(trace_path))
+    except OSError as error:
+        raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+    return wall_times_us
+
+
+def _run_workload(call: Callable[[], Any], which: str) -> None:
+    try:
+        call()
+    except Exception as error:
+        raise CaptureError(
+            f"the profiled workload raised {type(error).__name__} during the {which}: {error}"
+        ) from error
+
+
+def _no_sync() -> None:
+    return None

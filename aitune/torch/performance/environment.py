@@ -1,0 +1,35 @@
+"""The environment block of a profile: versions and devices, safe to attach to a bug report.
+
+It never holds user names, host names, environment variables or paths.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+import torch
+
+import aitune
+
+
+def environment() -> dict[str, Any]:
+    """Python, OS, torch/CUDA/cuDNN versions, device names and thread counts of this process."""
+    cuda = torch.cuda.is_available()
+    env: dict[str, Any] = {
+        "aitune_version": aitune.__version__,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count() or 0,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.version.cuda or "none",
+        "cuda_available": cuda,
+    }
+    if cuda:
+        env["cudnn"] = str(torch.backends.cudnn.version())
+        env["devices"] = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
+    return env

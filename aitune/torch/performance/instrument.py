@@ -1,0 +1,146 @@
+"""Instrumentation for one capture: forward hooks and entry-method wrappers that open region spans.
+
+Everything installed is undone on exit, also when the workload raised: hooks removed, method
+overrides restored (or deleted when the class defined the method), open spans closed. No state is
+stored on the user's modules; the per-module depth counters live in the installer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from torch import nn
+from torch.autograd.profiler import record_function
+
+from aitune.errors import CaptureError
+from aitune.markers import region_span_name
+from aitune.torch.performance.regions import RegionTarget
+
+Undo = Callable[[], None]
+
+
+class _RegionState:
+    """The open span of one module and how deep its entries are nested.
+
+    A depth counter, not a flag: ``vae.decode()`` may call ``vae()`` on the same module, and only
+    the outermost entry may open a span or the inner call's time would be counted twice.
+    """
+
+    __slots__ = ("depth", "span")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.span: Any = None
+
+    def enter(self, name: str) -> None:
+        if self.depth == 0:
+            self.span = record_function(name)
+            self.span.__enter__()
+        self.depth += 1
+
+    def leave(self) -> None:
+        if self.depth == 0:  # a post hook whose pre hook never ran (an earlier pre hook raised)
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            self.close()
+
+    def close(self) -> None:
+        span, self.span, self.depth = self.span, None, 0
+        if span is not None:
+            span.__exit__(None, None, None)
+
+
+class Instrumented:
+    """Context manager that instruments ``targets`` on enter and restores every module on exit."""
+
+    def __init__(self, targets: Sequence[RegionTarget]) -> None:
+        self.targets = list(targets)
+        self._undo: list[Undo] = []
+        self._states: list[_RegionState] = []
+
+    def __enter__(self) -> Instrumented:
+        try:
+            for target in self.targets:
+                state = _RegionState()
+                self._states.append(state)
+                self._undo.append(_install_hooks(target.module, region_span_name(target.region), state))
+                for method in target.methods:
+                    name = region_span_name(target.method_region(method))
+                    self._undo.append(_wrap_method(target.module, method, name, state))
+        except BaseException:
+            self._restore()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        """Run every undo (newest first) even when some fail; the failures are raised together."""
+        failures: list[BaseException] = []
+        for state in self._states:
+            _collect(state.close, failures)
+        for undo in reversed(self._undo):
+            _collect(undo, failures)
+        self._undo.clear()
+        self._states.clear()
+        if failures:
+            details = "; ".join(f"{type(error).__name__}: {error}" for error in failures)
+            message = f"restoring {len(failures)} instrumented module part(s) failed: {details}"
+            raise CaptureError(message) from failures[0]
+
+
+def _collect(action: Undo, failures: list[BaseException]) -> None:
+    try:
+        action()
+    except Exception as error:  # cleanup must go on; every failure is reported
+        failures.append(error)
+
+
+def _install_hooks(module: nn.Module, span_name: str, state: _RegionState) -> Undo:
+    def pre_hook(_module: nn.Module, _args: Any) -> None:
+        state.enter(span_name)
+
+    def post_hook(_module: nn.Module, _args: Any, _output: Any) -> None:
+        state.leave()
+
+    # Prepended so the span also covers the user's own pre hooks; always_call so it closes on raise.
+    pre = module.register_forward_pre_hook(pre_hook, prepend=True)
+    try:
+        post = module.register_forward_hook(post_hook, always_call=True)
+    except BaseException:
+        pre.remove()
+        raise
+
+    def undo() -> None:
+        pre.remove()
+        post.remove()
+
+    return undo
+
+
+def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionState) -> Undo:
+    had_override = method in vars(module)
+    previous = vars(module).get(method)
+    original = getattr(module, method)
+
+    @functools.wraps(original)  # keeps inspect.signature() of the bound method for frameworks that read it
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state.enter(span_name)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            state.leave()
+
+    setattr(module, method, wrapper)
+
+    def undo() -> None:
+        if had_override:
+            setattr(module, method, previous)
+        else:
+            delattr(module, method)
+
+    return undo
