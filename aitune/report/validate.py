@@ -7,7 +7,8 @@ Each problem is one line that starts with its JSON path, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -31,6 +32,7 @@ def validate(doc: Any) -> list[str]:
         f"{json_path(error.absolute_path)}: {error.message}"
         for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     ]
+    problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
     if problems:
         return problems
     return [problem for index, run in enumerate(doc["runs"]) for problem in check_adds_up(run, index)]
@@ -47,6 +49,18 @@ def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
         if run["timing"].get(f"{domain}_time_us", 0) > 0 and abs(total - 1.0) > ADDS_UP_TOLERANCE:
             problems.append(f"runs[{index}]: {domain} region fractions plus residual add up to {total:.4f}, not 1")
     return problems
+
+
+def non_finite(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:
+    """Every NaN or ±Infinity in a JSON-like value, with its path: JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from non_finite(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from non_finite(item, (*path, index))
 
 
 def json_path(parts: Any) -> str:

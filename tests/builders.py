@@ -1,0 +1,49 @@
+"""Hand-built Chrome traces for the torch-free analysis tests: small literal event lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitune.markers import region_span_name, run_span_name
+
+MAIN = (1, 1)
+
+
+def span(name: str, start: float, end: float, category: str = "user_annotation", thread=MAIN) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": category,
+        "name": name,
+        "ts": start,
+        "dur": end - start,
+        "pid": thread[0],
+        "tid": thread[1],
+    }
+
+
+def run(index: int, start: float, end: float, thread=MAIN) -> dict[str, Any]:
+    return span(run_span_name(index), start, end, thread=thread)
+
+
+def region(region_id: str, start: float, end: float, thread=MAIN) -> dict[str, Any]:
+    return span(region_span_name(region_id), start, end, thread=thread)
+
+
+def op(name: str, start: float, end: float, thread=MAIN) -> dict[str, Any]:
+    return span(name, start, end, category="cpu_op", thread=thread)
+
+
+def launch(start: float, correlation: int, thread=MAIN) -> dict[str, Any]:
+    event = span("cudaLaunchKernel", start, start + 1, category="cuda_runtime", thread=thread)
+    event["args"] = {"correlation": correlation}
+    return event
+
+
+def kernel(name: str, start: float, duration: float, correlation: int) -> dict[str, Any]:
+    event = span(name, start, start + duration, category="kernel", thread=(0, 7))
+    event["args"] = {"correlation": correlation}
+    return event
+
+
+def trace(*events: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    return {"traceEvents": list(events), "aitune": metadata}

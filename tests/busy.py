@@ -1,0 +1,60 @@
+"""Modules that burn known wall time: attribution can then be checked against exact shares."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+
+def busy_wait(ms: float) -> float:
+    """Spin for ``ms`` milliseconds of wall time; returns the µs really spent (a busy machine overshoots)."""
+    start = time.perf_counter()
+    end = start + ms / 1000
+    while time.perf_counter() < end:
+        pass
+    return (time.perf_counter() - start) * 1e6
+
+
+class Busy(nn.Module):
+    """Burns ``ms`` milliseconds, then applies a small real linear layer."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__()
+        self.ms = ms
+        self.linear = nn.Linear(4, 4)
+        self.spent_us: list[float] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.spent_us.append(busy_wait(self.ms))
+        return self.linear(x)
+
+
+class Decoder(nn.Module):
+    """Reached through ``decode``, which calls ``self(...)``: one region, entered twice."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__()
+        self.body = Busy(ms)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+    def decode(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return self(x * scale)
+
+
+class BusyPipeline:
+    """2 ms encoder, 6 ms denoiser, 2 ms of glue outside every module: shares 0.2 / 0.6 / 0.2."""
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.encoder = Busy(2)
+        self.denoiser = Busy(6)
+        self.glue_spent_us: list[float] = []
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.encoder(x)
+        self.glue_spent_us.append(busy_wait(2))
+        return self.denoiser(x)

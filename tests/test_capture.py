@@ -1,0 +1,286 @@
+"""Capture on real modules under the real profiler: shares, restoration, regions, errors."""
+
+import inspect
+import statistics
+
+import pipeline_app
+import pytest
+import torch
+from busy import Busy, BusyPipeline, Decoder
+from torch import nn
+
+import aitune.torch as ait
+from aitune.errors import CaptureError
+from aitune.report import validate
+from aitune.torch.registry import ManagedModule, ModuleRegistry
+
+FAST = {"warmup_runs": 0, "measured_runs": 2}
+
+
+def shares(prof, run=0):
+    return {r["region_id"]: r["cpu_time_fraction"] for r in prof.data["runs"][run]["regions"]}
+
+
+def snapshot(module: nn.Module) -> list:
+    """Everything instrumentation may touch, for every submodule."""
+    return [
+        (
+            dict(vars(m)),
+            m.forward,
+            dict(m._forward_hooks),
+            dict(m._forward_pre_hooks),
+            dict(m._forward_hooks_always_called),
+        )
+        for m in module.modules()
+    ]
+
+
+def test_known_busy_times_are_attributed_within_three_points():
+    pipe = BusyPipeline()
+
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5)
+
+    assert validate(prof.data) == []
+    median = {key: statistics.median(shares(prof, i).get(key, 0) for i in range(5)) for key in shares(prof)}
+    assert median == {
+        "untuned_module:encoder": pytest.approx(0.2, abs=0.03),
+        "untuned_module:denoiser": pytest.approx(0.6, abs=0.03),
+    }
+    residual = statistics.median(run["residual"]["cpu_time_fraction"] for run in prof.data["runs"])
+    assert residual == pytest.approx(0.2, abs=0.03)
+
+
+def test_each_run_is_attributed_as_the_modules_themselves_timed_it():
+    """Independent of machine load: the modules time their own busy-waits, the profile must agree."""
+    pipe = BusyPipeline()
+
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=3)
+
+    for index, run in enumerate(prof.data["runs"]):
+        call = 2 + index  # after the user warmup and the profiler warmup
+        truth = {
+            "untuned_module:encoder": pipe.encoder.spent_us[call] / run["timing"]["cpu_time_us"],
+            "untuned_module:denoiser": pipe.denoiser.spent_us[call] / run["timing"]["cpu_time_us"],
+        }
+        assert shares(prof, index) == {key: pytest.approx(value, abs=0.03) for key, value in truth.items()}
+        glue = pipe.glue_spent_us[call] / run["timing"]["cpu_time_us"]
+        assert run["residual"]["cpu_time_fraction"] == pytest.approx(glue, abs=0.03)
+
+
+def test_outputs_are_bitwise_identical_with_and_without_instrumentation():
+    outputs = []
+
+    def infer(token_ids):
+        outputs.append(pipeline_app.pipe(token_ids))
+
+    plain = pipeline_app.pipe(**pipeline_app.input_data)
+    ait.profile(pipeline_app.pipe, pipeline_app.input_data, infer, **FAST)
+
+    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 3
+
+
+def test_every_module_is_restored_after_profile():
+    pipe = pipeline_app.pipe
+    before = [snapshot(m) for m in (pipe.text_encoder, pipe.unet, pipe.vae)]
+
+    ait.profile(pipe, pipeline_app.input_data, pipeline_app.infer, **FAST)
+
+    assert [snapshot(m) for m in (pipe.text_encoder, pipe.unet, pipe.vae)] == before
+
+
+def test_every_module_is_restored_when_the_workload_raises_mid_run():
+    class Failing(Busy):
+        calls = 0
+
+        def forward(self, x):
+            Failing.calls += 1
+            if Failing.calls == 3:
+                raise RuntimeError("boom")
+            return super().forward(x)
+
+    model = nn.Sequential(Busy(0), Failing(0))
+    before = snapshot(model)
+
+    with pytest.raises(CaptureError, match="raised RuntimeError during the measured run 1 of 2: boom"):
+        ait.profile(model, torch.ones(1, 4), warmup_runs=1, measured_runs=2)
+
+    assert snapshot(model) == before
+
+
+def test_decode_method_is_its_own_region_and_its_inner_forward_is_not_counted_twice():
+    class Pipe:
+        def __init__(self):
+            self.vae = Decoder(1)
+
+        def __call__(self, x):
+            return self.vae.decode(x, scale=2.0)
+
+    prof = ait.profile(Pipe(), torch.ones(1, 4), **FAST)
+
+    regions = prof.data["runs"][0]["regions"]
+    assert [(r["region_id"], r["calls"]) for r in regions] == [("untuned_module:vae.decode", 1)]
+    assert prof.data["regions"][0]["module_type"] == "busy.Decoder"
+
+
+def test_wrapped_methods_keep_their_signature_during_capture():
+    seen = []
+    expected = str(inspect.signature(Decoder(0).decode))
+
+    class Pipe:
+        def __init__(self):
+            self.vae = Decoder(0)
+
+        def __call__(self, x):
+            seen.append(str(inspect.signature(self.vae.decode)))
+            return self.vae.decode(x)
+
+    ait.profile(Pipe(), torch.ones(1, 4), **FAST)
+
+    assert set(seen) == {expected}
+    assert "scale" in expected
+
+
+def test_modulelist_entries_are_regions_of_their_own():
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Busy(0), Busy(0)])
+            self.heads = nn.ModuleDict({"main": Busy(0)})
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.heads["main"](x)
+
+    prof = ait.profile(Model(), torch.ones(1, 4), **FAST)
+
+    assert list(shares(prof)) == ["untuned_module:blocks.0", "untuned_module:blocks.1", "untuned_module:heads.main"]
+
+
+def test_an_aliased_module_is_instrumented_once_under_its_first_path():
+    class Pipe:
+        def __init__(self):
+            self.vae = Busy(0)
+            self.legacy_vae = self.vae
+
+        def __call__(self, x):
+            return self.legacy_vae(self.vae(x))
+
+    prof = ait.profile(Pipe(), torch.ones(1, 4), **FAST)
+
+    assert [(r["region_id"], r["calls"]) for r in prof.data["runs"][0]["regions"]] == [("untuned_module:vae", 2)]
+
+
+class Managed:
+    """A real registry entry for a module, as the AOT wrapper provides one."""
+
+    def __init__(self, registry, name, module, state="tuned"):
+        self.name, self.module, self.state = name, module, state
+        registry.register("aot_module", name, self.describe)
+
+    def describe(self):
+        return ManagedModule("aot_module", self.name, self.module, self.module, self.state)
+
+
+def test_managed_modules_are_aot_regions_and_their_siblings_stay_untuned():
+    registry = ModuleRegistry()
+    model = nn.Sequential(nn.Sequential(Busy(1), Busy(0)), Busy(0))
+    keep = Managed(registry, "inner", model[0][0])
+
+    prof = ait.profile(model, torch.ones(1, 4), registry=registry, **FAST)
+
+    assert list(shares(prof)) == ["aot_module:inner", "untuned_module:0.1", "untuned_module:1"]
+    assert prof.data["regions"][0] == {
+        "id": "aot_module:inner",
+        "name": "inner",
+        "kind": "aot_managed_module",
+        "module_type": "busy.Busy",
+        "wrapper_state": "tuned",
+    }
+    del keep
+
+
+def test_a_managed_region_nested_in_another_is_not_a_top_level_region():
+    registry = ModuleRegistry()
+    model = nn.Sequential(nn.Sequential(Busy(1), Busy(1)))
+    keep = [Managed(registry, "outer", model[0]), Managed(registry, "inner", model[0][1])]
+
+    prof = ait.profile(model, torch.ones(1, 4), registry=registry, **FAST)
+
+    assert [(r["region_id"], r["calls"]) for r in prof.data["runs"][0]["regions"]] == [("aot_module:outer", 1)]
+    del keep
+
+
+def test_offline_analysis_of_the_saved_trace_equals_the_live_result(tmp_path):
+    prof = ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "out" / "trace.json.gz", **FAST)
+
+    offline = ait.analyze_trace(tmp_path / "out" / "trace.json.gz")
+
+    assert offline.data == prof.data
+    assert prof.data["trace_file"] == "trace.json.gz"
+
+
+def test_no_trace_file_is_written_unless_asked_for(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    prof = ait.profile(BusyPipeline(), torch.ones(1, 4), **FAST)
+
+    assert prof.trace_file is None and "trace_file" not in prof.data
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_input_signature_lists_tensors_without_values():
+    prof = ait.profile(pipeline_app.pipe, pipeline_app.input_data, pipeline_app.infer, **FAST)
+
+    assert prof.data["input"] == {
+        "args_count": 0,
+        "kwargs": ["token_ids"],
+        "signature": [{"path": "kwargs.token_ids", "shape": [2, 16], "dtype": "int64", "device": "cpu"}],
+    }
+
+
+def test_environment_names_versions_and_never_the_host():
+    import getpass
+    import socket
+
+    prof = ait.profile(BusyPipeline(), torch.ones(1, 4), **FAST)
+
+    text = str(prof.data["environment"])
+    assert prof.data["environment"]["torch"] == torch.__version__
+    assert socket.gethostname() not in text and getpass.getuser() not in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"warmup_runs": -1}, "warmup_runs must be an integer of at least 0 (got -1)"),
+        ({"measured_runs": 0}, "measured_runs must be an integer of at least 1 (got 0)"),
+    ],
+)
+def test_bad_run_counts_are_value_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ait.profile(BusyPipeline(), torch.ones(1, 4), **kwargs)
+
+
+def test_a_non_callable_target_is_refused_by_name():
+    with pytest.raises(CaptureError, match=r"nothing to call: builtins.int is not callable"):
+        ait.profile(3)
+
+
+def test_an_input_the_callable_rejects_names_the_problem_and_leaves_nothing_patched():
+    model = nn.Sequential(Busy(0))
+    before = snapshot(model)
+
+    with pytest.raises(CaptureError, match=r"raised TypeError during the warmup run 1 of 1: .*unexpected keyword"):
+        ait.profile(model, {"nonsense": 1}, warmup_runs=0, measured_runs=1)
+
+    assert snapshot(model) == before
+
+
+def test_an_unwritable_trace_file_is_refused_before_anything_runs(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    model = Busy(0)
+
+    with pytest.raises(CaptureError, match="cannot write the Chrome trace to"):
+        ait.profile(model, torch.ones(1, 4), trace_file=blocker / "trace.json", **FAST)

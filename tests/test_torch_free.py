@@ -1,0 +1,18 @@
+"""The torch-free core imports and works where torch is not installed."""
+
+import subprocess
+import sys
+
+
+def test_analysis_and_report_import_without_torch():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import aitune.analysis, aitune.report, aitune.markers, aitune.errors\n"
+        "from aitune.report import build_profile, render_markdown\n"
+        "doc = build_profile({'traceEvents': [], 'aitune': {'config': {'measured_runs': 0}}})\n"
+        "print(render_markdown(doc).splitlines()[0])\n"
+    )
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert result.stdout == "# aitune performance profile\n"
