@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import innermost_enclosing, nesting_order, parents
+from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -98,7 +98,7 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
         run_ids = runs_by_thread.get(thread, [])
         region_ids = regions_by_thread.get(thread, [])
         launch_ids = launches_by_thread.get(thread, [])
-        thread_runs = [events.runs[i] for i in run_ids]
+        thread_runs = columns([events.runs[i] for i in run_ids])
         thread_regions = [events.regions[i] for i in region_ids]
 
         launch_runs = innermost_enclosing(thread_runs, [events.launches[i].start_us for i in launch_ids])
@@ -160,7 +160,7 @@ def _self_device_time(
 ) -> list[float]:
     """Device time launched while each span was the innermost open region span."""
     self_us = [0.0] * len(spans)
-    owners = innermost_enclosing(spans, [launch.start_us for launch in launches])
+    owners = innermost_enclosing(columns(spans), [launch.start_us for launch in launches])
     for launch, owner in zip(launches, owners, strict=True):
         if owner is not None:
             self_us[owner] += device_by_correlation.get(launch.correlation, 0.0)
@@ -172,9 +172,9 @@ def _fold_region_spans(
 ) -> None:
     """Add each span (all on one thread) to its run's region tree, under its enclosing region's node."""
     region_ids = _region_ids(spans)
-    parent_of = parents(spans)
+    order = nesting_order(columns(spans))
+    parent_of = parents(columns(spans), order)
     device_total = list(self_device_us)
-    order = nesting_order(spans)
     for index in reversed(order):  # children before parents: totals flow upwards
         parent = parent_of[index]
         if parent is not None:

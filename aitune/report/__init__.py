@@ -1,6 +1,6 @@
 """Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown."""
 
-from aitune.report.document import SCHEMA_VERSION, ProfileDoc, build_profile
+from aitune.report.document import SCHEMA_VERSION, ProfileDoc, build_profile, profile_from_events
 from aitune.report.io import dumps, load, read_json, read_trace, save
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
@@ -12,6 +12,7 @@ __all__ = [
     "check_adds_up",
     "dumps",
     "load",
+    "profile_from_events",
     "read_json",
     "read_trace",
     "render_markdown",

@@ -1,7 +1,8 @@
 """The profile document: its shapes (TypedDicts) and the pure function that builds it from a trace.
 
-The trace is the evidence and the document is derived from it: a live capture and an offline
-re-analysis of the saved trace both go through `build_profile`, so they agree by construction.
+The trace is the evidence and the document is derived from it: a live capture (events read from
+the profiler) and an offline re-analysis of the saved Chrome trace both go through
+`profile_from_events`, with the same events, so they agree.
 """
 
 from __future__ import annotations
@@ -75,12 +76,16 @@ class ProfileDoc(TypedDict, total=False):
 
 
 def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
-    """Derive the profile document from a Chrome trace written by an aitune capture.
+    """Derive the profile document from a Chrome trace written by an aitune capture."""
+    return profile_from_events(read_trace_events(trace))
 
-    The trace's ``aitune`` metadata supplies what the events cannot (config, target, input,
-    instrumented regions, wall times, environment); everything measured comes from the events.
+
+def profile_from_events(events: TraceEvents) -> ProfileDoc:
+    """Derive the profile document from a capture's events and its aitune metadata.
+
+    The metadata supplies what the events cannot (config, target, input, instrumented regions,
+    wall times, environment); everything measured comes from the events.
     """
-    events = read_trace_events(trace)
     meta = events.metadata
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
     runs = sorted(result.runs, key=lambda run: run.run_index)

@@ -1,4 +1,5 @@
-"""The capture: warmups and measured runs under torch.profiler, written out as a self-describing Chrome trace.
+"""The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
+written out as a self-describing Chrome trace).
 
 Schedule: ``warmup_runs`` user warmups with the profiler idle, one profiler warmup whose events are
 discarded (it absorbs the profiler's buffer allocation), then ``measured_runs`` runs, each inside a
@@ -17,9 +18,11 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from aitune.analysis.events import TraceEvents
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.torch.performance.instrument import Instrumented
+from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
 
 
@@ -45,15 +48,16 @@ def capture_trace(
     *,
     warmup_runs: int,
     measured_runs: int,
-    trace_path: Path,
     metadata: Mapping[str, Any],
+    trace_path: Path | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
-) -> list[float]:
-    """Run the schedule with ``targets`` instrumented and write the trace to ``trace_path``.
+) -> TraceEvents:
+    """Run the schedule with ``targets`` instrumented; return the measured events.
 
-    Returns the wall time of each measured run in µs; they are also written into the trace's
-    ``aitune`` metadata with ``metadata``, so the trace alone re-derives the profile.
+    The wall time of each measured run (µs) joins ``metadata`` as ``run_wall_times_us``. When
+    ``trace_path`` is given the Chrome trace is written there with that metadata inside, so the
+    trace alone re-derives the profile.
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -80,11 +84,12 @@ def capture_trace(
                 profiler.step()
         meta = {**metadata, "run_wall_times_us": wall_times_us}
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
-    try:
-        profiler.export_chrome_trace(str(trace_path))
-    except OSError as error:
-        raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
-    return wall_times_us
+    if trace_path is not None:
+        try:
+            profiler.export_chrome_trace(str(trace_path))
+        except OSError as error:
+            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+    return events_from_profiler(profiler, meta)
 
 
 def _run_workload(call: Callable[[], Any], which: str) -> None:

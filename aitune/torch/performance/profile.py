@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import aitune
 from aitune.errors import CaptureError
-from aitune.report import ProfileDoc, build_profile, read_trace, render_markdown, save
+from aitune.report import ProfileDoc, build_profile, profile_from_events, read_trace, render_markdown, save
 from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
@@ -82,19 +81,17 @@ def profile(
     kept = Path(trace_file) if trace_file is not None else None
     if kept is not None:
         _check_writable(kept)
-    with tempfile.TemporaryDirectory(prefix="aitune-") as scratch:
-        trace_path = kept if kept is not None else Path(scratch) / "trace.json"
-        capture_trace(
-            lambda: function(*args, **kwargs),
-            targets,
-            warmup_runs=warmup_runs,
-            measured_runs=measured_runs,
-            trace_path=trace_path,
-            metadata=metadata,
-            record_shapes=record_shapes,
-            with_stack=with_stack,
-        )
-        doc = build_profile(read_trace(trace_path))
+    events = capture_trace(
+        lambda: function(*args, **kwargs),
+        targets,
+        warmup_runs=warmup_runs,
+        measured_runs=measured_runs,
+        metadata=metadata,
+        trace_path=kept,
+        record_shapes=record_shapes,
+        with_stack=with_stack,
+    )
+    doc = profile_from_events(events)
     if kept is not None:
         doc["trace_file"] = kept.name
     return PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
