@@ -46,15 +46,18 @@ class Decoder(nn.Module):
 
 
 class BusyPipeline:
-    """2 ms encoder, 6 ms denoiser, 2 ms of glue outside every module: shares 0.2 / 0.6 / 0.2."""
+    """10 ms encoder, 30 ms denoiser, 10 ms of glue outside every module: shares 0.2 / 0.6 / 0.2.
+
+    Long enough that a busy machine preempting a spin (a few ms) moves a share by little.
+    """
 
     def __init__(self) -> None:
         torch.manual_seed(0)
-        self.encoder = Busy(2)
-        self.denoiser = Busy(6)
+        self.encoder = Busy(10)
+        self.denoiser = Busy(30)
         self.glue_spent_us: list[float] = []
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         x = self.encoder(x)
-        self.glue_spent_us.append(busy_wait(2))
+        self.glue_spent_us.append(busy_wait(10))
         return self.denoiser(x)

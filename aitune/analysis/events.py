@@ -36,10 +36,11 @@ class Span(NamedTuple):
 
 
 class Launch(NamedTuple):
-    """A host-side runtime call (cudaLaunchKernel, cudaMemcpyAsync, …) that started device work."""
+    """A host-side runtime call (cudaLaunchKernel, cudaMemcpyAsync, cudaStreamSynchronize, …)."""
 
     name: str
     start_us: float
+    duration_us: float
     thread: ThreadKey
     correlation: int
 
@@ -101,7 +102,7 @@ class TraceEvents:
         elif correlation is None:
             return
         elif category in LAUNCH_CATEGORIES:
-            self.launches.append(Launch(name, start_us, thread, correlation))
+            self.launches.append(Launch(name, start_us, duration_us, thread, correlation))
         elif category in DEVICE_CATEGORIES:
             self.device.append(DeviceActivity(name, category, start_us, duration_us, correlation))
 
