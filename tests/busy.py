@@ -61,3 +61,32 @@ class BusyPipeline:
         x = self.encoder(x)
         self.glue_spent_us.append(busy_wait(10))
         return self.denoiser(x)
+
+
+class TwoLevelBlock(nn.Module):
+    """A block with two sub-blocks of known cost (4 ms, 8 ms) and 4 ms of its own work between them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = Busy(4)
+        self.second = Busy(8)
+        self.own_spent_us: list[float] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.first(x)
+        self.own_spent_us.append(busy_wait(4))
+        return self.second(x)
+
+
+class TwoLevelModel(nn.Module):
+    """Calls its block (16 ms) and spins 4 ms itself: block 0.8 of the run, first 0.2, second 0.4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.block = TwoLevelBlock()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.block(x)
+        busy_wait(4)
+        return x
