@@ -122,7 +122,10 @@ class Trial:
         if not candidate.agreement.passed:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
         elif self.timed:
-            candidate.latency = self._measure(run)
+            try:
+                candidate.latency = self._measure(run)
+            except Exception as error:  # a failure while timed rejects the candidate like any run failure
+                candidate.reject(f"run failed while timed: {_describe(error)}")
 
     def _measure(self, run: Any) -> Latency:
         samples = self.context.samples[:TIMED_SAMPLES]
