@@ -11,3 +11,7 @@ class ProfileError(AituneError):
 
 class CaptureError(AituneError, ValueError):
     """A capture could not run: bad arguments, a failing workload, an unwritable output."""
+
+
+class TuningError(AituneError, ValueError):
+    """A wrapper or tuning call cannot proceed: a wrong state, no recorded samples, a bad path or option."""
