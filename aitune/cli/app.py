@@ -6,6 +6,7 @@ Every command parses its options, makes one core call, renders, and picks the ex
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -58,12 +59,14 @@ def capture(
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
     source, _, function = target.rpartition(":") if ":" in target else (target, "", "")
     folder = out or outputs.default_folder(source, function)
-    if function:
-        if script_args:
-            fail("script arguments after -- apply to script mode only; drop them, or name a script without :function.")
-        written = outputs.capture_entry_into(folder, source, function, obj, input_name, warmup, runs, not no_trace)
-    else:
-        written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
+    if function and script_args:
+        fail("script arguments after -- apply to script mode only; drop them, or name a script without :function.")
+    # With --json, stdout carries the JSON alone: what the user's code prints goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        if function:
+            written = outputs.capture_entry_into(folder, source, function, obj, input_name, warmup, runs, not no_trace)
+        else:
+            written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
     if as_json:
         outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
         return

@@ -39,10 +39,10 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
     return f"run time: median {ms(statistics.median(samples))} ms ({spread}, {domain})"
 
 
-def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Table:
-    """Top regions by median time per run, with their share of the median run, then the residual."""
+def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
+    """Top regions by median time per run, with their share of the median run, then the residual and run time."""
     run_median = statistics.median(run_samples(doc, domain)) if doc["runs"] else 0.0
-    table = Table(title=f"Where the time goes ({domain}, median per run)", caption=run_time_line(doc, domain))
+    table = Table(title=f"Where the time goes ({domain}, median per run)")
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
     rows = sorted(region_samples(doc, domain).values(), key=lambda item: -statistics.median(item[1]))
@@ -52,7 +52,7 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
         table.add_row(f"… {len(rows) - limit} more region(s)", "", "", "")
     if doc["runs"]:
         table.add_row(Text("(residual)", style="italic"), *_time_cells(residual_samples(doc, domain), run_median))
-    return table
+    return Group(table, Text(run_time_line(doc, domain)))
 
 
 def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -> Table | None:

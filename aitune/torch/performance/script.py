@@ -40,6 +40,7 @@ from aitune.torch.performance.regions import qualified_type
 from aitune.torch.performance.usercode import importable_from, script_argv, user_code_error
 
 SINGLE_RUN_SCRIPT_CAPTURE = "SINGLE_RUN_SCRIPT_CAPTURE"
+_LIBRARY_FILES = (str(Path(torch.__file__).parent), str(Path(aitune.__file__).parent), str(Path(runpy.__file__)))
 
 
 @dataclass(frozen=True)
@@ -152,10 +153,11 @@ class OutermostModuleSpans:
 
 
 def script_frames(frame: FrameType | None) -> list[FrameType]:
-    """The script's frames from ``frame`` outwards up to `run_script`, outermost first."""
+    """The user's frames from ``frame`` outwards up to `run_script`, outermost first (no torch, runpy, aitune)."""
     frames = []
     while frame is not None and frame.f_code is not run_script.__code__:
-        frames.append(frame)
+        if not frame.f_code.co_filename.startswith(_LIBRARY_FILES):
+            frames.append(frame)
         frame = frame.f_back
     return frames[::-1]
 
@@ -166,7 +168,9 @@ def owner_path(module: nn.Module, frames: Sequence[FrameType]) -> str | None:
         for name, value in list(frame.f_locals.items()):
             if name.startswith("__"):
                 continue
-            for path, candidate in owned_modules(name, value):
+            # A method's `self` is named after its class: `Pipeline.unet` says more than `self.unet`.
+            root = type(value).__name__ if name == "self" else name
+            for path, candidate in owned_modules(root, value):
                 if candidate is module:
                     return path
     return None
