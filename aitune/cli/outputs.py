@@ -83,23 +83,23 @@ def capture_entry_into(
             trace_file=trace,
             on_call=lambda: progress.advance(task),
         )
-    return [write_profile(folder, prof.data, trace=prof.trace_file)]
+    return [write_profile(folder, prof.data, trace=trace)]
 
 
 def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace: bool) -> list[Written]:
     """Run ``script`` under capture and write every profile it made (or the whole-script one) into ``folder``."""
     from aitune.torch.performance.script import capture_script
 
+    trace = folder / TRACE_NAME if keep_trace else None
     with _output_folder(folder), without_profiler_lines():
-        result = capture_script(script, args, trace_file=folder / TRACE_NAME if keep_trace else None)
+        result = capture_script(script, args, trace_file=trace)
     if not result.profiles:
         raise CaptureError(
             f"{script} imports aitune but made no profile; call aitune.torch.profile(...) in it, "
             "or capture an entry function (app.py:infer)."
         )
     if result.whole_script:
-        prof = result.profiles[0]
-        return [write_profile(folder, prof.data, trace=prof.trace_file)]
+        return [write_profile(folder, result.profiles[0].data, trace=trace)]
     written = []
     for index, prof in enumerate(result.profiles, start=1):
         suffix = f"-{index}" if len(result.profiles) > 1 else ""
