@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aitune.errors import ProfileError
+from aitune.report import document
 
 DOMAINS = ("cpu", "device")
 BOOTSTRAP_RESAMPLES = 2000
@@ -151,19 +152,11 @@ def regressed(diff: ProfileDiff, pct: float) -> bool:
 
 
 def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
-    """The document itself, or with ``runs`` (and any other key the scenario holds) taken from one scenario.
-
-    Documents with several scenarios list them under ``scenarios``, each with a ``name``.
-    """
-    if scenario is None:
-        return doc
-    scenarios = doc.get("scenarios") or []
-    names = [entry.get("name") for entry in scenarios]
-    if scenario not in names:
-        known = ", ".join(map(str, names)) if names else "none"
-        raise ProfileError(f"no scenario named {scenario!r} in the profile (its scenarios: {known}).")
-    chosen = scenarios[names.index(scenario)]
-    return {**doc, **{key: value for key, value in chosen.items() if key != "name"}}
+    """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
+    try:
+        return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
+    except KeyError as error:
+        raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
 
 
 def path_of(region_id: str) -> str:
@@ -185,12 +178,12 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
 def region_samples(doc: Mapping[str, Any], domain: str) -> dict[str, tuple[str, list[float]]]:
     """Per region path: its id and its time in each run (µs; 0 in a run where it did not run).
 
-    Nested regions (a share's ``children``) count under their own path, so a region that moved
-    from top level into a tree still lines up.
+    Nested regions (the run's ``tree``) count under their own path, so a region that moved from
+    top level into a tree still lines up.
     """
     samples: dict[str, tuple[str, list[float]]] = {}
     for index, run in enumerate(doc["runs"]):
-        for share in _walk(run["regions"]):
+        for share in _walk(run.get("tree") or run["regions"]):
             _, times = samples.setdefault(path_of(share["region_id"]), (share["region_id"], [0.0] * len(doc["runs"])))
             times[index] += share.get(f"{domain}_time_us", 0.0)
     return samples

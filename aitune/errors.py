@@ -26,3 +26,7 @@ class UserCodeError(CaptureError):
     def __init__(self, message: str, details: str = "") -> None:
         super().__init__(message)
         self.details = details
+
+
+class TuningError(AituneError, ValueError):
+    """A wrapper or tuning call cannot proceed: a wrong state, no recorded samples, a bad path or option."""

@@ -46,15 +46,47 @@ class Decoder(nn.Module):
 
 
 class BusyPipeline:
-    """2 ms encoder, 6 ms denoiser, 2 ms of glue outside every module: shares 0.2 / 0.6 / 0.2."""
+    """10 ms encoder, 30 ms denoiser, 10 ms of glue outside every module: shares 0.2 / 0.6 / 0.2.
+
+    Long enough that a busy machine preempting a spin (a few ms) moves a share by little.
+    """
 
     def __init__(self) -> None:
         torch.manual_seed(0)
-        self.encoder = Busy(2)
-        self.denoiser = Busy(6)
+        self.encoder = Busy(10)
+        self.denoiser = Busy(30)
         self.glue_spent_us: list[float] = []
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         x = self.encoder(x)
-        self.glue_spent_us.append(busy_wait(2))
+        self.glue_spent_us.append(busy_wait(10))
         return self.denoiser(x)
+
+
+class TwoLevelBlock(nn.Module):
+    """A block with two sub-blocks of known cost (4 ms, 8 ms) and 4 ms of its own work between them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = Busy(4)
+        self.second = Busy(8)
+        self.own_spent_us: list[float] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.first(x)
+        self.own_spent_us.append(busy_wait(4))
+        return self.second(x)
+
+
+class TwoLevelModel(nn.Module):
+    """Calls its block (16 ms) and spins 4 ms itself: block 0.8 of the run, first 0.2, second 0.4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.block = TwoLevelBlock()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.block(x)
+        busy_wait(4)
+        return x

@@ -68,7 +68,7 @@ def busy_captures(tmp_path_factory):
             "--warmup",
             "1",
             "--runs",
-            "9",
+            "7",
             "--no-trace",
             "--out",
             str(out),

@@ -5,7 +5,7 @@ from builders import kernel, launch, region, run, trace
 
 from aitune.analysis import attribute_runs, read_trace_events
 from aitune.analysis.events import Span
-from aitune.analysis.intervals import innermost_enclosing, parents
+from aitune.analysis.intervals import columns, innermost_enclosing, parents
 from aitune.report import build_profile, validate
 
 
@@ -134,7 +134,9 @@ def test_wall_times_come_from_the_trace_metadata():
 
 
 def test_parents_and_innermost_follow_nesting_on_one_thread():
-    spans = [Span("a", 0, 10, (1, 1)), Span("b", 2, 3, (1, 1)), Span("c", 6, 2, (1, 1)), Span("d", 20, 1, (1, 1))]
+    spans = columns(
+        [Span("a", 0, 10, (1, 1)), Span("b", 2, 3, (1, 1)), Span("c", 6, 2, (1, 1)), Span("d", 20, 1, (1, 1))]
+    )
 
     assert parents(spans) == [None, 0, 0, None]
     assert innermost_enclosing(spans, [1, 3, 7, 15, 20.5]) == [0, 1, 2, None, 3]

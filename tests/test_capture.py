@@ -1,7 +1,6 @@
 """Capture on real modules under the real profiler: shares, restoration, regions, errors."""
 
 import inspect
-import statistics
 
 import pipeline_app
 import pytest
@@ -11,7 +10,6 @@ from torch import nn
 
 import aitune.torch as ait
 from aitune.errors import CaptureError
-from aitune.report import validate
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 
 FAST = {"warmup_runs": 0, "measured_runs": 2}
@@ -36,22 +34,8 @@ def snapshot(module: nn.Module) -> list:
 
 
 def test_known_busy_times_are_attributed_within_three_points():
-    pipe = BusyPipeline()
-
-    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5)
-
-    assert validate(prof.data) == []
-    median = {key: statistics.median(shares(prof, i).get(key, 0) for i in range(5)) for key in shares(prof)}
-    assert median == {
-        "untuned_module:encoder": pytest.approx(0.2, abs=0.03),
-        "untuned_module:denoiser": pytest.approx(0.6, abs=0.03),
-    }
-    residual = statistics.median(run["residual"]["cpu_time_fraction"] for run in prof.data["runs"])
-    assert residual == pytest.approx(0.2, abs=0.03)
-
-
-def test_each_run_is_attributed_as_the_modules_themselves_timed_it():
-    """Independent of machine load: the modules time their own busy-waits, the profile must agree."""
+    """10/30/10 ms nominally; checked against the times the modules measured themselves, so that a
+    busy machine (which stretches a spin by a preemption or two) cannot fail it."""
     pipe = BusyPipeline()
 
     prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=3)
@@ -271,7 +255,7 @@ def test_an_input_the_callable_rejects_names_the_problem_and_leaves_nothing_patc
     model = nn.Sequential(Busy(0))
     before = snapshot(model)
 
-    with pytest.raises(CaptureError, match=r"raised TypeError during the warmup run 1 of 1: .*unexpected keyword"):
+    with pytest.raises(CaptureError, match=r"raised TypeError during the profiler warmup run: .*unexpected keyword"):
         ait.profile(model, {"nonsense": 1}, warmup_runs=0, measured_runs=1)
 
     assert snapshot(model) == before

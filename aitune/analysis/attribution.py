@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import innermost_enclosing, nesting_order, parents
+from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -26,6 +26,7 @@ class RegionNode:
     calls: int = 0
     cpu_time_us: float = 0.0
     device_time_us: float = 0.0
+    device_busy_us: float = 0.0  # union of its kernels' intervals: below device_time_us when they overlap
     children: dict[str, RegionNode] = field(default_factory=dict)
 
     def child(self, region: str) -> RegionNode:
@@ -86,7 +87,7 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
     Device time of a region is the duration of the device work launched while its span was the
     innermost open region (kernel ↔ launch by correlation id), summed up the region's ancestors.
     """
-    device_by_correlation = _device_time_by_correlation(events)
+    device_work = _device_work_by_correlation(events)
     runs = [_empty_run(span, wall_times_us, events.has_device_data) for span in events.runs]
     runs_by_thread = _group_by_thread(range(len(events.runs)), lambda i: events.runs[i].thread)
     regions_by_thread = _group_by_thread(range(len(events.regions)), lambda i: events.regions[i].thread)
@@ -98,25 +99,25 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
         run_ids = runs_by_thread.get(thread, [])
         region_ids = regions_by_thread.get(thread, [])
         launch_ids = launches_by_thread.get(thread, [])
-        thread_runs = [events.runs[i] for i in run_ids]
+        thread_runs = columns([events.runs[i] for i in run_ids])
         thread_regions = [events.regions[i] for i in region_ids]
 
         launch_runs = innermost_enclosing(thread_runs, [events.launches[i].start_us for i in launch_ids])
         for launch_index, owner in zip(launch_ids, launch_runs, strict=True):
-            device_us = device_by_correlation.get(events.launches[launch_index].correlation, 0.0)
-            if owner is not None and device_us:
+            work = device_work.get(events.launches[launch_index].correlation)
+            if owner is not None and work:
                 run = runs[run_ids[owner]]
-                run.device_time_us = (run.device_time_us or 0.0) + device_us
+                run.device_time_us = (run.device_time_us or 0.0) + sum(end - start for start, end in work)
 
         region_run = innermost_enclosing(thread_runs, [span.start_us for span in thread_regions])
         unmapped += sum(1 for owner in region_run if owner is None)
-        self_device = _self_device_time(thread_regions, [events.launches[i] for i in launch_ids], device_by_correlation)
+        launched = _work_launched_by_span(thread_regions, [events.launches[i] for i in launch_ids], device_work)
         for region in _region_ids(thread_regions):
             observed.setdefault(region, None)
         _fold_region_spans(
             thread_regions,
             [runs[run_ids[owner]] if owner is not None else None for owner in region_run],
-            self_device,
+            launched,
         )
     return Attribution(runs=runs, unmapped_region_spans=unmapped, observed_region_ids=list(observed))
 
@@ -137,11 +138,29 @@ def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> 
     )
 
 
-def _device_time_by_correlation(events: TraceEvents) -> dict[int, float]:
-    totals: dict[int, float] = defaultdict(float)
+Interval = tuple[float, float]
+
+
+def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]]:
+    """(start, end) of the device work each launch started, by correlation id."""
+    work: dict[int, list[Interval]] = defaultdict(list)
     for activity in events.device:
-        totals[activity.correlation] += activity.duration_us
-    return totals
+        work[activity.correlation].append((activity.start_us, activity.start_us + activity.duration_us))
+    return work
+
+
+def union_length(intervals: Iterable[Interval]) -> float:
+    """Total length covered by possibly overlapping intervals.
+
+    >>> union_length([(0, 4), (2, 6), (10, 11)])
+    7.0
+    """
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            covered += end - max(start, reach)
+            reach = end
+    return covered
 
 
 def _group_by_thread(indices: Iterable[int], thread_of: Any) -> dict[ThreadKey, list[int]]:
@@ -155,30 +174,34 @@ def _region_ids(spans: Sequence[Span]) -> list[str]:
     return [span.name[len(REGION_SPAN_PREFIX) :] for span in spans]
 
 
-def _self_device_time(
-    spans: Sequence[Span], launches: Sequence[Any], device_by_correlation: Mapping[int, float]
-) -> list[float]:
-    """Device time launched while each span was the innermost open region span."""
-    self_us = [0.0] * len(spans)
-    owners = innermost_enclosing(spans, [launch.start_us for launch in launches])
+def _work_launched_by_span(
+    spans: Sequence[Span], launches: Sequence[Any], device_work: Mapping[int, list[Interval]]
+) -> list[list[Interval]]:
+    """The device work launched while each span was the innermost open region span."""
+    launched: list[list[Interval]] = [[] for _ in spans]
+    if not device_work:
+        return launched
+    owners = innermost_enclosing(columns(spans), [launch.start_us for launch in launches])
     for launch, owner in zip(launches, owners, strict=True):
         if owner is not None:
-            self_us[owner] += device_by_correlation.get(launch.correlation, 0.0)
-    return self_us
+            launched[owner] += device_work.get(launch.correlation, ())
+    return launched
 
 
 def _fold_region_spans(
-    spans: Sequence[Span], owners: Sequence[AttributedRun | None], self_device_us: Sequence[float]
+    spans: Sequence[Span], owners: Sequence[AttributedRun | None], launched: list[list[Interval]]
 ) -> None:
-    """Add each span (all on one thread) to its run's region tree, under its enclosing region's node."""
+    """Add each span (all on one thread) to its run's region tree, under its enclosing region's node.
+
+    ``launched`` (the device work each span launched itself) is extended in place with its children's.
+    """
     region_ids = _region_ids(spans)
-    parent_of = parents(spans)
-    device_total = list(self_device_us)
-    order = nesting_order(spans)
-    for index in reversed(order):  # children before parents: totals flow upwards
+    order = nesting_order(columns(spans))
+    parent_of = parents(columns(spans), order)
+    for index in reversed(order):  # children before parents: device work flows upwards
         parent = parent_of[index]
         if parent is not None:
-            device_total[parent] += device_total[index]
+            launched[parent] += launched[index]
 
     node_of: dict[int, RegionNode] = {}
     for index in order:
@@ -192,5 +215,7 @@ def _fold_region_spans(
             node = node_of[parent].child(region_ids[index])
         node.calls += 1
         node.cpu_time_us += spans[index].duration_us
-        node.device_time_us += device_total[index]
+        if launched[index]:
+            node.device_time_us += sum(end - start for start, end in launched[index])
+            node.device_busy_us += union_length(launched[index])
         node_of[index] = node

@@ -1,7 +1,8 @@
 """Nesting of spans on one thread, found by one sweep over start-sorted intervals.
 
 Spans recorded on one thread are properly nested (a child ends before its parent does), so a
-stack is enough: each span's parent is the innermost open span when it starts.
+stack is enough: each span's parent is the innermost open span when it starts. Spans are given
+column-wise (starts and durations in µs) so callers need not build an object per span.
 """
 
 from __future__ import annotations
@@ -13,46 +14,62 @@ from aitune.analysis.events import Span
 # Profiler timestamps are rounded to the nanosecond; a child can appear to end a hair after its parent.
 _EPSILON_US = 0.002
 
-
-def nesting_order(spans: Sequence[Span]) -> list[int]:
-    """Indices of ``spans`` sorted so that every parent comes before its children."""
-    return sorted(range(len(spans)), key=lambda i: (spans[i].start_us, -spans[i].end_us))
+Columns = tuple[Sequence[float], Sequence[float]]
+"""(starts_us, durations_us) of the spans of one thread."""
 
 
-def parents(spans: Sequence[Span]) -> list[int | None]:
+def columns(spans: Sequence[Span]) -> Columns:
+    """The (starts, durations) columns of a list of spans."""
+    return [span.start_us for span in spans], [span.duration_us for span in spans]
+
+
+def nesting_order(spans: Columns) -> list[int]:
+    """Indices of the spans sorted so that every parent comes before its children."""
+    starts, durations = spans
+    keys = list(zip(starts, (-d for d in durations), strict=False))
+    return sorted(range(len(starts)), key=keys.__getitem__)
+
+
+def parents(spans: Columns, order: Sequence[int] | None = None) -> list[int | None]:
     """For each span (all on one thread), the index of the innermost span enclosing it, or None.
 
-    >>> a, b = Span("a", 0, 10, (1, 1)), Span("b", 2, 3, (1, 1))
-    >>> parents([a, b])
-    [None, 0]
+    ``order`` is `nesting_order(spans)` when the caller has it already.
+
+    >>> parents(([0.0, 2.0, 20.0], [10.0, 3.0, 1.0]))
+    [None, 0, None]
     """
-    result: list[int | None] = [None] * len(spans)
+    starts, durations = spans
+    ends = [start + duration for start, duration in zip(starts, durations, strict=True)]
+    result: list[int | None] = [None] * len(starts)
     stack: list[int] = []
-    for index in nesting_order(spans):
-        span = spans[index]
-        while stack and spans[stack[-1]].end_us <= span.start_us + _EPSILON_US:
+    for index in nesting_order(spans) if order is None else order:
+        start = starts[index]
+        while stack and ends[stack[-1]] <= start + _EPSILON_US:
             stack.pop()
-        if stack and span.end_us <= spans[stack[-1]].end_us + _EPSILON_US:
+        if stack and ends[index] <= ends[stack[-1]] + _EPSILON_US:
             result[index] = stack[-1]
         stack.append(index)
     return result
 
 
-def innermost_enclosing(spans: Sequence[Span], points_us: Sequence[float]) -> list[int | None]:
+def innermost_enclosing(spans: Columns, points_us: Sequence[float]) -> list[int | None]:
     """For each time point, the index of the innermost span (all on one thread) containing it, or None."""
+    starts, durations = spans
     order = nesting_order(spans)
+    ends = [start + duration for start, duration in zip(starts, durations, strict=True)]
     point_order = sorted(range(len(points_us)), key=points_us.__getitem__)
     result: list[int | None] = [None] * len(points_us)
     stack: list[int] = []
     cursor = 0
     for point_index in point_order:
         point = points_us[point_index]
-        while cursor < len(order) and spans[order[cursor]].start_us <= point:
-            while stack and spans[stack[-1]].end_us <= spans[order[cursor]].start_us:
+        while cursor < len(order) and starts[order[cursor]] <= point:
+            opening = order[cursor]
+            while stack and ends[stack[-1]] <= starts[opening]:
                 stack.pop()
-            stack.append(order[cursor])
+            stack.append(opening)
             cursor += 1
-        while stack and spans[stack[-1]].end_us < point:
+        while stack and ends[stack[-1]] < point:
             stack.pop()
         result[point_index] = stack[-1] if stack else None
     return result

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.events import TraceEvents
-from aitune.analysis.intervals import innermost_enclosing, nesting_order, parents
+from aitune.analysis.events import Launch, ThreadKey, TraceEvents
+from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
 
 ROW_LIMIT = 20
 """Rows kept per sorted view; the full event stream lives in the Chrome trace."""
@@ -43,30 +43,33 @@ class OperatorRow:
 
 
 def operator_rows(events: TraceEvents) -> list[OperatorRow]:
-    """Aggregate every operator span that started inside a measured run, plus device activities."""
+    """Aggregate every operator span that started inside a measured run, plus the device activities."""
     device_by_correlation: dict[int, float] = defaultdict(float)
     for activity in events.device:
         device_by_correlation[activity.correlation] += activity.duration_us
     rows: dict[tuple[str, str], OperatorRow] = {}
+    measured_launches: set[int] = set()
 
-    by_thread: dict[Any, list[int]] = defaultdict(list)
-    for index, op in enumerate(events.ops):
-        by_thread[op.thread].append(index)
+    by_thread: dict[ThreadKey, list[int]] = defaultdict(list)
+    for index, thread in enumerate(events.ops.threads):
+        by_thread[thread].append(index)
+    for launch in events.launches:
+        by_thread.setdefault(launch.thread, [])
     for thread, indices in by_thread.items():
-        thread_runs = [run for run in events.runs if run.thread == thread]
-        in_run = innermost_enclosing(thread_runs, [events.ops[i].start_us for i in indices])
-        ops = [events.ops[i] for i, run in zip(indices, in_run, strict=True) if run is not None]
+        runs = columns([run for run in events.runs if run.thread == thread])
         launches = [launch for launch in events.launches if launch.thread == thread]
-        _fold_ops(ops, launches, device_by_correlation, rows)
+        in_run = innermost_enclosing(runs, [events.ops.starts_us[i] for i in indices])
+        kept = [i for i, run in zip(indices, in_run, strict=True) if run is not None]
+        launch_runs = innermost_enclosing(runs, [launch.start_us for launch in launches])
+        measured = [launch for launch, run in zip(launches, launch_runs, strict=True) if run is not None]
+        measured_launches.update(launch.correlation for launch in measured)
+        _fold_ops(events, kept, measured, device_by_correlation, rows)
 
-    measured = {
-        launch.correlation
-        for launch in events.launches
-        if any(run.thread == launch.thread and run.start_us <= launch.start_us <= run.end_us for run in events.runs)
-    }
     for activity in events.device:
-        if activity.correlation in measured:
-            row = rows.setdefault((activity.name, "CUDA"), OperatorRow(activity.name, "CUDA"))
+        if activity.correlation in measured_launches:
+            row = rows.get((activity.name, "CUDA"))
+            if row is None:
+                row = rows[activity.name, "CUDA"] = OperatorRow(activity.name, "CUDA")
             row.count += 1
             row.self_device_time_total_us += activity.duration_us
             row.device_time_total_us += activity.duration_us
@@ -91,24 +94,37 @@ def _top(rows: Sequence[OperatorRow], attribute: str, limit: int, with_device: b
     return [row.to_dict(with_device) for row in ranked[:limit] if getattr(row, attribute) > 0]
 
 
-def _fold_ops(ops: Sequence[Any], launches: Sequence[Any], device_by_correlation: dict[int, float], rows: dict) -> None:
-    parent_of = parents(ops)
-    child_cpu = [0.0] * len(ops)
-    self_device = [0.0] * len(ops)
-    owners = innermost_enclosing(ops, [launch.start_us for launch in launches])
-    for launch, owner in zip(launches, owners, strict=True):
+def _fold_ops(
+    events: TraceEvents,
+    indices: Sequence[int],
+    launches: Sequence[Launch],
+    device_by_correlation: dict[int, float],
+    rows: dict[tuple[str, str], OperatorRow],
+) -> None:
+    """Add the operator spans ``indices`` (all on one thread) to ``rows``, with self and total times."""
+    ops = events.ops
+    spans: Columns = ([ops.starts_us[i] for i in indices], [ops.durations_us[i] for i in indices])
+    durations = spans[1]
+    order = nesting_order(spans)
+    parent_of = parents(spans, order)
+    child_cpu = [0.0] * len(indices)
+    self_device = [0.0] * len(indices)
+    for launch, owner in zip(launches, innermost_enclosing(spans, [la.start_us for la in launches]), strict=True):
         if owner is not None:
             self_device[owner] += device_by_correlation.get(launch.correlation, 0.0)
     total_device = list(self_device)
-    for index in reversed(nesting_order(ops)):
+    for index in reversed(order):  # children before parents: totals flow upwards
         parent = parent_of[index]
         if parent is not None:
-            child_cpu[parent] += ops[index].duration_us
+            child_cpu[parent] += durations[index]
             total_device[parent] += total_device[index]
-    for index, op in enumerate(ops):
-        row = rows.setdefault((op.name, "CPU"), OperatorRow(op.name, "CPU"))
+    for local, index in enumerate(indices):
+        key = (ops.names[index], "CPU")
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = OperatorRow(key[0], "CPU")
         row.count += 1
-        row.cpu_time_total_us += op.duration_us
-        row.self_cpu_time_total_us += max(0.0, op.duration_us - child_cpu[index])
-        row.self_device_time_total_us += self_device[index]
-        row.device_time_total_us += total_device[index]
+        row.cpu_time_total_us += durations[local]
+        row.self_cpu_time_total_us += max(0.0, durations[local] - child_cpu[local])
+        row.self_device_time_total_us += self_device[local]
+        row.device_time_total_us += total_device[local]

@@ -1,6 +1,14 @@
 """Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown."""
 
-from aitune.report.document import SCHEMA_VERSION, ProfileDoc, build_profile
+from aitune.report.document import (
+    SCHEMA_VERSION,
+    ProfileDoc,
+    build_profile,
+    combine_scenarios,
+    profile_from_events,
+    scenario_names,
+    select_scenario,
+)
 from aitune.report.io import dumps, load, read_json, read_trace, save
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
@@ -10,11 +18,15 @@ __all__ = [
     "ProfileDoc",
     "build_profile",
     "check_adds_up",
+    "combine_scenarios",
     "dumps",
     "load",
+    "profile_from_events",
     "read_json",
     "read_trace",
     "render_markdown",
     "save",
+    "scenario_names",
+    "select_scenario",
     "validate",
 ]

@@ -1,7 +1,8 @@
 """The profile document: its shapes (TypedDicts) and the pure function that builds it from a trace.
 
-The trace is the evidence and the document is derived from it: a live capture and an offline
-re-analysis of the saved trace both go through `build_profile`, so they agree by construction.
+The trace is the evidence and the document is derived from it: a live capture (events read from
+the profiler) and an offline re-analysis of the saved Chrome trace both go through
+`profile_from_events`, with the same events, so they agree.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.operators import key_averages
+from aitune.analysis.residual import ResidualCauses, residual_causes
+from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
 
 SCHEMA_VERSION = 1
@@ -35,6 +38,7 @@ class RegionShare(TypedDict, total=False):
     cpu_time_fraction: Required[float]
     device_time_us: float  # absent, not None, when the run has no device data
     device_time_fraction: float
+    device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
 
 
 class Residual(TypedDict, total=False):
@@ -42,13 +46,34 @@ class Residual(TypedDict, total=False):
     cpu_time_fraction: Required[float]
     device_time_us: float
     device_time_fraction: float
+    causes: dict[str, dict[str, float]]  # synchronization, memory_copy, tensor_ops, python: CPU µs and fraction
 
 
-class RunDoc(TypedDict):
-    run_index: int
-    timing: Timing
-    regions: list[RegionShare]
-    residual: Residual
+class TreeNode(TypedDict, total=False):
+    """A region entered during a run, with the regions entered while it was open (``children``).
+
+    Per domain: ``*_time_us`` is the total, ``*_self_time_us`` what no child accounts for, so
+    children's totals + self = total. ``device_busy_time_us`` is the union of its kernels' intervals.
+    """
+
+    region_id: Required[str]
+    calls: Required[int]
+    cpu_time_us: Required[float]
+    cpu_self_time_us: Required[float]
+    cpu_time_fraction: Required[float]
+    device_time_us: float
+    device_self_time_us: float
+    device_time_fraction: float
+    device_busy_time_us: float
+    children: Required[list[TreeNode]]
+
+
+class RunDoc(TypedDict, total=False):
+    run_index: Required[int]
+    timing: Required[Timing]
+    regions: Required[list[RegionShare]]
+    residual: Required[Residual]
+    tree: list[TreeNode]  # only when some region was entered inside another
 
 
 class RegionMeta(TypedDict, total=False):
@@ -72,18 +97,26 @@ class ProfileDoc(TypedDict, total=False):
     warnings: Required[list[ProfileWarning]]
     environment: dict[str, Any]
     trace_file: str
+    statistics: dict[str, Any]  # summaries over the runs: see aitune.analysis.statistics.run_statistics
+    capture_overhead: dict[str, Any]
+    scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
 
 
 def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
-    """Derive the profile document from a Chrome trace written by an aitune capture.
+    """Derive the profile document from a Chrome trace written by an aitune capture."""
+    return profile_from_events(read_trace_events(trace))
 
-    The trace's ``aitune`` metadata supplies what the events cannot (config, target, input,
-    instrumented regions, wall times, environment); everything measured comes from the events.
+
+def profile_from_events(events: TraceEvents) -> ProfileDoc:
+    """Derive the profile document from a capture's events and its aitune metadata.
+
+    The metadata supplies what the events cannot (config, target, input, instrumented regions,
+    wall times, environment); everything measured comes from the events.
     """
-    events = read_trace_events(trace)
     meta = events.metadata
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
     runs = sorted(result.runs, key=lambda run: run.run_index)
+    causes = residual_causes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -92,29 +125,60 @@ def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
         config=dict(meta.get("config", {})),
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
-        runs=[run_doc(run) for run in runs],
+        runs=[run_doc(run, causes.get(run.run_index)) for run in runs],
         profiler=_profiler_section(events, meta),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs)),
     )
+    if runs:
+        doc["statistics"] = run_statistics(runs)
+        doc["warnings"] += statistics_warnings(runs)
+    overhead = capture_overhead(meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()))
+    if overhead is not None:
+        doc["capture_overhead"] = overhead
+        doc["warnings"] += overhead_warnings(overhead)
     if "environment" in meta:
         doc["environment"] = dict(meta["environment"])
     return doc
 
 
-def run_doc(run: AttributedRun) -> RunDoc:
+def run_doc(run: AttributedRun, causes: ResidualCauses | None = None) -> RunDoc:
     """The JSON shape of one attributed run; device keys only when the run has device data."""
     timing = Timing(cpu_time_us=run.cpu_time_us)
     if run.wall_time_us is not None:
         timing["wall_time_us"] = run.wall_time_us
     if run.device_time_us is not None:
         timing["device_time_us"] = run.device_time_us
-    return RunDoc(
+    doc = RunDoc(
         run_index=run.run_index,
         timing=timing,
         regions=[_region_share(node, run) for node in run.regions.values()],
         residual=Residual(**run.residual()),  # type: ignore[typeddict-item]
     )
+    if causes is not None:
+        doc["residual"]["causes"] = causes.to_dict(run)
+    if any(node.children for node in run.regions.values()):
+        doc["tree"] = [tree_node(node, run) for node in run.regions.values()]
+    return doc
+
+
+def tree_node(node: RegionNode, run: AttributedRun) -> TreeNode:
+    """One node of a run's region tree, its children included."""
+    children = [tree_node(child, run) for child in node.children.values()]
+    tree = TreeNode(
+        region_id=node.region_id,
+        calls=node.calls,
+        cpu_time_us=node.cpu_time_us,
+        cpu_self_time_us=max(0.0, node.cpu_time_us - sum(child["cpu_time_us"] for child in children)),
+        cpu_time_fraction=attribution.fraction(node.cpu_time_us, run.cpu_time_us),
+    )
+    if run.device_time_us is not None:
+        tree["device_time_us"] = node.device_time_us
+        tree["device_self_time_us"] = max(0.0, node.device_time_us - sum(c["device_time_us"] for c in children))
+        tree["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
+        tree["device_busy_time_us"] = node.device_busy_us
+    tree["children"] = children
+    return tree
 
 
 def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMeta:
@@ -139,6 +203,7 @@ def _region_share(node: RegionNode, run: AttributedRun) -> RegionShare:
     if run.device_time_us is not None:
         share["device_time_us"] = node.device_time_us
         share["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
+        share["device_busy_time_us"] = node.device_busy_us
     return share
 
 
@@ -160,3 +225,41 @@ def _warnings(
     if not result.observed_region_ids:
         found += warnings.no_regions_observed(len(known), run_count)
     return found
+
+
+SCENARIO_KEYS = ("input", "runs", "profiler", "regions", "warnings", "statistics", "capture_overhead", "trace_file")
+"""The keys of a document that differ from one scenario to another."""
+
+
+def combine_scenarios(names: list[str], docs: list[ProfileDoc]) -> ProfileDoc:
+    """One document for several scenarios: ``scenarios`` holds each one's section; the first is also top-level.
+
+    Readers that know one input only (AITune's) see the first scenario, as if it had been profiled alone.
+    """
+    assert names and len(names) == len(docs), "one name per scenario document"
+    combined = ProfileDoc(**docs[0])  # type: ignore[typeddict-item]
+    combined["scenarios"] = [
+        {"name": name, **{key: doc[key] for key in SCENARIO_KEYS if key in doc}}  # type: ignore[literal-required]
+        for name, doc in zip(names, docs, strict=True)
+    ]
+    return combined
+
+
+def scenario_names(doc: ProfileDoc) -> list[str]:
+    """The scenario names of a document; [] when it profiled one input."""
+    return [scenario["name"] for scenario in doc.get("scenarios", [])]
+
+
+def select_scenario(doc: ProfileDoc, name: str | None) -> ProfileDoc:
+    """The document as if only scenario ``name`` had been profiled (None: the document as it is).
+
+    Raises `KeyError` naming the scenarios there are when ``name`` is not one of them.
+    """
+    if name is None:
+        return doc
+    for scenario in doc.get("scenarios", []):
+        if scenario["name"] == name:
+            view = {key: value for key, value in doc.items() if key not in SCENARIO_KEYS and key != "scenarios"}
+            view.update({key: value for key, value in scenario.items() if key != "name"})
+            return view  # type: ignore[return-value]
+    raise KeyError(f"no scenario {name!r} in this profile; it has {scenario_names(doc) or 'none'}")

@@ -5,22 +5,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aitune.report.document import ProfileDoc
+from aitune.report.document import ProfileDoc, scenario_names, select_scenario
 
 MISSING = "-"
 
 
 def render_markdown(doc: ProfileDoc) -> str:
-    """Render every section of ``doc``; the same document always gives the same text."""
-    sections = [
-        _overview(doc),
-        _runs(doc),
-        _regions(doc),
-        _attribution(doc),
-        _key_averages(doc),
-        _warnings(doc),
-        _environment(doc),
-    ]
+    """Render every section of ``doc``, summaries first; the same document always gives the same text.
+
+    A multi-scenario document gets the overview once, then every section per scenario.
+    """
+    sections = [_overview(doc)]
+    names = scenario_names(doc)
+    for name in names or [None]:
+        view = select_scenario(doc, name)
+        if name is not None:
+            sections.append(f"## Scenario: {name}")
+        sections += [
+            _summary(view),
+            _residual_causes(view),
+            _tree(view),
+            _runs(view),
+            _regions(view),
+            _attribution(view),
+            _key_averages(view),
+            _warnings(view),
+        ]
+    sections.append(_environment(doc))
     return "\n\n".join(section for section in sections if section) + "\n"
 
 
@@ -57,7 +68,104 @@ def _overview(doc: ProfileDoc) -> str:
     ]
     if doc.get("trace_file"):
         lines.append(f"- Chrome trace: {doc['trace_file']}")
+    overhead = doc.get("capture_overhead")
+    if overhead:
+        lines.append(
+            f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
+            f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({overhead['ratio']:.2f}×)"
+        )
+    if scenario_names(doc):
+        lines.append(f"- Scenarios: {', '.join(scenario_names(doc))}")
     return "\n".join(lines)
+
+
+def _summary(doc: ProfileDoc) -> str:
+    stats = doc.get("statistics")
+    if not stats:
+        return ""
+    header = ["", "Median", "p10", "p90", "CV"]
+    rows = [
+        (f"Run {name.removesuffix('_us').replace('_', ' ')} (ms)", *_spread(summary, ms))
+        for name, summary in stats.get("runs", {}).items()
+    ]
+    parts = ["## Summary", f"Over {len(doc['runs'])} measured run(s).", table(header, rows)]
+    region_rows = [
+        (region["region_id"], *_spread(region[f"{domain}_time_fraction"], percent))
+        for domain in ("cpu", "device")
+        for region in stats.get("regions", [])
+        if f"{domain}_time_fraction" in region
+    ]
+    if "cpu_time_fraction" in stats.get("residual", {}):
+        region_rows.append(("_(residual)_", *_spread(stats["residual"]["cpu_time_fraction"], percent)))
+    if region_rows:
+        parts.append(table(["Region (CPU share, then device share)", "Median", "p10", "p90", "CV"], region_rows))
+    return "\n\n".join(parts)
+
+
+def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
+    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), f"{summary['cv'] * 100:.1f}%"
+
+
+def _residual_causes(doc: ProfileDoc) -> str:
+    runs = [run for run in doc["runs"] if "causes" in run["residual"]]
+    if not runs:
+        return ""
+    causes = list(runs[0]["residual"]["causes"])
+    rows = [
+        (
+            cause,
+            ms(_median([run["residual"]["causes"][cause]["cpu_time_us"] for run in runs])),
+            percent(_median([run["residual"]["causes"][cause]["cpu_time_fraction"] for run in runs])),
+        )
+        for cause in causes
+    ]
+    return "## Residual by cause\n\nMedian over runs of the CPU time outside every region.\n\n" + table(
+        ["Cause", "CPU (ms)", "Share of run"], rows
+    )
+
+
+def _tree(doc: ProfileDoc) -> str:
+    runs = [run for run in doc["runs"] if run.get("tree")]
+    if not runs:
+        return ""
+    run = _median_run(runs)
+    rows: list[Sequence[Any]] = []
+    stack = [(node, 0) for node in reversed(run["tree"])]
+    while stack:
+        node, depth = stack.pop()
+        rows.append(
+            (
+                f"{'· ' * depth}{node['region_id']}",
+                node["calls"],
+                ms(node["cpu_time_us"]),
+                ms(node["cpu_self_time_us"]),
+                percent(node["cpu_time_fraction"]),
+                ms(node.get("device_time_us")),
+                ms(node.get("device_self_time_us")),
+            )
+        )
+        stack += [(child, depth + 1) for child in reversed(node["children"])]
+    header = [
+        "Region",
+        "Calls",
+        "CPU total (ms)",
+        "CPU self (ms)",
+        "CPU share",
+        "Device total (ms)",
+        "Device self (ms)",
+    ]
+    return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
+
+
+def _median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    ordered = sorted(runs, key=lambda run: (run["timing"]["cpu_time_us"], run["run_index"]))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _runs(doc: ProfileDoc) -> str:
@@ -70,7 +178,7 @@ def _runs(doc: ProfileDoc) -> str:
         )
         for run in doc["runs"]
     ]
-    return "## Runs\n\n" + table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], rows)
+    return "## Runs (per run)\n\n" + table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], rows)
 
 
 def _regions(doc: ProfileDoc) -> str:

@@ -18,6 +18,9 @@ import jsonschema
 ADDS_UP_TOLERANCE = 1e-3
 """Σ region fractions + residual fraction may differ from 1 by this much (AITune rounds its own)."""
 
+TREE_TOLERANCE_US = 0.01
+"""A child may seem to outlast its parent by a few ns of timestamp rounding, clamping the self time at 0."""
+
 
 @cache
 def schema() -> dict[str, Any]:
@@ -35,7 +38,13 @@ def validate(doc: Any) -> list[str]:
     problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
     if problems:
         return problems
-    return [problem for index, run in enumerate(doc["runs"]) for problem in check_adds_up(run, index)]
+    sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
+    return [
+        f"{prefix}{problem}"
+        for prefix, section in sections
+        for index, run in enumerate(section["runs"])
+        for problem in check_adds_up(run, index) + check_tree_adds_up(run, index)
+    ]
 
 
 def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
@@ -48,6 +57,27 @@ def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
         total = run["residual"][key] + sum(region.get(key, 0.0) for region in run["regions"])
         if run["timing"].get(f"{domain}_time_us", 0) > 0 and abs(total - 1.0) > ADDS_UP_TOLERANCE:
             problems.append(f"runs[{index}]: {domain} region fractions plus residual add up to {total:.4f}, not 1")
+    return problems
+
+
+def check_tree_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+    """In a run's region tree, every node's children totals + its self time = its total, per domain."""
+    problems = []
+    stack = [(f"runs[{index}].tree[{i}]", node) for i, node in enumerate(run.get("tree", []))]
+    while stack:
+        path, node = stack.pop()
+        for domain in ("cpu", "device"):
+            if f"{domain}_self_time_us" not in node:
+                continue
+            parts = node[f"{domain}_self_time_us"] + sum(
+                child.get(f"{domain}_time_us", 0) for child in node["children"]
+            )
+            total = node[f"{domain}_time_us"]
+            if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
+                problems.append(
+                    f"{path}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
+                )
+        stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
     return problems
 
 

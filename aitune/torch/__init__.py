@@ -1,6 +1,47 @@
-"""aitune's torch API, named after NVIDIA AITune's: ``profile``, ``PerformanceProfile``, the module registry."""
+"""aitune's torch API, named after NVIDIA AITune's: profile, Module, wrap, tune, strategies and backends."""
 
-from aitune.torch.performance.profile import PerformanceProfile, analyze_trace, profile
+from aitune.torch.backends import (
+    AutocastBackend,
+    Backend,
+    EagerBackend,
+    InductorBackend,
+    OnnxRuntimeBackend,
+    TensorRTBackend,
+)
+from aitune.torch.module import GraphSpec, Module, ModuleState, unwrap, wrap
+from aitune.torch.performance.profile import PerformanceProfile, Scenario, analyze_trace, profile
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
+from aitune.torch.tuning.api import tune
+from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.measure import MeasureConfig
+from aitune.torch.tuning.report import save_tuning_report
+from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy, OneBackendStrategy, TuneStrategy
 
-__all__ = ["MODULE_REGISTRY", "ManagedModule", "ModuleRegistry", "PerformanceProfile", "analyze_trace", "profile"]
+__all__ = [
+    "MODULE_REGISTRY",
+    "AutocastBackend",
+    "Backend",
+    "EagerBackend",
+    "FirstWinsStrategy",
+    "GraphSpec",
+    "InductorBackend",
+    "ManagedModule",
+    "MeasureConfig",
+    "MinLatencyStrategy",
+    "Module",
+    "ModuleRegistry",
+    "ModuleState",
+    "OneBackendStrategy",
+    "OnnxRuntimeBackend",
+    "PerformanceProfile",
+    "Scenario",
+    "TensorRTBackend",
+    "Tolerance",
+    "TuneStrategy",
+    "analyze_trace",
+    "profile",
+    "save_tuning_report",
+    "tune",
+    "unwrap",
+    "wrap",
+]

@@ -48,6 +48,9 @@ class ModuleRegistry:
     def unregister(self, region: str) -> None:
         self._describers.pop(region, None)
 
+    def __contains__(self, region: object) -> bool:
+        return any(entry.region == region for entry in self)
+
     def __iter__(self) -> Iterator[ManagedModule]:
         for region, holder in list(self._describers.items()):
             describe = holder() if isinstance(holder, weakref.WeakMethod) else holder

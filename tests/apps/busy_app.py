@@ -1,4 +1,4 @@
-"""A workload of known wall time for the compare gate: ``infer`` spins 50 ms, ``infer_slower`` 30% longer.
+"""A workload of known wall time for the compare gate: ``infer`` spins 200 ms, ``infer_slower`` 30% longer.
 
 aitune-profile capture tests/apps/busy_app.py:infer --input x
 """
@@ -30,12 +30,13 @@ class Spin(nn.Module):
 
 class Pipeline:
     def __init__(self) -> None:
-        self.encoder = Spin(10)
-        self.denoiser = Spin(30)
+        self.encoder = Spin(40)
+        self.denoiser = Spin(150)
 
     def __call__(self, x: torch.Tensor, slowdown: float = 1.0) -> torch.Tensor:
-        # Long spins keep a busy machine's preemptions small against the run; all the slowdown is in the denoiser.
-        self.denoiser.ms = 30 + 50 * (slowdown - 1)
+        # A spin overshoots only when its deadline passes while a busy machine has preempted it: few, long
+        # spins keep that overshoot small against the run. All the slowdown goes to the denoiser.
+        self.denoiser.ms = 150 + 200 * (slowdown - 1)
         x = self.encoder(x)
         busy_wait(10)
         return self.denoiser(x)

@@ -1,8 +1,10 @@
-"""The capture: warmups and measured runs under torch.profiler, written out as a self-describing Chrome trace.
+"""The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
+written out as a self-describing Chrome trace).
 
-Schedule: ``warmup_runs`` user warmups with the profiler idle, one profiler warmup whose events are
-discarded (it absorbs the profiler's buffer allocation), then ``measured_runs`` runs, each inside a
-run span. CPU activity always; CUDA activity and synchronisation around each run when CUDA is there.
+Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
+plain baseline), one profiler warmup whose events are discarded (it absorbs the profiler's buffer
+allocation), then ``measured_runs`` runs, each inside a run span. CPU activity always; CUDA activity
+and synchronisation around each run when CUDA is there.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,11 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from aitune.analysis.events import TraceEvents
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.torch.performance.instrument import Instrumented
+from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
 
 
@@ -45,46 +50,58 @@ def capture_trace(
     *,
     warmup_runs: int,
     measured_runs: int,
-    trace_path: Path,
     metadata: Mapping[str, Any],
+    trace_path: Path | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
-) -> list[float]:
-    """Run the schedule with ``targets`` instrumented and write the trace to ``trace_path``.
+) -> TraceEvents:
+    """Run the schedule with ``targets`` instrumented; return the measured events.
 
-    Returns the wall time of each measured run in µs; they are also written into the trace's
-    ``aitune`` metadata with ``metadata``, so the trace alone re-derives the profile.
+    The user warmups run before anything is installed and are timed: they are the plain baseline
+    the capture's overhead is judged against. Wall times (µs) join ``metadata`` as
+    ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
+    trace is written there with that metadata inside, so the trace alone re-derives the profile.
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
     synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in activities else _no_sync
-    wall_times_us: list[float] = []
-    plan = schedule(wait=warmup_runs, warmup=1, active=measured_runs, repeat=1)
-    with (
-        torch.no_grad(),
-        Instrumented(targets),
-        profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
-    ):
-        for index in range(warmup_runs + 1):
-            _run_workload(call, f"warmup run {index + 1} of {warmup_runs + 1}")
-            synchronize()
+    plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
+    with torch.no_grad():
+        warmup_walls = [
+            _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
+        ]
+        with (
+            Instrumented(targets),
+            profile(
+                activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack
+            ) as profiler,
+        ):
+            _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation; discarded
             profiler.step()
-        for index in range(measured_runs):
-            synchronize()
-            start = time.perf_counter_ns()
-            with record_function(run_span_name(index)):
-                _run_workload(call, f"measured run {index + 1} of {measured_runs}")
-                synchronize()
-            wall_times_us.append((time.perf_counter_ns() - start) / 1000)
-            if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
-                profiler.step()
-        meta = {**metadata, "run_wall_times_us": wall_times_us}
-        profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
-    try:
-        profiler.export_chrome_trace(str(trace_path))
-    except OSError as error:
-        raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
-    return wall_times_us
+            run_walls = []
+            for index in range(measured_runs):
+                which = f"measured run {index + 1} of {measured_runs}"
+                run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
+                if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
+                    profiler.step()
+            meta = {**metadata, "warmup_wall_times_us": warmup_walls, "run_wall_times_us": run_walls}
+            profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
+    if trace_path is not None:
+        try:
+            profiler.export_chrome_trace(str(trace_path))
+        except OSError as error:
+            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+    return events_from_profiler(profiler, meta)
+
+
+def _timed(call: Callable[[], Any], synchronize: Callable[[], None], which: str, span: str | None = None) -> float:
+    """Wall µs of one call, device work included; inside a run span when ``span`` is given."""
+    synchronize()
+    start = time.perf_counter_ns()
+    with record_function(span) if span is not None else nullcontext():
+        _run_workload(call, which)
+        synchronize()
+    return (time.perf_counter_ns() - start) / 1000
 
 
 def _run_workload(call: Callable[[], Any], which: str) -> None:

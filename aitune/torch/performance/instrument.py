@@ -66,7 +66,8 @@ class Instrumented:
             for target in self.targets:
                 state = _RegionState()
                 self._states.append(state)
-                self._undo.append(_install_hooks(target.module, region_span_name(target.region), state))
+                if target.hook_forward:
+                    self._undo.append(_install_hooks(target.module, region_span_name(target.region), state))
                 for method in target.methods:
                     name = region_span_name(target.method_region(method))
                     self._undo.append(_wrap_method(target.module, method, name, state))

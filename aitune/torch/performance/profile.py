@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -13,11 +13,19 @@ from typing import Any
 
 import aitune
 from aitune.errors import CaptureError
-from aitune.report import ProfileDoc, build_profile, read_trace, render_markdown, save
+from aitune.report import (
+    ProfileDoc,
+    build_profile,
+    combine_scenarios,
+    profile_from_events,
+    read_trace,
+    render_markdown,
+    save,
+)
 from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
-from aitune.torch.performance.regions import RegionTarget, discover_targets, qualified_type
+from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, discover_targets, qualified_type
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
 
@@ -51,6 +59,14 @@ def collecting_profiles() -> Iterator[list[PerformanceProfile]]:
         _COLLECTED.reset(token)
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """One named input of a multi-scenario profile, e.g. ``Scenario("batch 8", {"x": torch.randn(8, 16)})``."""
+
+    name: str
+    input_data: Any = None
+
+
 def profile(
     obj: Any,
     input_data: Any = None,
@@ -59,11 +75,18 @@ def profile(
     measured_runs: int = 10,
     trace_file: str | Path | None = None,
     *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
     registry: ModuleRegistry | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
 ) -> PerformanceProfile:
     """Profile ``inference_function(input)`` (or ``obj(input)``) and attribute its time to regions of ``obj``.
+
+    ``input_data`` follows AITune: a mapping is passed as keyword arguments, a tuple as positional
+    arguments, None as none, anything else as one argument. A list of `Scenario` profiles each
+    input in turn; the document then holds one section per scenario under ``scenarios`` (the first
+    one also at the top level, so single-input readers still work), and each scenario gets its own
+    trace file (``trace.json`` → ``trace.<name>.json``). ``max_depth=1`` gives AITune's flat regions.
 
     Example::
 
@@ -72,14 +95,15 @@ def profile(
         prof.save("profile.json")
     """
     check_run_counts(warmup_runs, measured_runs)
+    if not isinstance(max_depth, int) or max_depth < 1:
+        raise CaptureError(f"max_depth must be an integer of at least 1 (got {max_depth!r}); 1 gives flat regions.")
     function = inference_function if inference_function is not None else obj
     if not callable(function):
         raise CaptureError(
-            f"nothing to call: {qualified_type(function)} is not callable; pass inference_function=..."
-            " or a callable obj."
+            f"nothing to call: {qualified_type(function)} is not callable; "
+            "pass inference_function=... or a callable obj."
         )
-    args, kwargs = normalize_input(input_data)
-    targets = discover_targets(obj, registry if registry is not None else MODULE_REGISTRY)
+    targets = discover_targets(obj, registry if registry is not None else MODULE_REGISTRY, max_depth)
     metadata = {
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "aitune_version": aitune.__version__,
@@ -87,38 +111,83 @@ def profile(
             "warmup_runs": warmup_runs,
             "measured_runs": measured_runs,
             "uses_inference_function": inference_function is not None,
+            "max_depth": max_depth,
             "record_shapes": record_shapes,
             "with_stack": with_stack,
         },
         "target": {"type": qualified_type(obj)},
-        "input": input_summary(args, kwargs),
         "profiler": {"activities": [activity.name for activity in profiler_activities()]},
         "regions": region_metadata(targets),
         "environment": environment(),
     }
-    kept = Path(trace_file) if trace_file is not None else None
-    if kept is not None:
-        _check_writable(kept)
-    with tempfile.TemporaryDirectory(prefix="aitune-") as scratch:
-        trace_path = kept if kept is not None else Path(scratch) / "trace.json"
-        capture_trace(
-            lambda: function(*args, **kwargs),
-            targets,
-            warmup_runs=warmup_runs,
-            measured_runs=measured_runs,
-            trace_path=trace_path,
-            metadata=metadata,
-            record_shapes=record_shapes,
-            with_stack=with_stack,
-        )
-        doc = build_profile(read_trace(trace_path))
-    if kept is not None:
-        doc["trace_file"] = kept.name
-    result = PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
-    collected = _COLLECTED.get()
-    if collected is not None:
-        collected.append(result)
+    options = {
+        "warmup_runs": warmup_runs,
+        "measured_runs": measured_runs,
+        "record_shapes": record_shapes,
+        "with_stack": with_stack,
+    }
+    scenarios = _scenarios(input_data)
+    if scenarios is None:
+        kept = Path(trace_file) if trace_file is not None else None
+        doc = _profile_one(function, input_data, targets, metadata, kept, options)
+        return _collected(PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None))
+    traces = [_scenario_trace(trace_file, scenario.name) for scenario in scenarios]
+    docs = [
+        _profile_one(function, scenario.input_data, targets, metadata, trace, options)
+        for scenario, trace in zip(scenarios, traces, strict=True)
+    ]
+    doc = combine_scenarios([scenario.name for scenario in scenarios], docs)
+    return _collected(PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None))
+
+
+def _collected(result: PerformanceProfile) -> PerformanceProfile:
+    made = _COLLECTED.get()
+    if made is not None:
+        made.append(result)
     return result
+
+
+def _profile_one(
+    function: Any,
+    input_data: Any,
+    targets: list[RegionTarget],
+    metadata: dict[str, Any],
+    trace_path: Path | None,
+    options: dict[str, Any],
+) -> ProfileDoc:
+    args, kwargs = normalize_input(input_data)
+    if trace_path is not None:
+        _check_writable(trace_path)
+    events = capture_trace(
+        lambda: function(*args, **kwargs),
+        targets,
+        metadata={**metadata, "input": input_summary(args, kwargs)},
+        trace_path=trace_path,
+        **options,
+    )
+    doc = profile_from_events(events)
+    if trace_path is not None:
+        doc["trace_file"] = trace_path.name
+    return doc
+
+
+def _scenarios(input_data: Any) -> list[Scenario] | None:
+    """The scenarios of a multi-scenario input, or None for one input; names must be unique."""
+    if not (isinstance(input_data, list) and input_data and all(isinstance(s, Scenario) for s in input_data)):
+        return None
+    names = [scenario.name for scenario in input_data]
+    if len(set(names)) != len(names) or not all(names):
+        raise CaptureError(f"scenario names must be unique and non-empty (got {names}); rename the scenarios.")
+    return input_data
+
+
+def _scenario_trace(trace_file: str | Path | None, name: str) -> Path | None:
+    if trace_file is None:
+        return None
+    path = Path(trace_file)
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "scenario"
+    suffixes = "".join(path.suffixes)
+    return path.with_name(f"{path.name.removesuffix(suffixes)}.{slug}{suffixes}")
 
 
 def analyze_trace(path: str | Path) -> PerformanceProfile:
@@ -133,25 +202,24 @@ def region_metadata(targets: list[RegionTarget]) -> list[dict[str, Any]]:
     """The ``regions`` entries of every instrumented region, entry-method regions included."""
     regions: list[dict[str, Any]] = []
     for target in targets:
-        meta: dict[str, Any] = {
-            "id": target.region,
-            "name": target.path,
-            "kind": target.kind,
-            "module_type": target.module_type,
-        }
-        if target.wrapper_state is not None:
-            meta["wrapper_state"] = target.wrapper_state
-        regions.append(meta)
-        for method in target.methods:
-            regions.append(
-                {
-                    "id": target.method_region(method),
-                    "name": f"{target.path}.{method}",
-                    "kind": target.kind,
-                    "module_type": target.module_type,
-                }
-            )
+        if target.hook_forward:
+            regions.append(_meta(target.region, target))
+        regions += [_meta(target.method_region(method), target) for method in target.methods]
     return regions
+
+
+def _meta(region: str, target: RegionTarget) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "id": region,
+        "name": region.partition(":")[2],
+        "kind": target.kind,
+        "module_type": target.module_type,
+    }
+    if target.wrapper_state is not None:
+        meta["wrapper_state"] = target.wrapper_state
+    if target.parent is not None and region == target.region:
+        meta["parent"] = target.parent
+    return meta
 
 
 def _check_writable(path: Path) -> None:

@@ -3,14 +3,17 @@
 Managed modules (AOT wrappers, JIT-patched modules) come from the registry. Untuned regions are
 the topmost modules under ``obj`` that are not managed and hold nothing managed: discovery enters
 ``ModuleList``/``ModuleDict`` transparently, walks around managed descendants so their siblings
-still get regions, and dedups aliases by identity (the first path wins).
+still get regions, and dedups aliases by identity (the first path wins). Below each topmost
+region, its descendants become nested regions down to ``max_depth`` (containers not counted);
+torch's own leaf layers (``nn.Linear``, ``nn.Conv2d``, …) are left to the operator table, where
+they show anyway, since a span around each would cost more than it tells.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
@@ -32,21 +35,33 @@ class RegionTarget:
     module_type: str
     methods: tuple[str, ...] = ()  # user entry methods wrapped as regions of their own
     wrapper_state: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    parent: str | None = None  # the region of the enclosing target, for nested regions
+    hook_forward: bool = True  # False for the root object: only its entry methods are regions
 
     def method_region(self, method: str) -> str:
-        return region_id(UNTUNED_REGION_KIND, f"{self.path}.{method}")
+        return region_id(UNTUNED_REGION_KIND, f"{self.path}.{method}" if self.path else method)
 
 
-def discover_targets(obj: Any, registry: ModuleRegistry) -> list[RegionTarget]:
-    """Managed regions from ``registry`` then untuned regions under ``obj`` (None: managed only)."""
-    managed = [_managed_target(entry) for entry in registry]
-    untuned = discover_untuned(obj, registry.managed_ids()) if obj is not None else []
-    return managed + untuned
+DEFAULT_MAX_DEPTH = 3
+"""Deep enough for ``pipe.unet.down_blocks.0.resnets.0`` and ``model.encoder.layer.0.attention``."""
 
 
-def discover_untuned(obj: Any, managed_ids: set[int]) -> list[RegionTarget]:
-    """The topmost clean modules under ``obj``, each with its user-defined entry methods."""
+def discover_targets(obj: Any, registry: ModuleRegistry, max_depth: int = DEFAULT_MAX_DEPTH) -> list[RegionTarget]:
+    """Managed regions from ``registry``, then the root's entry methods and untuned regions under ``obj``.
+
+    ``obj=None`` instruments managed modules only; ``max_depth=1`` gives AITune's flat regions.
+    """
+    managed_ids = registry.managed_ids()
+    targets = [_managed_target(entry) for entry in registry]
+    if obj is None:
+        return targets
+    if isinstance(obj, nn.Module) and id(obj) not in managed_ids:
+        targets += _root_methods(obj)
+    return targets + discover_untuned(obj, managed_ids, max_depth)
+
+
+def discover_untuned(obj: Any, managed_ids: set[int], max_depth: int = DEFAULT_MAX_DEPTH) -> list[RegionTarget]:
+    """The topmost clean modules under ``obj`` with their entry methods, and their descendants as nested regions."""
     targets: list[RegionTarget] = []
     seen: set[int] = set()
     for path, module in _entry_points(obj):
@@ -54,16 +69,9 @@ def discover_untuned(obj: Any, managed_ids: set[int]) -> list[RegionTarget]:
             if id(sub_module) in seen:
                 continue
             seen.add(id(sub_module))
-            targets.append(
-                RegionTarget(
-                    region=region_id(UNTUNED_REGION_KIND, sub_path),
-                    kind="untuned_module",
-                    path=sub_path,
-                    module=sub_module,
-                    module_type=qualified_type(sub_module),
-                    methods=tuple(user_method_names(sub_module)),
-                )
-            )
+            top = _untuned_target(sub_path, sub_module, None, methods=tuple(user_method_names(sub_module)))
+            targets.append(top)
+            targets += _nested(top, max_depth - 1, seen)
     return targets
 
 
@@ -110,6 +118,63 @@ def _topmost_clean(module: nn.Module, path: str, managed_ids: set[int]) -> Itera
             yield from _topmost_clean(child, f"{path}.{name}", managed_ids)
         return
     yield path, module
+
+
+def _untuned_target(path: str, module: nn.Module, parent: str | None, methods: tuple[str, ...] = ()) -> RegionTarget:
+    return RegionTarget(
+        region=region_id(UNTUNED_REGION_KIND, path),
+        kind="untuned_module",
+        path=path,
+        module=module,
+        module_type=qualified_type(module),
+        methods=methods,
+        parent=parent,
+    )
+
+
+def _nested(parent: RegionTarget, depth_left: int, seen: set[int]) -> list[RegionTarget]:
+    """Nested regions under ``parent`` (a clean module, so nothing below is managed)."""
+    if depth_left <= 0:
+        return []
+    found: list[RegionTarget] = []
+    for path, child in _children_through_containers(parent.module, parent.path):
+        if id(child) in seen or _is_torch_leaf(child):
+            continue
+        seen.add(id(child))
+        target = _untuned_target(path, child, parent.region)
+        found.append(target)
+        found += _nested(target, depth_left - 1, seen)
+    return found
+
+
+def _children_through_containers(module: nn.Module, path: str) -> Iterator[tuple[str, nn.Module]]:
+    for name, child in module.named_children():
+        if is_transparent_container(child):
+            yield from _children_through_containers(child, f"{path}.{name}")
+        else:
+            yield f"{path}.{name}", child
+
+
+def _is_torch_leaf(module: nn.Module) -> bool:
+    return type(module).__module__.startswith("torch.") and next(module.children(), None) is None
+
+
+def _root_methods(obj: nn.Module) -> list[RegionTarget]:
+    """The root module's entry methods (``model.generate``): their glue is their self time, not residual."""
+    methods = tuple(user_method_names(obj))
+    if not methods:
+        return []
+    return [
+        RegionTarget(
+            region=region_id(UNTUNED_REGION_KIND, "(root)"),
+            kind="untuned_module",
+            path="",
+            module=obj,
+            module_type=qualified_type(obj),
+            methods=methods,
+            hook_forward=False,
+        )
+    ]
 
 
 def _managed_target(entry: Any) -> RegionTarget:

@@ -12,7 +12,6 @@ import ast
 import json
 import runpy
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -32,9 +31,10 @@ import aitune
 from aitune.analysis.warnings import warning
 from aitune.errors import CaptureError, UserCodeError
 from aitune.markers import TRACE_METADATA_KEY, UNTUNED_REGION_KIND, region_id, region_span_name, run_span_name
-from aitune.report import build_profile, read_trace
+from aitune.report import profile_from_events
 from aitune.torch.performance.capture import profiler_activities
 from aitune.torch.performance.environment import environment
+from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.profile import PerformanceProfile, collecting_profiles
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.performance.usercode import importable_from, script_argv, user_code_error
@@ -192,19 +192,18 @@ def owned_modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:
 def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> PerformanceProfile:
     activities = profiler_activities()
     spans = OutermostModuleSpans()
-    with tempfile.TemporaryDirectory(prefix="aitune-") as scratch:
-        trace_path = trace_file if trace_file is not None else Path(scratch) / "trace.json"
-        with torch.profiler.profile(activities=activities) as profiler:
-            start = time.perf_counter_ns()
-            with record_function(run_span_name(0)), spans:
-                run_script(path, args)
-                if ProfilerActivity.CUDA in activities:
-                    torch.cuda.synchronize()
-            wall_us = (time.perf_counter_ns() - start) / 1000
-            metadata = _metadata(path, args, spans.regions(), wall_us, activities)
-            profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
-        profiler.export_chrome_trace(str(trace_path))
-        doc = build_profile(read_trace(trace_path))
+    with torch.profiler.profile(activities=activities) as profiler:
+        start = time.perf_counter_ns()
+        with record_function(run_span_name(0)), spans:
+            run_script(path, args)
+            if ProfilerActivity.CUDA in activities:
+                torch.cuda.synchronize()
+        wall_us = (time.perf_counter_ns() - start) / 1000
+        metadata = _metadata(path, args, spans.regions(), wall_us, activities)
+        profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
+    if trace_file is not None:
+        profiler.export_chrome_trace(str(trace_file))
+    doc = profile_from_events(events_from_profiler(profiler, metadata))
     if trace_file is not None:
         doc["trace_file"] = trace_file.name
     return PerformanceProfile(data=doc, trace_file=trace_file.resolve() if trace_file is not None else None)

@@ -1,0 +1,107 @@
+"""The residual of a run broken into causes: what the profiler saw outside every region.
+
+- ``synchronization``: host reads of tensor values (``.item()``, ``.tolist()``, ``nonzero``) and
+  explicit synchronize calls — on a GPU each one stalls the host until the device catches up;
+- ``memory_copy``: tensor copies and device transfers (``.to()``, ``copy_``, ``cudaMemcpy*``);
+- ``tensor_ops``: every other operator run between modules (pipeline math, scheduler steps);
+- ``python``: the rest — time in which no operator ran (Python glue, framework overhead).
+
+Only the topmost operators outside every region count, so nothing is counted twice, and the
+causes add up to the CPU residual.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aitune.analysis.attribution import AttributedRun, fraction, run_index_of
+from aitune.analysis.events import Span, ThreadKey, TraceEvents
+from aitune.analysis.intervals import Columns, columns, innermost_enclosing, parents
+
+CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
+SYNC_OPERATORS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist"})
+COPY_OPERATORS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
+
+
+@dataclass
+class ResidualCauses:
+    """CPU µs of one run's residual, by cause."""
+
+    known_us: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES[:-1], 0.0))
+
+    def to_dict(self, run: AttributedRun) -> dict[str, dict[str, float]]:
+        """Each cause as µs and fraction of the run; ``python`` is what the other causes leave."""
+        residual_us = run.residual()["cpu_time_us"]
+        total_known = sum(self.known_us.values())
+        scale = residual_us / total_known if total_known > residual_us else 1.0  # rounding may overshoot a hair
+        known = {cause: us * scale for cause, us in self.known_us.items()}
+        known["python"] = max(0.0, residual_us - sum(known.values()))
+        return {
+            cause: {"cpu_time_us": us, "cpu_time_fraction": fraction(us, run.cpu_time_us)}
+            for cause, us in known.items()
+        }
+
+
+def operator_cause(name: str) -> str:
+    """The cause an operator outside every region stands for."""
+    if name in SYNC_OPERATORS or "Synchronize" in name:
+        return "synchronization"
+    if name in COPY_OPERATORS or "Memcpy" in name:
+        return "memory_copy"
+    return "tensor_ops"
+
+
+def residual_causes(events: TraceEvents) -> dict[int, ResidualCauses]:
+    """For each run index, its residual CPU time by cause (before ``python`` is derived)."""
+    causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
+    for thread, op_indices in _ops_by_thread(events).items():
+        runs = [run for run in events.runs if run.thread == thread]
+        regions = columns([span for span in events.regions if span.thread == thread])
+        starts = [events.ops.starts_us[i] for i in op_indices]
+        outside = [
+            i for i, region in zip(op_indices, innermost_enclosing(regions, starts), strict=True) if region is None
+        ]
+        spans = ([events.ops.starts_us[i] for i in outside], [events.ops.durations_us[i] for i in outside])
+        top = [i for i, parent in zip(outside, parents(spans), strict=True) if parent is None]
+        in_run = innermost_enclosing(columns(runs), [events.ops.starts_us[i] for i in top])
+        for index, run in zip(top, in_run, strict=True):
+            if run is not None:
+                cause = operator_cause(events.ops.names[index])
+                causes[run_index_of(runs[run])].known_us[cause] += events.ops.durations_us[index]
+        _add_bare_runtime_calls(events, thread, runs, regions, spans, causes)
+    return causes
+
+
+def _ops_by_thread(events: TraceEvents) -> dict[ThreadKey, list[int]]:
+    groups: dict[ThreadKey, list[int]] = defaultdict(list)
+    for index, thread in enumerate(events.ops.threads):
+        groups[thread].append(index)
+    for run in events.runs:
+        groups.setdefault(run.thread, [])
+    return groups
+
+
+def _add_bare_runtime_calls(
+    events: TraceEvents,
+    thread: ThreadKey,
+    runs: Sequence[Span],
+    regions: Columns,
+    residual_ops: Columns,
+    causes: dict[int, ResidualCauses],
+) -> None:
+    """Synchronize and copy calls made outside every region and every operator (e.g. ``torch.cuda.synchronize()``)."""
+    calls = [
+        launch for launch in events.launches if launch.thread == thread and operator_cause(launch.name) != "tensor_ops"
+    ]
+    starts = [call.start_us for call in calls]
+    for call, region, op, run in zip(
+        calls,
+        innermost_enclosing(regions, starts),
+        innermost_enclosing(residual_ops, starts),
+        innermost_enclosing(columns(runs), starts),
+        strict=True,
+    ):
+        if region is None and op is None and run is not None:
+            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us

@@ -1,0 +1,77 @@
+"""Wrap modules of a model or pipeline by dotted path, writing the wrappers back into their parents.
+
+Paths are the ones profiles use: ``unet``, ``unet.blocks.0`` (a ``ModuleList``/``Sequential`` index),
+``heads.text`` (a ``ModuleDict`` key), also through plain objects, lists and dicts of a pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, MutableMapping, MutableSequence
+from typing import Any
+
+from torch import nn
+
+from aitune.errors import TuningError
+from aitune.torch.module.wrapper import Module
+
+
+def wrap(obj: Any, paths: str | Iterable[str], **options: Any) -> dict[str, Module]:
+    """Wrap each module at ``paths`` under ``obj`` in an ``aitune.torch.Module`` named by its path.
+
+    ``options`` go to every ``Module`` (strategy, strategies, dynamic_shapes, registry). If one path
+    fails, the wrappers already made are closed and their modules put back.
+    """
+    done: dict[str, Module] = {}
+    try:
+        for path in [paths] if isinstance(paths, str) else list(paths):
+            parent, key = _parent_and_key(obj, path)
+            module = _get(parent, key, path)
+            if not isinstance(module, nn.Module) or isinstance(module, Module):
+                kind = "already an aitune.torch.Module" if isinstance(module, Module) else type(module).__name__
+                raise TuningError(f"'{path}' is {kind}, not a module to wrap; pass the path of an nn.Module.")
+            wrapper = Module(module, name=path, **options)
+            _set(parent, key, wrapper)
+            done[path] = wrapper
+    except BaseException:
+        unwrap(obj, done)
+        raise
+    return done
+
+
+def unwrap(obj: Any, paths: str | Iterable[str]) -> None:
+    """Close the wrappers at ``paths`` and put the original modules back into their parents."""
+    for path in [paths] if isinstance(paths, str) else list(paths):
+        parent, key = _parent_and_key(obj, path)
+        wrapper = _get(parent, key, path)
+        if isinstance(wrapper, Module):
+            _set(parent, key, wrapper.close())
+
+
+def _parent_and_key(obj: Any, path: str) -> tuple[Any, str]:
+    *parents, key = path.split(".")
+    if not key:
+        raise TuningError(f"'{path}' is not a dotted path; write it as the profile does, e.g. 'unet.blocks.0'.")
+    parent = obj
+    for depth, part in enumerate(parents):
+        parent = _get(parent, part, ".".join(parents[: depth + 1]))
+    return parent, key
+
+
+def _get(parent: Any, key: str, path: str) -> Any:
+    try:
+        if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.lstrip("-").isdigit():
+            return parent[int(key)]
+        if isinstance(parent, (nn.ModuleDict, Mapping)):
+            return parent[key]
+        return getattr(parent, key)
+    except (AttributeError, IndexError, KeyError):
+        raise TuningError(f"nothing at '{path}' ({type(parent).__name__} has no '{key}'); check the path.") from None
+
+
+def _set(parent: Any, key: str, value: Any) -> None:
+    if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.lstrip("-").isdigit():
+        parent[int(key)] = value
+    elif isinstance(parent, (nn.ModuleDict, MutableMapping)):
+        parent[key] = value
+    else:
+        setattr(parent, key, value)

@@ -1,0 +1,51 @@
+"""Reading a finished profiler session straight into the torch-free events model.
+
+The same events a Chrome trace export would write, without writing and parsing JSON (about 4×
+cheaper per event): categories, names, threads, times and correlation ids are taken the way
+torch's exporter takes them, so a saved trace re-analysed offline gives the same document.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from torch.profiler import profile
+
+from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, TraceEvents
+
+# torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
+# ("trimonth"), in µs with three decimals; using the same origin gives bit-identical floats.
+_PERIOD_S = 7_889_238
+_CORRELATION = re.compile(r'"correlation":\s*(\d+)')
+
+
+def events_from_profiler(profiler: profile, metadata: Mapping[str, Any]) -> TraceEvents:
+    """The `TraceEvents` of a stopped profiler session, with ``metadata`` as its aitune metadata."""
+    events = TraceEvents(metadata=metadata)
+    base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
+    add = events.add
+    with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
+    for activity in profiler.profiler.kineto_results.trace_activities():
+        category = activity.type()
+        add(
+            category,
+            activity.name(),
+            max(activity.timestamp() - base_ns, 0) / 1000,
+            max(activity.duration(), 0) / 1000,
+            (activity.device_id(), _thread_id(activity.resource_id())),
+            _correlation(activity) if category in with_correlation else None,
+        )
+    return events
+
+
+def _correlation(activity: Any) -> int:
+    """The correlation id the exported trace shows in ``args.correlation`` (from the activity's metadata)."""
+    found = _CORRELATION.search(activity.metadata_json() or "")
+    return int(found.group(1)) if found else activity.correlation_id()
+
+
+def _thread_id(resource_id: int) -> int:
+    return 0 if resource_id == -(2**63) else abs(resource_id)

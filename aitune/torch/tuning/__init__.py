@@ -1,0 +1,1 @@
+"""Tuning: strategies choose among backends, measured and checked against the original module."""

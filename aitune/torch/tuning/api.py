@@ -1,0 +1,60 @@
+"""``aitune.torch.tune``: record every wrapper over a dataset, tune each, and write one tuning report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aitune.errors import TuningError
+from aitune.torch.module.state import ModuleState
+from aitune.torch.module.wrapper import Module
+from aitune.torch.performance.environment import environment
+from aitune.torch.performance.inputs import normalize_input
+from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
+from aitune.torch.tuning.report import save_tuning_report, tuning_report
+from aitune.torch.tuning.strategies import TuneStrategy
+
+
+def tune(
+    inference_function: Callable[..., Any],
+    dataset: Iterable[Any],
+    *,
+    modules: Iterable[Module] | None = None,
+    strategy: TuneStrategy | None = None,
+    device: torch.device | str | None = None,
+    report_file: str | Path | None = None,
+    registry: ModuleRegistry | None = None,
+) -> dict[str, Any]:
+    """Record ``modules`` (default: every untuned AOT wrapper in the registry) while ``inference_function``
+    runs over ``dataset``, then tune each; returns the tuning report and writes it to ``report_file``.
+
+    Each dataset item follows ``profile``'s input convention: a mapping is passed as keyword
+    arguments, a tuple as positional arguments, anything else as one argument.
+    """
+    wrappers = list(modules) if modules is not None else untuned_wrappers(registry or MODULE_REGISTRY)
+    if not wrappers:
+        raise TuningError("no aitune.torch.Module to tune; wrap modules first with aitune.torch.wrap(obj, paths).")
+    for wrapper in wrappers:
+        wrapper.enable_recording()
+    for item in dataset:
+        args, kwargs = normalize_input(item)
+        inference_function(*args, **kwargs)
+    silent = [wrapper.name for wrapper in wrappers if not wrapper.graph_specs]
+    if silent:
+        raise TuningError(f"the dataset never reached {', '.join(silent)}; check the paths wrapped or the dataset.")
+    report = tuning_report([wrapper.tune(device=device, strategy=strategy) for wrapper in wrappers], environment())
+    if report_file is not None:
+        save_tuning_report(report, report_file)
+    return report
+
+
+def untuned_wrappers(registry: ModuleRegistry) -> list[Module]:
+    """The registry's AOT wrappers that are not tuned yet, in registration order."""
+    return [
+        entry.hook_target
+        for entry in registry
+        if isinstance(entry.hook_target, Module) and entry.hook_target.state is not ModuleState.TUNED
+    ]

@@ -1,0 +1,93 @@
+"""The tuning report: per module and graph, every candidate with its build time, latency, errors and verdict.
+
+Keys are stable: every key is always present, with null where a figure does not apply (a skipped
+candidate has no build time). ``schema_version`` changes when a key's meaning does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import aitune
+from aitune.torch.module.graph_spec import GraphSpec
+from aitune.torch.tuning.measure import Latency
+from aitune.torch.tuning.trial import Candidate, Trial
+
+REPORT_SCHEMA_VERSION = 1
+
+
+def candidate_entry(candidate: Candidate, eager: Latency | None) -> dict[str, Any]:
+    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median."""
+    latency, agreement = candidate.latency, candidate.agreement
+    speedup = eager.median_us / latency.median_us if latency is not None and eager is not None else None
+    return {
+        "backend": candidate.backend.name,
+        "config": candidate.backend.config(),
+        "status": candidate.status,
+        "reason": candidate.reason,
+        "build_time_s": _rounded(candidate.build_s, 3),
+        "latency_median_us": _rounded(latency.median_us if latency else None, 1),
+        "latency_cv": _rounded(latency.cv if latency else None, 4),
+        "speedup_vs_eager": _rounded(speedup, 3),
+        "max_abs_error": _finite(agreement.max_abs_error) if agreement else None,
+        "cosine_similarity": _finite(agreement.cosine_similarity) if agreement else None,
+    }
+
+
+def graph_entry(spec: GraphSpec, trial: Trial, winner: Candidate | None, strategy: dict[str, Any]) -> dict[str, Any]:
+    """One graph: its spec, the eager baseline, every candidate in the order tried, and the winner."""
+    eager = trial.measured_eager
+    return {
+        "graph_id": spec.graph_id,
+        "spec": spec.to_dict(),
+        "samples": len(trial.context.samples),
+        "strategy": strategy,
+        "eager": {
+            "latency_median_us": _rounded(eager.median_us if eager else None, 1),
+            "latency_cv": _rounded(eager.cv if eager else None, 4),
+        },
+        "candidates": [candidate_entry(c, eager) for c in trial.candidates],
+        "winner": winner.backend.name if winner is not None else "eager",
+    }
+
+
+def module_entry(name: str, module_type: str, device: str, graphs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "region_id": f"aot_module:{name}",
+        "module_type": module_type,
+        "device": device,
+        "graphs": graphs,
+    }
+
+
+def tuning_report(modules: list[dict[str, Any]], environment: dict[str, Any]) -> dict[str, Any]:
+    """The whole report for one tuning call."""
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "aitune_version": aitune.__version__,
+        "environment": environment,
+        "modules": modules,
+    }
+
+
+def save_tuning_report(report: dict[str, Any], path: str | Path) -> Path:
+    """Write the report as indented JSON; returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    return target
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return round(value, digits) if value is not None else None
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no Infinity: an unmeasurable error (a shape mismatch) is written as null."""
+    return value if value == value and abs(value) != float("inf") else None

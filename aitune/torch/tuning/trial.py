@@ -1,0 +1,163 @@
+"""One graph's trial: build each candidate backend, run it on every recorded sample, gate it, time it.
+
+A failing candidate never escapes: any exception at build or run becomes a rejected candidate whose
+reason keeps the exception's type and message, and whatever it built is released at once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from aitune.torch.backends import Backend, BuildContext, Built
+from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
+from aitune.torch.tuning.measure import Latency, MeasureConfig, measure
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TIMED_SAMPLES = 4  # one timed call runs this many recorded samples, enough to cover their shapes
+
+
+@dataclass
+class Candidate:
+    """One backend's outcome for one graph: ``accepted``, ``winner``, ``rejected`` or ``skipped`` and why."""
+
+    backend: Backend
+    status: str = "accepted"
+    reason: str | None = None
+    build_s: float | None = None
+    latency: Latency | None = None
+    agreement: Agreement | None = None
+    built: Built | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("accepted", "winner")
+
+    @property
+    def latency_us(self) -> float:
+        return self.latency.median_us if self.latency is not None else float("inf")
+
+    def reject(self, reason: str) -> None:
+        """Mark rejected and free what the build holds."""
+        self.status, self.reason = "rejected", reason
+        self.release()
+
+    def release(self) -> None:
+        if self.built is not None:
+            self.built.release()
+            self.built = None
+
+    def win_if_passed(self) -> Candidate | None:
+        if not self.passed:
+            return None
+        self.status = "winner"
+        return self
+
+
+class Trial:
+    """Evaluates candidates for one graph against the original module and keeps every outcome in order."""
+
+    def __init__(self, context: BuildContext, tolerance: Tolerance, config: MeasureConfig, timed: bool = True) -> None:
+        self.context = context
+        self.tolerance = tolerance
+        self.config = config
+        self.timed = timed
+        self.candidates: list[Candidate] = []
+        self._eager: Latency | None = None
+
+    @property
+    def build_seconds(self) -> float:
+        """Total build time of the candidates so far."""
+        return sum(c.build_s or 0.0 for c in self.candidates)
+
+    @property
+    def measured_eager(self) -> Latency | None:
+        """The eager latency if a strategy measured it."""
+        return self._eager
+
+    def eager_latency(self) -> Latency:
+        """The original module's latency on the timed samples (measured once)."""
+        if self._eager is None:
+            self._eager = self._measure(self.context.forward)
+        return self._eager
+
+    def skip(self, backend: Backend, reason: str) -> Candidate:
+        candidate = Candidate(backend, status="skipped", reason=reason)
+        self.candidates.append(candidate)
+        return candidate
+
+    def evaluate(self, backend: Backend) -> Candidate:
+        """Build, run on every sample, gate and (if timed) measure one backend."""
+        reason = self._not_offered(backend)
+        if reason is not None:
+            return self.skip(backend, reason)
+        candidate = Candidate(backend)
+        self.candidates.append(candidate)
+        start = time.perf_counter()
+        try:
+            candidate.built = backend.build(self.context)
+        except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
+            candidate.build_s = time.perf_counter() - start
+            candidate.reject(f"build failed: {_describe(error)}")
+            return candidate
+        candidate.build_s = time.perf_counter() - start
+        self._check_and_time(candidate)
+        return candidate
+
+    def _check_and_time(self, candidate: Candidate) -> None:
+        run = candidate.built.run
+        try:
+            with torch.no_grad():
+                outputs = [run(*s.args, **s.kwargs) for s in self.context.samples]
+        except Exception as error:  # same: a run failure rejects the candidate, never the user's model
+            candidate.reject(f"run failed: {_describe(error)}")
+            return
+        candidate.agreement = check_outputs(self.context.reference_outputs, outputs, self.tolerance)
+        del outputs
+        if not candidate.agreement.passed:
+            candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
+        elif self.timed:
+            try:
+                candidate.latency = self._measure(run)
+            except Exception as error:  # a failure while timed rejects the candidate like any run failure
+                candidate.reject(f"run failed while timed: {_describe(error)}")
+
+    def _measure(self, run: Any) -> Latency:
+        samples = self.context.samples[:TIMED_SAMPLES]
+        return measure(lambda: [run(*s.args, **s.kwargs) for s in samples], self.config, self.context.device)
+
+    def _not_offered(self, backend: Backend) -> str | None:
+        unavailable = backend.unavailable_reason(self.context.device)
+        if unavailable is not None:
+            return f"not available: {unavailable}"
+        precision = backend.reduced_precision
+        if precision is None:
+            return None
+        for dtype in _floating_dtypes(self.context.reference_outputs):
+            if not self.tolerance.admits(precision, dtype):
+                rtol = self.tolerance.for_dtype(dtype)[0]
+                eps = torch.finfo(precision).eps
+                return (
+                    f"not offered: rtol {rtol:g} for {dtype} outputs is below {precision}'s resolution {eps:.1e};"
+                    f" pass Tolerance(rtol={eps:.0e}) or more to admit reduced precision"
+                )
+        return None
+
+
+def _floating_dtypes(outputs: list[Any]) -> set[torch.dtype]:
+    leaves = pytree.tree_leaves(outputs)
+    return {leaf.dtype for leaf in leaves if isinstance(leaf, torch.Tensor) and leaf.dtype.is_floating_point}
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: message`` of the root cause (exporters wrap the useful error in pages of advice), one line."""
+    root = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    text = " ".join(_ANSI.sub("", str(root)).split())
+    return f"{type(root).__name__}: {text[:300]}"

@@ -1,0 +1,152 @@
+"""Tune a wrapped module's graphs: one trial per graph, the winners kept as runners, the rest freed.
+
+Invariant: whatever happens, the module is left working: a graph without a winner runs the original
+forward, and a module tuned for another device goes back to its own device unless a winner needs it there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from aitune.torch.backends import Backend, BuildContext, Built, EagerBackend, backend_from_dict
+from aitune.torch.devices import module_device
+from aitune.torch.module.graph_spec import GraphSpec, Sample
+from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.measure import MeasureConfig
+from aitune.torch.tuning.report import graph_entry, module_entry
+from aitune.torch.tuning.strategies import TuneStrategy
+from aitune.torch.tuning.trial import Trial
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TuneTarget:
+    """What the tuner needs from a wrapper."""
+
+    name: str
+    module: torch.nn.Module
+    forward: Callable[..., Any]
+    graphs: list[GraphSpec]
+    samples: Mapping[str, list[Sample]]
+    device: torch.device
+    dynamic_shapes: Any = None
+
+
+class GraphRunner:
+    """The backend chosen for one graph; eager (no build) runs the wrapper's original forward."""
+
+    def __init__(self, backend: Backend, built: Built | None) -> None:
+        self._backend = backend
+        self._built = built
+
+    @classmethod
+    def eager(cls) -> GraphRunner:
+        return cls(EagerBackend(), None)
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    @property
+    def backend_dict(self) -> dict[str, Any]:
+        return self._backend.to_dict()
+
+    @property
+    def is_eager(self) -> bool:
+        return self._built is None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():  # tuned backends serve inference; their outputs carry no autograd graph
+            return self._built.run(*args, **kwargs)
+
+    def fall_back(self) -> None:
+        """Switch this graph to eager for good (its backend failed at run time)."""
+        self.close()
+        self._backend = EagerBackend()
+
+    def close(self) -> None:
+        if self._built is not None:
+            self._built.release()
+            self._built = None
+
+
+def tune_graphs(
+    target: TuneTarget, strategies: Mapping[str, TuneStrategy], keep: bool = True
+) -> tuple[dict[str, GraphRunner], dict[str, Any]]:
+    """Run one trial per recorded graph; returns the runners by graph id and the module's report entry.
+
+    With ``keep=False`` (a dry run) every candidate is freed and the module stays where it was.
+    """
+    home = module_device(target.module)
+    target.module.to(target.device)
+    runners: dict[str, GraphRunner] = {}
+    graphs: list[dict[str, Any]] = []
+    try:
+        for spec in target.graphs:
+            strategy = strategies[spec.graph_id]
+            samples = [sample.to(target.device) for sample in target.samples.get(spec.graph_id, [])]
+            trial = Trial(_context(target, samples), strategy.tolerance, strategy.measure)
+            winner = strategy.select(trial)
+            graphs.append(graph_entry(spec, trial, winner, strategy.describe()))
+            for candidate in trial.candidates:
+                if candidate is not winner:
+                    candidate.release()
+            runners[spec.graph_id] = GraphRunner(winner.backend, winner.built) if winner else GraphRunner.eager()
+    except BaseException:
+        _abandon(runners, target.module, home)
+        raise
+    if not keep:
+        _abandon(runners, target.module, home)
+    elif all(runner.is_eager for runner in runners.values()):
+        target.module.to(home)
+    entry = module_entry(target.name, qualified_type(target.module), str(target.device), graphs)
+    return runners, entry
+
+
+def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> dict[str, GraphRunner]:
+    """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic example."""
+    target.module.to(target.device)
+    runners: dict[str, GraphRunner] = {}
+    for spec in target.graphs:
+        runners[spec.graph_id] = _restore_graph(target, spec, saved.get(spec.graph_id))
+    return runners
+
+
+def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | None) -> GraphRunner:
+    if saved is None or saved.get("name") == EagerBackend.name:
+        return GraphRunner.eager()
+    example = spec.example()
+    if example is None:
+        logger.warning(
+            "aitune: graph %s of '%s' has inputs that cannot be rebuilt; it runs eager", spec.graph_id, target.name
+        )
+        return GraphRunner.eager()
+    backend = backend_from_dict(saved)
+    trial = Trial(_context(target, [example.to(target.device)]), Tolerance(), MeasureConfig(), timed=False)
+    candidate = trial.evaluate(backend)
+    if not candidate.passed:
+        logger.warning(
+            "aitune: restoring %s for '%s' failed (%s); it runs eager", backend.name, target.name, candidate.reason
+        )
+        return GraphRunner.eager()
+    return GraphRunner(backend, candidate.built)
+
+
+def _context(target: TuneTarget, samples: list[Sample]) -> BuildContext:
+    with torch.no_grad():
+        references = [target.forward(*sample.args, **sample.kwargs) for sample in samples]
+    return BuildContext(target.module, target.forward, samples, references, target.device, target.dynamic_shapes)
+
+
+def _abandon(runners: dict[str, GraphRunner], module: torch.nn.Module, home: torch.device) -> None:
+    for runner in runners.values():
+        runner.close()
+    runners.clear()
+    module.to(home)

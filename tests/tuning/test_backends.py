@@ -1,0 +1,96 @@
+"""Real backends end to end on tiny modules: ONNX Runtime, Inductor (slow: first compile), GPU ones where present."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+from torch import nn
+
+import aitune.torch as ait
+from aitune.torch.backends import BuildContext
+from aitune.torch.module.graph_spec import Sample
+
+from .conftest import FAST_MEASURE, tiny_mlp
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+needs_tensorrt = pytest.mark.skipif(importlib.util.find_spec("tensorrt") is None, reason="needs tensorrt")
+
+
+def context(module: nn.Module, *inputs: torch.Tensor, device: str = "cpu") -> BuildContext:
+    module = module.to(device)
+    samples = [Sample((x.to(device),), {}) for x in inputs]
+    with torch.no_grad():
+        references = [module(*sample.args) for sample in samples]
+    return BuildContext(module, module.forward, samples, references, torch.device(device))
+
+
+def max_error(built, build_context: BuildContext) -> float:
+    with torch.no_grad():
+        pairs = zip(build_context.samples, build_context.reference_outputs, strict=True)
+        return max(float((built.run(*s.args) - reference).abs().max()) for s, reference in pairs)
+
+
+def test_onnxruntime_serves_every_recorded_shape():
+    build_context = context(tiny_mlp(), torch.randn(2, 8), torch.randn(5, 8))
+
+    built = ait.OnnxRuntimeBackend().build(build_context)
+
+    assert built.details["providers"] == ["CPUExecutionProvider"]
+    assert max_error(built, build_context) < 1e-5
+
+
+@pytest.mark.slow
+def test_inductor_compiles_each_instance_frozen_and_separately():
+    first, second = tiny_mlp(), tiny_mlp()
+    with torch.no_grad():
+        second[0].weight.mul_(2.0)  # same class and code, different weights
+    x = torch.randn(2, 8)
+
+    builds = [ait.InductorBackend().build(context(module, x)) for module in (first, second)]
+    with torch.no_grad():
+        outputs = [built.run(x) for built in builds]
+        first[0].weight.zero_()  # frozen weights are constants: editing the module no longer changes the build
+        frozen = builds[0].run(x)
+
+    assert all(built.details["graphs"] >= 1 for built in builds)
+    assert not torch.allclose(outputs[0], outputs[1])
+    assert torch.equal(frozen, outputs[0])
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_onnxruntime_cuda_execution_provider_matches_eager():
+    if "CUDAExecutionProvider" not in __import__("onnxruntime").get_available_providers():
+        pytest.skip("onnxruntime has no CUDA execution provider")
+    build_context = context(tiny_mlp(), torch.randn(2, 8), device="cuda")
+
+    built = ait.OnnxRuntimeBackend().build(build_context)
+
+    assert built.details["providers"][0] == "CUDAExecutionProvider"
+    assert max_error(built, build_context) < 1e-4
+
+
+@pytest.mark.gpu
+@needs_cuda
+@needs_tensorrt
+def test_tensorrt_engine_matches_eager_over_the_recorded_shape_range():
+    build_context = context(tiny_mlp(), torch.randn(2, 8), torch.randn(6, 8), device="cuda")
+
+    built = ait.TensorRTBackend().build(build_context)
+
+    assert max_error(built, build_context) < 1e-3
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_a_module_tuned_on_cuda_stays_on_cuda_only_with_a_winner(wrapped):
+    wrapper = wrapped(tiny_mlp(), name="mlp")
+    wrapper.enable_recording()
+    wrapper(torch.randn(2, 8))
+
+    wrapper.tune(device="cuda", strategy=ait.FirstWinsStrategy([ait.OnnxRuntimeBackend()], measure=FAST_MEASURE))
+
+    winner = wrapper.tuning_report["graphs"][0]["winner"]
+    assert wrapper.device.type == ("cuda" if winner != "eager" else "cpu")

@@ -1,0 +1,191 @@
+"""A candidate wins only if it builds, runs and matches the original; anything else leaves the module as it was."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+
+import aitune.torch as ait
+from aitune.torch.tuning.correctness import check_outputs
+
+from .conftest import (
+    FAST_MEASURE,
+    BreakableBackend,
+    BrokenBuildBackend,
+    BrokenRunBackend,
+    DirectLinearBackend,
+    OffByBackend,
+    SlowLinear,
+    tiny_mlp,
+)
+
+CANDIDATE_KEYS = {
+    "backend",
+    "config",
+    "status",
+    "reason",
+    "build_time_s",
+    "latency_median_us",
+    "latency_cv",
+    "speedup_vs_eager",
+    "max_abs_error",
+    "cosine_similarity",
+}
+
+
+def tune_with(wrapped, strategy, module=None, inputs=None):
+    inputs = inputs if inputs is not None else [torch.randn(2, 8), torch.randn(3, 8)]
+    wrapper = wrapped(module if module is not None else tiny_mlp(), name="block")
+    expected = [wrapper(x) for x in inputs]
+    wrapper.enable_recording()
+    for x in inputs:
+        wrapper(x)
+    report = wrapper.tune(strategy=strategy)
+    return wrapper, report["graphs"][0], inputs, expected
+
+
+def test_the_gate_passes_identical_outputs_and_reports_the_figures():
+    output = torch.randn(4, 4)
+
+    agreement = check_outputs([output], [output.clone()], ait.Tolerance())
+
+    assert agreement.passed and agreement.max_abs_error == 0.0 and agreement.cosine_similarity == pytest.approx(1.0)
+
+
+def test_the_gate_rejects_a_finite_but_wrong_output_with_numbers():
+    output = torch.randn(4, 4)
+
+    agreement = check_outputs([output], [output + 1e-2], ait.Tolerance())
+
+    assert not agreement.passed
+    assert agreement.max_abs_error == pytest.approx(1e-2, rel=1e-3)
+    assert "max abs error 0.01 exceeds atol 0.0001 + rtol 0.001·|reference|" in agreement.problem
+
+
+@pytest.mark.parametrize(
+    ("candidate", "problem"),
+    [
+        (torch.zeros(4, 3), "shape (4, 3) differs from (4, 4)"),
+        (torch.zeros(4, 4, dtype=torch.float64), "dtype torch.float64 differs from torch.float32"),
+        (torch.full((4, 4), float("nan")), "non-finite values"),
+        ((torch.zeros(4, 4),), "output structure differs"),
+    ],
+)
+def test_the_gate_rejects_structure_shape_dtype_and_nan_mismatches(candidate, problem):
+    agreement = check_outputs([torch.zeros(4, 4)], [candidate], ait.Tolerance())
+
+    assert problem in agreement.problem
+
+
+def test_reduced_precision_needs_a_tolerance_that_admits_it():
+    assert not ait.Tolerance().admits(torch.bfloat16, torch.float32)
+    assert ait.Tolerance(rtol=1e-2).admits(torch.bfloat16, torch.float32)
+
+
+def test_a_backend_off_by_1e_2_is_rejected_and_the_module_runs_eager(wrapped):
+    strategy = ait.OneBackendStrategy(OffByBackend(1e-2), measure=FAST_MEASURE)
+
+    wrapper, graph, inputs, expected = tune_with(wrapped, strategy)
+
+    candidate = graph["candidates"][0]
+    assert (candidate["status"], graph["winner"]) == ("rejected", "eager")
+    assert candidate["reason"].startswith("outside tolerance: sample 0, output 0: max abs error 0.01")
+    assert candidate["max_abs_error"] == pytest.approx(1e-2, rel=1e-3)
+    assert all(torch.equal(wrapper(x), y) for x, y in zip(inputs, expected, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("backend", "reason"),
+    [
+        (BrokenBuildBackend(), "build failed: RuntimeError: no kernel for this operator"),
+        (BrokenRunBackend(), "run failed: RuntimeError: device lost"),
+    ],
+)
+def test_a_backend_failing_at_build_or_run_falls_back_with_outputs_unchanged(wrapped, backend, reason):
+    wrapper, graph, inputs, expected = tune_with(wrapped, ait.FirstWinsStrategy([backend], measure=FAST_MEASURE))
+
+    assert graph["candidates"][0]["reason"] == reason
+    assert graph["winner"] == "eager"
+    assert all(torch.equal(wrapper(x), y) for x, y in zip(inputs, expected, strict=True))
+
+
+def test_a_backend_failing_after_tuning_falls_back_to_eager_for_good(wrapped, caplog):
+    backend = BreakableBackend()
+    wrapper, graph, inputs, expected = tune_with(wrapped, ait.OneBackendStrategy(backend, measure=FAST_MEASURE))
+    graph_id = graph["graph_id"]
+    assert graph["winner"] == "breakable"
+    backend.broken = True
+
+    with caplog.at_level(logging.WARNING):
+        outputs = [wrapper(x) for x in inputs]
+
+    assert all(torch.equal(actual, y) for actual, y in zip(outputs, expected, strict=True))
+    assert "breakable backend of 'block' failed (engine evicted); running eager" in caplog.text
+    assert wrapper.to_dict()["tuned_backends"][graph_id]["name"] == "eager"
+
+
+def test_first_wins_keeps_the_first_passing_backend_and_skips_the_rest(wrapped):
+    strategy = ait.FirstWinsStrategy([OffByBackend(), ait.EagerBackend(), BrokenBuildBackend()], measure=FAST_MEASURE)
+
+    _, graph, _, _ = tune_with(wrapped, strategy)
+
+    assert [c["status"] for c in graph["candidates"]] == ["rejected", "winner", "skipped"]
+    assert graph["candidates"][2]["reason"] == "not tried: eager won first"
+
+
+def test_min_latency_keeps_a_faster_correct_backend(wrapped):
+    strategy = ait.MinLatencyStrategy([DirectLinearBackend()], measure=FAST_MEASURE)
+
+    wrapper, graph, inputs, expected = tune_with(wrapped, strategy, module=SlowLinear(), inputs=[torch.randn(2, 8)])
+
+    assert graph["winner"] == "direct_linear"
+    assert graph["candidates"][0]["speedup_vs_eager"] > 1.5
+    assert torch.allclose(wrapper(inputs[0]), expected[0])
+
+
+def test_min_latency_rejects_a_correct_backend_that_is_not_faster_by_the_margin(wrapped):
+    strategy = ait.MinLatencyStrategy([ait.EagerBackend()], margin=0.5, measure=FAST_MEASURE)
+
+    _, graph, _, _ = tune_with(wrapped, strategy)
+
+    assert graph["winner"] == "eager"
+    assert graph["candidates"][0]["reason"].startswith("not 50% faster than eager")
+
+
+def test_min_latency_skips_candidates_once_the_time_budget_is_spent(wrapped):
+    strategy = ait.MinLatencyStrategy([BrokenRunBackend(), ait.EagerBackend()], time_budget_s=0.0, measure=FAST_MEASURE)
+
+    _, graph, _, _ = tune_with(wrapped, strategy)
+
+    assert [c["status"] for c in graph["candidates"]] == ["skipped", "skipped"]
+    assert graph["candidates"][0]["reason"] == "not tried: the tuning time budget of 0 s is spent"
+
+
+def test_unavailable_and_unadmitted_backends_are_skipped_with_one_line(wrapped):
+    strategy = ait.FirstWinsStrategy([ait.TensorRTBackend(), ait.AutocastBackend("bfloat16")], measure=FAST_MEASURE)
+
+    _, graph, _, _ = tune_with(wrapped, strategy)
+
+    reasons = [c["reason"] for c in graph["candidates"]]
+    assert reasons[0].startswith("not available: TensorRT needs a CUDA device")
+    assert reasons[1].startswith("not offered: rtol 0.001 for torch.float32 outputs is below torch.bfloat16's")
+    assert all("\n" not in reason for reason in reasons)
+
+
+def test_the_tuning_report_has_stable_keys_and_is_json(wrapped, tmp_path):
+    model = torch.nn.Sequential(tiny_mlp())
+    wrappers = ait.wrap(model, "0")
+    try:
+        strategy = ait.FirstWinsStrategy([BrokenBuildBackend(), ait.EagerBackend()], measure=FAST_MEASURE)
+        report = ait.tune(model, [torch.randn(2, 8)], strategy=strategy, report_file=tmp_path / "tuning.json")
+    finally:
+        ait.unwrap(model, list(wrappers))
+
+    saved = json.loads((tmp_path / "tuning.json").read_text())
+    assert saved["modules"][0]["region_id"] == "aot_module:0"
+    assert set(saved) == {"schema_version", "created_at", "aitune_version", "environment", "modules"}
+    assert all(set(c) == CANDIDATE_KEYS for c in saved["modules"][0]["graphs"][0]["candidates"])
+    assert saved["modules"] == report["modules"]
