@@ -175,15 +175,16 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
     return [run["residual"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
 
 
-def region_samples(doc: Mapping[str, Any], domain: str) -> dict[str, tuple[str, list[float]]]:
+def region_samples(doc: Mapping[str, Any], domain: str, nested: bool = True) -> dict[str, tuple[str, list[float]]]:
     """Per region path: its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
-    top level into a tree still lines up.
+    top level into a tree still lines up; ``nested=False`` keeps the topmost regions only.
     """
     samples: dict[str, tuple[str, list[float]]] = {}
     for index, run in enumerate(doc["runs"]):
-        for share in _walk(run.get("tree") or run["regions"]):
+        shares = _walk(run.get("tree") or run["regions"]) if nested else run["regions"]
+        for share in shares:
             _, times = samples.setdefault(path_of(share["region_id"]), (share["region_id"], [0.0] * len(doc["runs"])))
             times[index] += share.get(f"{domain}_time_us", 0.0)
     return samples

@@ -45,7 +45,8 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
     table = Table(title=f"Where the time goes ({domain}, median per run)")
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
-    rows = sorted(region_samples(doc, domain).values(), key=lambda item: -statistics.median(item[1]))
+    # Topmost regions only: with the residual they add up to the run (nested ones are in the Markdown).
+    rows = sorted(region_samples(doc, domain, nested=False).values(), key=lambda item: -statistics.median(item[1]))
     for region, times in rows[:limit]:
         table.add_row(region, *_time_cells(times, run_median))
     if len(rows) > limit:
@@ -74,7 +75,7 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         f"aitune profile · target {target.get('script') or target.get('type', MISSING)} · "
         f"created {doc.get('created_at') or MISSING} · aitune {doc.get('aitune_version') or MISSING}\n"
         f"warmup runs {config.get('warmup_runs', MISSING)} · measured runs {len(doc['runs'])} · "
-        f"{len(doc.get('regions', []))} region(s) instrumented"
+        f"{len(doc.get('regions', []))} region(s) observed"
     )
     parts: list[Any] = [overview, profile_summary(doc)]
     warnings = warnings_table(doc.get("warnings", []))
