@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +35,20 @@ class PerformanceProfile:
     def save(self, path: str | Path) -> Path:
         """Write ``data`` as indented JSON (validated, never NaN/Infinity); returns the path."""
         return save(self.data, path)
+
+
+_COLLECTED: ContextVar[list[PerformanceProfile] | None] = ContextVar("aitune_collected_profiles", default=None)
+
+
+@contextmanager
+def collecting_profiles() -> Iterator[list[PerformanceProfile]]:
+    """Every profile `profile` makes inside the block is appended to the yielded list (the CLI's script mode)."""
+    made: list[PerformanceProfile] = []
+    token = _COLLECTED.set(made)
+    try:
+        yield made
+    finally:
+        _COLLECTED.reset(token)
 
 
 def profile(
@@ -97,7 +114,11 @@ def profile(
         doc = build_profile(read_trace(trace_path))
     if kept is not None:
         doc["trace_file"] = kept.name
-    return PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
+    result = PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
+    collected = _COLLECTED.get()
+    if collected is not None:
+        collected.append(result)
+    return result
 
 
 def analyze_trace(path: str | Path) -> PerformanceProfile:
