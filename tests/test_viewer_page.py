@@ -55,7 +55,7 @@ def test_hostile_region_names_reach_the_chart_as_data_and_the_movers_as_text():
     store = ProfileStore(before=Loaded("b.json", doc), after=Loaded("a.json", pipeline_doc(30.0)))
 
     plot = figures.region_bars(store.region_table("cpu"), "cpu")
-    lines = overview.movers(store.comparison("cpu"), limit=10)
+    lines = overview.movers(store.compare_now("cpu"), limit=10)
 
     assert HOSTILE in plot.renderers[0].data_source.data["path"]
     assert any(HOSTILE in line for line in lines)

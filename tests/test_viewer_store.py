@@ -40,18 +40,21 @@ def test_a_region_that_became_managed_lines_up_by_path_and_is_marked_managed():
     ]
 
 
-def test_the_overview_numbers_are_compares_own():
+def test_the_overview_numbers_are_compares_own_once_compared():
     before, after = pipeline_doc(65.0), pipeline_doc(30.0)
+    store = pair_store(before, after)
+    assert store.comparison("cpu") is None
 
-    diff = pair_store(before, after).comparison("cpu")
+    diff = store.compare_now("cpu")
 
     assert diff == compare.compare_profiles(before, after, domain="cpu")
+    assert store.comparison("cpu") is diff and store.compared == 1
 
 
 def test_the_device_domain_falls_back_to_cpu_without_device_time():
     store = pair_store(pipeline_doc(65.0), pipeline_doc(30.0))
 
-    assert store.comparison("device").domain == "cpu"
+    assert store.compare_now("device").domain == "cpu"
     assert not store.has_device_time()
 
 
@@ -69,7 +72,10 @@ def test_warnings_of_a_pair_are_marked_new_gone_or_persisting():
     before = with_warning(with_warning(pipeline_doc(65.0), "OLD_ONLY"), "BOTH")
     after = with_warning(with_warning(pipeline_doc(30.0), "NEW_ONLY"), "BOTH")
 
-    warnings = pair_store(before, after).warning_table()
+    store = pair_store(before, after)
+    store.compare_now("cpu")
+
+    warnings = store.warning_table()
 
     assert sorted(zip(warnings["code"], warnings["status"], strict=True)) == [
         ("BOTH", "persisting"),

@@ -19,6 +19,7 @@ from aitune.viewer.store import ProfileStore
 
 RUNS_DIR_ENV = "AITUNE_VIEWER_RUNS_DIR"
 NONE = "(none)"
+COMPARE_THREADS = 2  # Panel runs threaded onload callbacks (the compare) only with a thread pool
 CSS = """
 .aitune-problem { background: #fdecea; color: #611a15; padding: 8px 12px; border-radius: 4px; }
 .aitune-text { white-space: pre-wrap; }
@@ -91,9 +92,20 @@ def uploader(store: ProfileStore) -> pn.Column:
     return pn.Column("**Upload** one profile, or two (before, then after)", dropper)
 
 
+def compare_after_load(store: ProfileStore, selection: Selection) -> None:
+    """Run `aitune.compare` in a thread once the page is shown, and again whenever the pair or domain changes."""
+
+    def run(*_: object) -> None:
+        store.compare_now(selection.domain)
+
+    store.param.watch(run, ["before", "after"])
+    selection.param.watch(run, ["domain"])
+    pn.state.onload(run, threaded=True)
+
+
 def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.Row:
     """The whole page for one browser session."""
-    pn.extension("tabulator", "filedropper", raw_css=[CSS], notifications=False)
+    pn.extension("tabulator", "filedropper", raw_css=[CSS], notifications=False, nthreads=COMPARE_THREADS)
     store = ProfileStore(runs_dir=runs_dir)
     selection = Selection()
     open_initial(store, args)
@@ -108,6 +120,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         dynamic=True,
         sizing_mode="stretch_width",
     )
+    compare_after_load(store, selection)
     sidebar = pn.Column(pickers(store), uploader(store), "**Time domain**", domain, width=320)
     main = pn.Column(views.Problem(**context), Overview(**context), tabs, sizing_mode="stretch_width")
     return pn.Row(sidebar, main, sizing_mode="stretch_width", name="aitune viewer")

@@ -99,14 +99,22 @@ class Overview(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+            pn.bind(
+                self._render,
+                self.store.param.before,
+                self.store.param.after,
+                self.store.param.compared,
+                self.selection.param.domain,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
         names = " vs ".join(loaded.name for loaded in self.store.sides().values())
         if not names:
             return text_block("Open a profile from the runs folder, or upload one or two files.")
-        diff = self.store.comparison(self.selection.domain) if self.store.is_pair else None
+        diff = self.store.comparison(self.selection.domain)
+        if self.store.is_pair and diff is None:
+            return pn.Column(text_block(names, "aitune-names"), text_block("Comparing with aitune.compare…"))
         cards = pair_cards(self.store, diff) if diff else single_cards(self.store)
         parts = [text_block(names, "aitune-names"), pn.pane.HTML(f'<div class="aitune-cards">{cards}</div>')]
         if diff:

@@ -10,6 +10,7 @@ import gzip
 import io
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,17 @@ def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
 def load_from_folder(root: Path, name: str) -> Loaded:
     """Load the profile ``name`` from the runs folder, with its Chrome trace when one sits beside it."""
     path = resolve_inside(root, name)
-    doc = profile_from_bytes(read_bounded(path, name), name)
+    stat = path.stat()
+    doc = _validated_file(path, stat.st_mtime_ns, stat.st_size, name)
     return Loaded(name=name, doc=doc, trace_path=trace_beside(path, doc, root))
+
+
+@lru_cache(maxsize=32)
+def _validated_file(path: Path, mtime_ns: int, size: int, name: str) -> ProfileDoc:
+    # Every browser session re-runs the app; schema validation of a large profile takes most of a
+    # second, so a file unchanged since (same mtime and size) is read once per server process.
+    # The viewer never mutates a document, so sessions may share it.
+    return profile_from_bytes(read_bounded(path, name), name)
 
 
 def trace_beside(profile_path: Path, doc: ProfileDoc, root: Path) -> Path | None:

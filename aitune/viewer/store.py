@@ -32,6 +32,7 @@ class ProfileStore(param.Parameterized):
     before = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     after = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     problem = param.String(default="", doc="the last loading problem as one sentence; empty when none")
+    compared = param.Integer(default=0, doc="bumped each time a diff of the pair becomes available")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -108,13 +109,23 @@ class ProfileStore(param.Parameterized):
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""
-        return self._cached("warnings", self._warnings)
+        return self._cached(("warnings", self.comparison("cpu") is not None), self._warnings)
 
     def comparison(self, domain: str) -> compare.ProfileDiff | None:
-        """`aitune.compare`'s diff of the pair in ``domain`` (cpu when a side lacks device time), else None."""
+        """`aitune.compare`'s diff of the pair in ``domain`` once `compare_now` has computed it, else None."""
+        return self._cache.get(("diff", self._domain(domain))) if self.is_pair else None
+
+    def compare_now(self, domain: str) -> compare.ProfileDiff | None:
+        """Compute (or reuse) the pair's diff in ``domain``, then bump ``compared`` so views redraw.
+
+        Kept off the page build: compare bootstraps an interval for every region, which takes
+        seconds for hundreds of regions, and the charts need none of it.
+        """
         if not self.is_pair:
             return None
-        return self._cached(("diff", self._domain(domain)), lambda: self._compare(self._domain(domain)))
+        diff = self._cached(("diff", self._domain(domain)), lambda: self._compare(self._domain(domain)))
+        self.compared += 1
+        return diff
 
     def _compare(self, domain: str) -> compare.ProfileDiff | None:
         try:
@@ -135,7 +146,7 @@ class ProfileStore(param.Parameterized):
         if not self.is_pair:
             return self._stacked(tables.warning_table).assign(status="present")
         diff = self.comparison("cpu")
-        if diff is None:
+        if diff is None:  # not compared yet: the view says so
             return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
         new_codes = {warning["code"] for warning in diff.warnings_only_after}
         persisting = [w for w in self.after.doc["warnings"] if w["code"] not in new_codes]

@@ -115,12 +115,16 @@ class Operators(StoreView):
 
 
 class Warnings(StoreView):
-    """Each warning with its code, message and source."""
+    """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.panel(pn.bind(self._render, self.store.param.before, self.store.param.after))
+        return pn.panel(
+            pn.bind(self._render, self.store.param.before, self.store.param.after, self.store.param.compared)
+        )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
+        if self.store.is_pair and self.store.comparison("cpu") is None:
+            return text_block("Comparing with aitune.compare…")
         warnings = self.store.warning_table()
         if warnings.empty:
             return text_block("No warnings: the capture reported nothing suspicious.")
