@@ -1,0 +1,131 @@
+"""The viewer page: pickers and upload on the side, the views in tabs, composed from one store.
+
+`build_page` is what ``viewer/main.py`` serves; it takes the runs folder and the URL's query
+arguments so it can be built and tested without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import panel as pn
+
+from aitune.viewer import views
+from aitune.viewer.overview import Overview
+from aitune.viewer.selection import Selection
+from aitune.viewer.sources import MAX_FILE_BYTES
+from aitune.viewer.store import ProfileStore
+
+RUNS_DIR_ENV = "AITUNE_VIEWER_RUNS_DIR"
+NONE = "(none)"
+COMPARE_THREADS = 2  # Panel runs threaded onload callbacks (the compare) only with a thread pool
+CSS = """
+.aitune-problem { background: #fdecea; color: #611a15; padding: 8px 12px; border-radius: 4px; }
+.aitune-text { white-space: pre-wrap; }
+.aitune-cards { display: flex; flex-wrap: wrap; gap: 8px; }
+.aitune-card { border: 1px solid #ddd; border-radius: 4px; padding: 6px 10px; min-width: 150px; }
+.aitune-card-label { font-size: 0.8em; color: #555; }
+.aitune-card div:last-child { font-size: 1.2em; font-weight: 600; }
+"""
+
+
+def runs_dir_from(argv: Sequence[str], environ: Mapping[str, str], default: Path) -> Path:
+    """The runs folder: ``--runs-dir DIR`` (after ``panel serve … --args``), else the env variable, else default."""
+    if "--runs-dir" in argv:
+        index = list(argv).index("--runs-dir")
+        if index + 1 < len(argv):
+            return Path(argv[index + 1])
+    return Path(environ.get(RUNS_DIR_ENV, default))
+
+
+def query_value(args: Mapping[str, Sequence[bytes | str]], key: str) -> str | None:
+    """One URL query argument as text (Bokeh hands them over as lists of bytes); None when absent."""
+    values = args.get(key) or []
+    if not values:
+        return None
+    value = values[0]
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def default_pair(names: Sequence[str]) -> tuple[str | None, str | None]:
+    """What to open without a URL: a ``before*``/``after*`` pair when the folder has one, else the first file."""
+    before = next((name for name in names if Path(name).name.startswith("before")), names[0] if names else None)
+    after = next((name for name in names if Path(name).name.startswith("after") and name != before), None)
+    return before, after
+
+
+def open_initial(store: ProfileStore, args: Mapping[str, Sequence[bytes | str]]) -> None:
+    """Open the URL's ``?before=&after=`` names when given (refusing names outside the runs folder), else a default."""
+    before, after = query_value(args, "before"), query_value(args, "after")
+    if before is None and after is None:
+        before, after = default_pair(store.available())
+    if before or after:
+        store.open_names(before, after)
+
+
+def pickers(store: ProfileStore) -> pn.Column:
+    """Two selects over the runs folder and an Open button."""
+    names = [NONE, *store.available()]
+    current = {side: loaded.name for side, loaded in store.sides().items()}
+    before = pn.widgets.Select(label="Before", options=names, value=current.get("before", NONE))
+    after = pn.widgets.Select(label="After", options=names, value=current.get("after", NONE))
+    button = pn.widgets.Button(label="Open", color="primary")
+    button.on_click(lambda _: store.open_names(*(None if w.value == NONE else w.value for w in (before, after))))
+    return pn.Column(f"**Runs folder:** {len(names) - 1} profiles", before, after, button)
+
+
+def uploader(store: ProfileStore) -> pn.Column:
+    """Drag-and-drop or pick one or two files; the browser refuses files over the size limit before sending."""
+    dropper = pn.widgets.FileDropper(
+        multiple=True,
+        max_files=2,
+        max_file_size=f"{MAX_FILE_BYTES // 2**20}MB",
+        css_classes=["profile-upload"],
+    )
+
+    def opened(event: object) -> None:
+        if dropper.value:
+            store.open_uploads({name: _as_bytes(data) for name, data in dropper.value.items()})
+
+    dropper.param.watch(opened, "value")
+    return pn.Column("**Upload** one profile, or two (before, then after)", dropper)
+
+
+def compare_after_load(store: ProfileStore, selection: Selection) -> None:
+    """Run `aitune.compare` in a thread once the page is shown, and again whenever the pair or domain changes."""
+
+    def run(*_: object) -> None:
+        store.compare_now(selection.domain)
+
+    store.param.watch(run, ["before", "after"])
+    selection.param.watch(run, ["domain"])
+    pn.state.onload(run, threaded=True)
+
+
+def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.Row:
+    """The whole page for one browser session."""
+    pn.extension("tabulator", "filedropper", raw_css=[CSS], notifications=False, nthreads=COMPARE_THREADS)
+    store = ProfileStore(runs_dir=runs_dir)
+    selection = Selection()
+    open_initial(store, args)
+    domain = pn.widgets.RadioButtonGroup.from_param(selection.param.domain, color="light")
+    context = {"store": store, "selection": selection}
+    tabs = pn.Tabs(
+        ("Regions", views.RegionShares(**context)),
+        ("Run timing", views.RunTiming(**context)),
+        ("Operators", views.Operators(**context)),
+        ("Warnings", views.Warnings(**context)),
+        ("Timeline", views.Timeline(**context)),
+        dynamic=True,
+        sizing_mode="stretch_width",
+    )
+    compare_after_load(store, selection)
+    sidebar = pn.Column(pickers(store), uploader(store), "**Time domain**", domain, width=320)
+    main = pn.Column(views.Problem(**context), Overview(**context), tabs, sizing_mode="stretch_width")
+    return pn.Row(sidebar, main, sizing_mode="stretch_width", name="aitune viewer")
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    # FileDropper decodes text/* uploads to str; JSON arrives as bytes, but be tolerant.
+    return data.encode("utf-8") if isinstance(data, str) else data

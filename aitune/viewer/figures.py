@@ -1,0 +1,141 @@
+"""Bokeh figures as plain functions of the store's tables: no state, no I/O, text drawn as text.
+
+Bokeh draws axis labels and tooltips as text (never HTML), so region names from a stranger's
+profile cannot inject markup here.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool
+from bokeh.plotting import figure
+
+from aitune.viewer.tables import RESIDUAL
+
+SIDE_COLORS = {"before": "#8c8c8c", "after": "#1f77b4"}
+KIND_HATCH = {"managed": "/", "untuned": " ", "residual": "."}
+MAX_BARS = 40
+"""Regions drawn in the bar chart (largest first); the tables below the chart list all of them."""
+
+_TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+
+
+def top_paths(regions: pd.DataFrame, limit: int = MAX_BARS) -> list[str]:
+    """The ``limit`` region paths with the largest fraction on either side, residual always included."""
+    largest = regions[regions["path"] != RESIDUAL].groupby("path", sort=False)["fraction"].max()
+    return [*largest.sort_values(ascending=False).index[:limit], RESIDUAL]
+
+
+def region_bars(regions: pd.DataFrame, domain: str) -> figure:
+    """Grouped horizontal bars: per region path one bar per side; managed regions hatched, residual dotted."""
+    paths = top_paths(regions)
+    shown = regions[regions["path"].isin(paths)]
+    sides = list(dict.fromkeys(shown["side"]))
+    factors = [(path, side) for path in reversed(paths) for side in sides]
+    source = ColumnDataSource(
+        {
+            "y": [(path, side) for path, side in zip(shown["path"], shown["side"], strict=True)],
+            "percent": (shown["fraction"] * 100).tolist(),
+            "ms": (shown["time_us"] / 1000).tolist(),
+            "path": shown["path"].tolist(),
+            "side": shown["side"].tolist(),
+            "kind": shown["kind"].tolist(),
+            "color": [SIDE_COLORS[side] for side in shown["side"]],
+            "hatch": [KIND_HATCH[kind] for kind in shown["kind"]],
+        }
+    )
+    plot = figure(
+        y_range=FactorRange(*factors),
+        height=max(240, 22 * len(factors) + 60),
+        sizing_mode="stretch_width",
+        title=f"Share of {domain} time per region (median over runs)",
+        x_axis_label=f"% of run {domain} time",
+        tools=_TOOLS,
+        name="region-bars",
+    )
+    plot.hbar(
+        y="y",
+        right="percent",
+        height=0.8,
+        source=source,
+        color="color",
+        hatch_pattern="hatch",
+        hatch_color="white",
+        legend_field="side",
+    )
+    plot.add_tools(
+        HoverTool(
+            tooltips=[
+                ("region", "@path"),
+                ("side", "@side"),
+                ("kind", "@kind"),
+                ("share", "@percent{0.0}%"),
+                ("time", "@ms{0.00} ms"),
+            ]
+        )
+    )
+    plot.yaxis.group_label_orientation = "horizontal"
+    plot.legend.location = "bottom_right"
+    return plot
+
+
+def run_points(runs: pd.DataFrame, metric: str) -> figure:
+    """Per-run ``metric`` (wall/cpu/device, in ms) per side; outlier runs drawn as red crosses."""
+    column = f"{metric}_time_us"
+    plot = figure(
+        height=280,
+        sizing_mode="stretch_width",
+        title=f"{metric} time per measured run",
+        x_axis_label="run index",
+        y_axis_label="ms",
+        tools=_TOOLS,
+        name="run-points",
+    )
+    for side, group in runs.groupby("side", sort=False):
+        source = ColumnDataSource(
+            {
+                "run": group["run_index"].tolist(),
+                "ms": (group[column] / 1000).tolist(),
+                "outlier": group["outlier"].map(_yes_no).tolist(),
+            }
+        )
+        plot.scatter("run", "ms", source=source, size=9, color=SIDE_COLORS[str(side)], legend_label=str(side))
+    marked = runs[runs["outlier"]]
+    if not marked.empty:
+        plot.scatter(
+            marked["run_index"],
+            marked[column] / 1000,
+            marker="x",
+            size=16,
+            color="#d62728",
+            line_width=2,
+            legend_label="outlier",
+        )
+    plot.add_tools(HoverTool(tooltips=[("run", "@run"), ("time", "@ms{0.00} ms"), ("outlier", "@outlier")]))
+    return plot
+
+
+def timeline_bars(spans: pd.DataFrame, title: str) -> figure:
+    """One lane per region, one bar per call, in ms from the start of the run."""
+    lanes = list(dict.fromkeys(spans["lane"]))
+    plot = figure(
+        y_range=FactorRange(*reversed(lanes)) if lanes else FactorRange("(no regions)"),
+        height=max(160, 28 * len(lanes) + 70),
+        sizing_mode="stretch_width",
+        title=title,
+        x_axis_label="ms from run start",
+        tools=_TOOLS,
+        name="timeline",
+    )
+    source = ColumnDataSource(spans.to_dict(orient="list"))
+    plot.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source, color=SIDE_COLORS["after"])
+    plot.add_tools(
+        HoverTool(
+            tooltips=[("region", "@lane"), ("start", "@start_ms{0.00} ms"), ("duration", "@duration_ms{0.00} ms")]
+        )
+    )
+    return plot
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"

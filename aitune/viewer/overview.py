@@ -1,0 +1,122 @@
+"""The overview strip: run time before/after with spread, the speedup with its confidence interval,
+the residual, and the regions that moved most. Pair numbers come from `aitune.compare` unchanged.
+"""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+
+from aitune.compare import Change, ProfileDiff
+from aitune.viewer.store import ProfileStore
+from aitune.viewer.views import StoreView, text_block
+
+TOP_MOVERS = 5
+
+
+def format_ms(us: float | None) -> str:
+    """Microseconds as milliseconds with two decimals; ``-`` when missing."""
+    return "-" if us is None else f"{us / 1000:.2f} ms"
+
+
+def format_speedup(change: Change) -> str:
+    """before ÷ after as ``1.85×``, with the interval ``[1.70–2.01]`` when compare gave one; ``-`` when missing."""
+    if change.ratio is None or change.ratio <= 0:
+        return "-"
+    text = f"{1 / change.ratio:.2f}×"
+    if change.ci_low and change.ci_high:
+        text += f" [{1 / change.ci_high:.2f}–{1 / change.ci_low:.2f}]"
+    return text
+
+
+def spread(store: ProfileStore, side: str, metric: str) -> str:
+    """``min–max`` of one side's per-run ``metric`` time in ms."""
+    runs = store.run_table()
+    values = runs.loc[runs["side"] == side, f"{metric}_time_us"].dropna()
+    return "-" if values.empty else f"{values.min() / 1000:.2f}–{values.max() / 1000:.2f} ms"
+
+
+def card(label: str, value: str, css_class: str) -> str:
+    """One labelled figure as HTML; both strings are escaped."""
+    return (
+        f'<div class="aitune-card"><div class="aitune-card-label">{html.escape(label)}</div>'
+        f'<div class="{css_class}">{html.escape(value)}</div></div>'
+    )
+
+
+def pair_cards(store: ProfileStore, diff: ProfileDiff) -> str:
+    """The overview figures of a before/after pair."""
+    domain = diff.domain
+    noise = "beyond noise" if diff.run_time.beyond_noise else "within noise"
+    return "".join(
+        [
+            card(f"before: median {domain} run time", format_ms(diff.run_time.before_us), "overview-before"),
+            card("before: spread (min–max)", spread(store, "before", domain), "overview-before-spread"),
+            card(f"after: median {domain} run time", format_ms(diff.run_time.after_us), "overview-after"),
+            card("after: spread (min–max)", spread(store, "after", domain), "overview-after-spread"),
+            card(f"speedup, 95% CI ({noise})", format_speedup(diff.run_time), "overview-speedup"),
+            card(
+                "residual before → after",
+                f"{format_ms(diff.residual.before_us)} → {format_ms(diff.residual.after_us)}",
+                "overview-residual",
+            ),
+        ]
+    )
+
+
+def movers(diff: ProfileDiff, limit: int = TOP_MOVERS) -> list[str]:
+    """The regions whose median time moved most (either way), as ``path: before → after`` lines."""
+    rows = [row for row in diff.regions if row.change.before_us is not None or row.change.after_us is not None]
+    rows.sort(key=lambda row: -abs((row.change.after_us or 0.0) - (row.change.before_us or 0.0)))
+    return [
+        f"{row.path} ({row.status}): {format_ms(row.change.before_us)} → {format_ms(row.change.after_us)}"
+        for row in rows[:limit]
+    ]
+
+
+def single_cards(store: ProfileStore) -> str:
+    """The overview figures of one profile."""
+    runs = store.run_table()
+    regions = store.region_table("cpu")
+    residual = regions.loc[regions["region_id"] == "(residual)", "fraction"]
+    return "".join(
+        [
+            card("median wall run time", format_ms(runs["wall_time_us"].median()), "overview-before"),
+            card("spread (min–max)", spread(store, "before", "wall"), "overview-before-spread"),
+            card("measured runs", str(len(runs)), "overview-runs"),
+            card(
+                "residual (median share of CPU time)",
+                f"{residual.iloc[0]:.1%}" if len(residual) else "-",
+                "overview-residual",
+            ),
+        ]
+    )
+
+
+class Overview(StoreView):
+    """What moved and whether the numbers can be trusted, in one strip."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.panel(
+            pn.bind(
+                self._render,
+                self.store.param.before,
+                self.store.param.after,
+                self.store.param.compared,
+                self.selection.param.domain,
+            )
+        )
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        names = " vs ".join(loaded.name for loaded in self.store.sides().values())
+        if not names:
+            return text_block("Open a profile from the runs folder, or upload one or two files.")
+        diff = self.store.comparison(self.selection.domain)
+        if self.store.is_pair and diff is None:
+            return pn.Column(text_block(names, "aitune-names"), text_block("Comparing with aitune.compare…"))
+        cards = pair_cards(self.store, diff) if diff else single_cards(self.store)
+        parts = [text_block(names, "aitune-names"), pn.pane.HTML(f'<div class="aitune-cards">{cards}</div>')]
+        if diff:
+            parts.append(text_block("Top movers:\n" + "\n".join(movers(diff))))
+        return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["overview"])

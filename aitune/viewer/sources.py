@@ -1,0 +1,165 @@
+"""Reading profiles and traces for the viewer: from a runs folder or from uploaded bytes, defensively.
+
+The files may come from a stranger (a bug report), so every read is bounded: size, gzip expansion,
+nesting depth, and names that must resolve inside the runs folder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from aitune.errors import ProfileError
+from aitune.report import SCHEMA_VERSION, ProfileDoc, validate
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+"""Largest profile or trace the viewer reads (after gunzip); a profile is usually well under 1 MB."""
+
+MAX_DEPTH = 64
+"""Deepest JSON nesting accepted; profiles nest about 6 levels, and deep input can exhaust recursion."""
+
+MAX_LISTED = 500
+"""Most files listed from a runs folder, so a huge folder cannot stall the page."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One profile ready for the store: its display name, the document, and its trace when found."""
+
+    name: str
+    doc: ProfileDoc
+    trace_path: Path | None = None
+
+
+def list_profiles(root: Path) -> list[str]:
+    """Names (relative to ``root``, with ``/``) of the profile JSON files under it, sorted; traces excluded."""
+    if not root.is_dir():
+        return []
+    names = sorted(
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.json")
+        if path.is_file() and "trace" not in path.name
+    )
+    return names[:MAX_LISTED]
+
+
+def resolve_inside(root: Path, name: str) -> Path:
+    """The file ``name`` names inside ``root``; `ProfileError` when it escapes the folder or does not exist."""
+    base = root.resolve()
+    candidate = (base / name).resolve()
+    if not candidate.is_relative_to(base):
+        raise ProfileError(f"{name!r} is outside the runs folder; name a file listed in the runs folder.")
+    if not candidate.is_file():
+        raise ProfileError(f"{name!r} is not a file in the runs folder; pick one from the list.")
+    return candidate
+
+
+def read_bounded(path: Path, name: str) -> bytes:
+    """The bytes of ``path`` when it is at most `MAX_FILE_BYTES`; `ProfileError` naming ``name`` otherwise."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ProfileError(_too_big(name, size))
+    return path.read_bytes()
+
+
+def parse_json(data: bytes, name: str) -> Any:
+    """Parse JSON bytes (gunzipped first when gzipped) with the size and depth limits; one-sentence errors."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ProfileError(_too_big(name, len(data)))
+    if data[:2] == _GZIP_MAGIC:
+        data = _gunzip_bounded(data, name)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        if "depth" in str(error):
+            raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.") from None
+        raise ProfileError(f"{name}: not valid JSON ({error}).") from None
+    if nesting_depth(value) > MAX_DEPTH:
+        raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.")
+    return value
+
+
+def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
+    """A validated profile document from file bytes, ours or AITune's; `ProfileError` names the problem."""
+    raw = parse_json(data, name)
+    if not isinstance(raw, dict) or "schema_version" not in raw or "runs" not in raw:
+        raise ProfileError(f"{name}: not a profile document (no schema_version and runs keys).")
+    version = raw["schema_version"]
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ProfileError(f"{name}: schema_version {version} is newer than this viewer reads ({SCHEMA_VERSION}).")
+    problems = validate(raw)
+    if problems:
+        raise ProfileError(f"{name}: {problems[0]}")
+    return raw
+
+
+def load_from_folder(root: Path, name: str) -> Loaded:
+    """Load the profile ``name`` from the runs folder, with its Chrome trace when one sits beside it."""
+    path = resolve_inside(root, name)
+    stat = path.stat()
+    doc = _validated_file(path, stat.st_mtime_ns, stat.st_size, name)
+    return Loaded(name=name, doc=doc, trace_path=trace_beside(path, doc, root))
+
+
+@lru_cache(maxsize=32)
+def _validated_file(path: Path, mtime_ns: int, size: int, name: str) -> ProfileDoc:
+    # Every browser session re-runs the app; schema validation of a large profile takes most of a
+    # second, so a file unchanged since (same mtime and size) is read once per server process.
+    # The viewer never mutates a document, so sessions may share it.
+    return profile_from_bytes(read_bounded(path, name), name)
+
+
+def trace_beside(profile_path: Path, doc: ProfileDoc, root: Path) -> Path | None:
+    """The trace the document names (``trace_file``), when it is a file next to the profile inside ``root``."""
+    trace_name = doc.get("trace_file")
+    if not trace_name:
+        return None
+    folder = profile_path.parent.relative_to(root.resolve()).as_posix()
+    try:
+        return resolve_inside(root, f"{folder}/{Path(trace_name).name}")
+    except ProfileError:
+        return None
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar is 0), computed without recursion."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _gunzip_bounded(data: bytes, name: str) -> bytes:
+    # A small gzip can expand to gigabytes; stop reading one byte past the limit.
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            expanded = stream.read(MAX_FILE_BYTES + 1)
+    except (EOFError, OSError, zlib.error):
+        raise ProfileError(f"{name}: the gzip data is truncated or corrupt; copy the file again.") from None
+    if len(expanded) > MAX_FILE_BYTES:
+        raise ProfileError(_too_big(name, len(expanded), "unpacks to at least"))
+    return expanded
+
+
+def _too_big(name: str, size: int, verb: str = "is") -> str:
+    return (
+        f"{name} {verb} {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; "
+        "capture fewer runs, or read it with `aitune-profile report` instead."
+    )

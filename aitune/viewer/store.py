@@ -1,0 +1,193 @@
+"""The viewer's data: the loaded profile(s) and every table derived from them, cached per pair.
+
+Derivations call `aitune.viewer.tables` (one profile) and `aitune.compare` (two profiles); this
+class only loads, caches and turns loading failures into one sentence in ``problem``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import param
+
+from aitune import compare
+from aitune.analysis import TraceEvents, read_trace_events
+from aitune.errors import ProfileError
+from aitune.viewer import sources, tables
+from aitune.viewer.sources import Loaded
+
+SIDES = ("before", "after")
+OPERATOR_ROWS = 200
+"""Operators listed in the merged before/after table (each side saves its top rows only)."""
+OPERATOR_CHANGE_COLUMNS = ["key", "device_type", "before_us", "after_us", "delta_us"]
+
+
+class ProfileStore(param.Parameterized):
+    """One or two loaded profiles (``before`` alone for a single profile) and their derived tables."""
+
+    runs_dir = param.ClassSelector(class_=Path, default=Path("sample_traces"), doc="folder the page lists")
+    before = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
+    after = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
+    problem = param.String(default="", doc="the last loading problem as one sentence; empty when none")
+    compared = param.Integer(default=0, doc="bumped each time a diff of the pair becomes available")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._cache: dict[Hashable, Any] = {}
+
+    @param.depends("before", "after", watch=True)
+    def _forget(self) -> None:
+        self._cache.clear()
+
+    # Loading -------------------------------------------------------------------------------
+
+    def available(self) -> list[str]:
+        """Profile names in the runs folder, for the pickers."""
+        return sources.list_profiles(self.runs_dir)
+
+    def open_names(self, before: str | None, after: str | None = None) -> bool:
+        """Load profiles by name from the runs folder; on failure keep what was shown and set ``problem``."""
+        try:
+            loaded = [sources.load_from_folder(self.runs_dir, name) if name else None for name in (before, after)]
+        except ProfileError as error:
+            self.problem = str(error)
+            return False
+        self._show(*loaded)
+        return True
+
+    def open_uploads(self, files: Mapping[str, bytes]) -> bool:
+        """Load one or two uploaded files (in upload order: before, then after); ``problem`` on failure."""
+        if not 1 <= len(files) <= 2:
+            self.problem = f"{len(files)} files were uploaded; upload one profile, or two to compare them."
+            return False
+        try:
+            loaded = [Loaded(name, sources.profile_from_bytes(data, name)) for name, data in files.items()]
+        except ProfileError as error:
+            self.problem = str(error)
+            return False
+        self._show(*loaded, None)
+        return True
+
+    def _show(self, before: Loaded | None, after: Loaded | None, *_: Any) -> None:
+        if before is None:
+            before, after = after, None
+        self.param.update(before=before, after=after, problem="")
+
+    # What is loaded ------------------------------------------------------------------------
+
+    @property
+    def is_pair(self) -> bool:
+        return self.before is not None and self.after is not None
+
+    def sides(self) -> dict[str, Loaded]:
+        """The loaded profiles by side, ``before`` first; empty when nothing is loaded."""
+        return {side: loaded for side in SIDES if (loaded := getattr(self, side)) is not None}
+
+    def has_device_time(self) -> bool:
+        """Whether every loaded profile has device time, so the device domain can be offered."""
+        loaded = self.sides().values()
+        return bool(loaded) and all(tables.has_device_time(item.doc) for item in loaded)
+
+    # Derived tables ------------------------------------------------------------------------
+
+    def region_table(self, domain: str) -> pd.DataFrame:
+        """Per region path: median time and fraction per side in ``domain``; residual as its own row."""
+        return self._cached(("regions", domain), lambda: self._stacked(lambda doc: tables.region_summary(doc, domain)))
+
+    def run_table(self) -> pd.DataFrame:
+        """Every measured run of every side, with a ``side`` column and outliers marked."""
+        return self._cached("runs", lambda: self._stacked(tables.run_timing))
+
+    def operator_table(self, domain: str = "cpu") -> pd.DataFrame:
+        """One profile: its key-averages rows. A pair: compare's per-run self time per side and the delta."""
+        if not self.is_pair:
+            return self._cached("operators", lambda: self._stacked(tables.operator_table))
+        return self._cached(("operator changes", domain), lambda: self._operator_changes(self._domain(domain)))
+
+    def warning_table(self) -> pd.DataFrame:
+        """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""
+        return self._cached(("warnings", self.comparison("cpu") is not None), self._warnings)
+
+    def comparison(self, domain: str) -> compare.ProfileDiff | None:
+        """`aitune.compare`'s diff of the pair in ``domain`` once `compare_now` has computed it, else None."""
+        return self._cache.get(("diff", self._domain(domain))) if self.is_pair else None
+
+    def compare_now(self, domain: str) -> compare.ProfileDiff | None:
+        """Compute (or reuse) the pair's diff in ``domain``, then bump ``compared`` so views redraw.
+
+        Kept off the page build: compare bootstraps an interval for every region, which takes
+        seconds for hundreds of regions, and the charts need none of it.
+        """
+        if not self.is_pair:
+            return None
+        diff = self._cached(("diff", self._domain(domain)), lambda: self._compare(self._domain(domain)))
+        self.compared += 1
+        return diff
+
+    def _compare(self, domain: str) -> compare.ProfileDiff | None:
+        try:
+            return compare.compare_profiles(self.before.doc, self.after.doc, domain=domain)
+        except ProfileError as error:
+            self.problem = str(error)
+            return None
+
+    def _domain(self, domain: str) -> str:
+        return domain if domain == "cpu" or self.has_device_time() else "cpu"
+
+    def _operator_changes(self, domain: str) -> pd.DataFrame:
+        rows = compare.operator_changes(self.before.doc, self.after.doc, domain, limit=OPERATOR_ROWS)
+        data = [[row.key, row.device_type, row.before_us, row.after_us, row.delta_us] for row in rows]
+        return pd.DataFrame(data, columns=OPERATOR_CHANGE_COLUMNS)
+
+    def _warnings(self) -> pd.DataFrame:
+        if not self.is_pair:
+            return self._stacked(tables.warning_table).assign(status="present")
+        diff = self.comparison("cpu")
+        if diff is None:  # not compared yet: the view says so
+            return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
+        new_codes = {warning["code"] for warning in diff.warnings_only_after}
+        persisting = [w for w in self.after.doc["warnings"] if w["code"] not in new_codes]
+        groups = {"gone": diff.warnings_only_before, "new": diff.warnings_only_after, "persisting": persisting}
+        frames = [pd.DataFrame(rows, columns=tables.WARNING_COLUMNS).assign(status=s) for s, rows in groups.items()]
+        return pd.concat(frames, ignore_index=True)
+
+    def run_indices(self, side: str) -> list[int]:
+        """The measured runs of one side."""
+        loaded = self.sides().get(side)
+        return tables.run_indices(loaded.doc) if loaded else []
+
+    def trace_path(self, side: str) -> Path | None:
+        """The Chrome trace beside one side's profile, when the runs folder has it."""
+        loaded = self.sides().get(side)
+        return loaded.trace_path if loaded else None
+
+    def timeline(self, side: str, run: int) -> pd.DataFrame:
+        """Region spans of one run of one side, from its trace; empty without a trace."""
+        events = self._trace_events(side)
+        return tables.timeline(events, run) if events else pd.DataFrame(columns=tables.TIMELINE_COLUMNS)
+
+    def _trace_events(self, side: str) -> TraceEvents | None:
+        path = self.trace_path(side)
+        if path is None:
+            return None
+
+        def read() -> TraceEvents | None:
+            try:
+                return read_trace_events(sources.parse_json(sources.read_bounded(path, path.name), path.name))
+            except ProfileError as error:
+                self.problem = str(error)
+                return None
+
+        return self._cached(("trace", side), read)
+
+    def _stacked(self, derive: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+        frames = [derive(loaded.doc).assign(side=side) for side, loaded in self.sides().items()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]

@@ -1,0 +1,150 @@
+"""Tables of one profile document for the viewer: pure functions from the document to DataFrames.
+
+Only reading and arranging happens here (medians over runs, per-run rows, the trace's spans for one
+run); anything that compares two profiles belongs to `aitune.compare`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from aitune.analysis.events import TraceEvents
+from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, run_span_name
+from aitune.report import ProfileDoc
+
+RESIDUAL = "(residual)"
+"""The path under which the residual (time outside every region) is listed beside the regions."""
+
+MANAGED_KINDS = frozenset({"aot_managed_module", "jit_managed_module"})
+
+OUTLIER_MADS = 3.0
+"""A run is marked an outlier when it is more than this many MADs from the median run."""
+
+REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
+RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
+OPERATOR_COLUMNS = ["key", "device_type", "count", "self_cpu_time_total_us", "cpu_time_total_us"]
+WARNING_COLUMNS = ["code", "message", "source"]
+TIMELINE_COLUMNS = ["lane", "start_ms", "end_ms", "duration_ms"]
+
+
+def has_device_time(doc: ProfileDoc) -> bool:
+    """Whether any run of the document carries device time."""
+    return any("device_time_us" in run["timing"] for run in doc["runs"])
+
+
+def region_path(region_id: str) -> str:
+    """The dotted path of a region, which stays the same when its kind changes (``aot_module:unet`` → ``unet``)."""
+    return region_id.partition(":")[2] or region_id
+
+
+def _kind(meta_kind: str | None, region_id: str) -> str:
+    """``managed`` for AOT/JIT regions (by metadata, else by id prefix), ``untuned`` otherwise."""
+    prefix = region_id.partition(":")[0]
+    return "managed" if meta_kind in MANAGED_KINDS or prefix in {AOT_REGION_KIND, JIT_REGION_KIND} else "untuned"
+
+
+def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
+    """Per topmost region, the median over runs of its time and fraction in ``domain``; residual last.
+
+    A region missing from a run counts as 0 in that run, so a region seen once is not overstated.
+    """
+    time_key, fraction_key = f"{domain}_time_us", f"{domain}_time_fraction"
+    runs = doc["runs"]
+    by_run = [{share["region_id"]: share for share in run["regions"]} for run in runs]
+    kinds = {meta["id"]: meta["kind"] for meta in doc["regions"]}
+    rows = []
+    for region in dict.fromkeys(region for shares_of_run in by_run for region in shares_of_run):
+        shares = [shares_of_run.get(region, {}) for shares_of_run in by_run]
+        rows.append(
+            {
+                "path": region_path(region),
+                "region_id": region,
+                "kind": _kind(kinds.get(region), region),
+                "calls": _median(share.get("calls", 0) for share in shares),
+                "time_us": _median(share.get(time_key, 0.0) for share in shares),
+                "fraction": _median(share.get(fraction_key, 0.0) for share in shares),
+            }
+        )
+    residual = [run["residual"] for run in runs]
+    rows.append(
+        {
+            "path": RESIDUAL,
+            "region_id": RESIDUAL,
+            "kind": "residual",
+            "calls": 0,
+            "time_us": _median(part.get(time_key, 0.0) for part in residual),
+            "fraction": _median(part.get(fraction_key, 0.0) for part in residual),
+        }
+    )
+    return pd.DataFrame(rows, columns=REGION_COLUMNS)
+
+
+def run_timing(doc: ProfileDoc) -> pd.DataFrame:
+    """One row per measured run (µs; device column empty without device data), outliers marked by wall time."""
+    rows = [
+        {
+            "run_index": run["run_index"],
+            "wall_time_us": run["timing"].get("wall_time_us", run["timing"]["cpu_time_us"]),
+            "cpu_time_us": run["timing"]["cpu_time_us"],
+            "device_time_us": run["timing"].get("device_time_us"),
+        }
+        for run in doc["runs"]
+    ]
+    frame = pd.DataFrame(rows, columns=RUN_COLUMNS[:-1])
+    frame["outlier"] = outliers(frame["wall_time_us"].tolist())
+    return frame
+
+
+def outliers(values: Sequence[float], mads: float = OUTLIER_MADS) -> list[bool]:
+    """Which values lie more than ``mads`` median absolute deviations from the median (none when MAD is 0)."""
+    if len(values) < 3:
+        return [False] * len(values)
+    middle = statistics.median(values)
+    spread = statistics.median(abs(value - middle) for value in values)
+    return [spread > 0 and abs(value - middle) > mads * spread for value in values]
+
+
+def operator_table(doc: ProfileDoc) -> pd.DataFrame:
+    """The document's key-averages rows (the CPU-sorted view, or the first view present)."""
+    views: Mapping[str, list[dict[str, Any]]] = doc["profiler"].get("key_averages", {})
+    rows = views.get("cpu_time_total") or next(iter(views.values()), [])
+    frame = pd.DataFrame(rows)
+    return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
+
+
+def warning_table(doc: ProfileDoc) -> pd.DataFrame:
+    """The document's warnings as rows of code, message and source."""
+    return pd.DataFrame(doc["warnings"], columns=WARNING_COLUMNS)
+
+
+def run_indices(doc: ProfileDoc) -> list[int]:
+    """The measured runs' indices, in document order."""
+    return [run["run_index"] for run in doc["runs"]]
+
+
+def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
+    """Region spans of one measured run, one lane per region, in ms from the run's start."""
+    marker = run_span_name(run_index)
+    run = next((span for span in events.runs if span.name == marker), None)
+    if run is None:
+        return pd.DataFrame(columns=TIMELINE_COLUMNS)
+    rows = [
+        {
+            "lane": region_path(span.name[len(REGION_SPAN_PREFIX) :]),
+            "start_ms": (span.start_us - run.start_us) / 1000,
+            "end_ms": (span.end_us - run.start_us) / 1000,
+            "duration_ms": span.duration_us / 1000,
+        }
+        for span in events.regions
+        if span.thread == run.thread and run.start_us <= span.start_us <= run.end_us
+    ]
+    return pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
+
+
+def _median(values: Iterable[float]) -> float:
+    collected = list(values)
+    return statistics.median(collected) if collected else 0.0

@@ -1,0 +1,159 @@
+"""The viewer's panels, one per concern: each gets the store and the selection and only lays out.
+
+Profile text (region names, warning messages, operator keys) may come from a stranger, so it is
+escaped before it reaches an HTML pane and shown as plain text in tables.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import panel as pn
+import param
+
+from aitune.viewer import figures
+from aitune.viewer.selection import Selection
+from aitune.viewer.store import ProfileStore
+
+PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
+
+
+def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
+    """An HTML pane showing ``text`` verbatim (escaped), never as markup."""
+    return pn.pane.HTML(f'<div class="{css_class}">{html.escape(text)}</div>', sizing_mode="stretch_width")
+
+
+def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: int = 25) -> pn.widgets.Tabulator:
+    """A read-only, sortable Tabulator with header filters on the text columns, text shown as text."""
+    present = [column for column in text_columns if column in frame.columns]
+    return pn.widgets.Tabulator(
+        frame,
+        disabled=True,
+        show_index=False,
+        pagination="local",
+        page_size=page_size,
+        formatters={column: PLAIN_TEXT for column in present},
+        header_filters={column: {"type": "input", "func": "like"} for column in present},
+        sizing_mode="stretch_width",
+        css_classes=[name],
+    )
+
+
+class StoreView(pn.viewable.Viewer):
+    """A view: reads the store and the selection, lays out, computes nothing."""
+
+    store = param.ClassSelector(class_=ProfileStore)
+    selection = param.ClassSelector(class_=Selection)
+
+
+class Problem(StoreView):
+    """The last loading problem, as one sentence above everything else."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.panel(pn.bind(self._render, self.store.param.problem))
+
+    @staticmethod
+    def _render(problem: str) -> pn.viewable.Viewable:
+        return text_block(problem, "aitune-problem") if problem else pn.Spacer(height=0)
+
+
+class RegionShares(StoreView):
+    """Grouped bars of region shares per side, with the domain toggle when device time exists."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.panel(
+            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+        )
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        domain = self.selection.domain if self.store.has_device_time() else "cpu"
+        regions = self.store.region_table(domain)
+        if regions.empty:
+            return text_block("No regions to show.")
+        note = text_block(
+            "Hatched bars are managed (tuned) regions; plain bars are untuned; the dotted bar is the residual "
+            "(time outside every region). Bars line up by region path."
+        )
+        return pn.Column(note, pn.pane.Bokeh(figures.region_bars(regions, domain)), sizing_mode="stretch_width")
+
+
+class RunTiming(StoreView):
+    """Per-run times of each side; outlier runs marked."""
+
+    metric = param.Selector(default="wall", objects=["wall", "cpu", "device"])
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        picker = pn.widgets.RadioButtonGroup.from_param(self.param.metric, color="light")
+        plot = pn.bind(self._render, self.store.param.before, self.store.param.after, self.param.metric)
+        return pn.Column(picker, plot, sizing_mode="stretch_width")
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        runs = self.store.run_table()
+        if runs.empty:
+            return text_block("No runs to show.")
+        metric = self.metric if runs[f"{self.metric}_time_us"].notna().all() else "wall"
+        return pn.pane.Bokeh(figures.run_points(runs, metric))
+
+
+class Operators(StoreView):
+    """The key-averages tables of both sides, sortable and filterable."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.panel(
+            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+        )
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        note = (
+            "Self time per run (µs) on each side and after − before, from aitune.compare." if self.store.is_pair else ""
+        )
+        operators = table(
+            self.store.operator_table(self.selection.domain), ["key", "device_type", "side"], "operator-table"
+        )
+        return pn.Column(text_block(note), operators, sizing_mode="stretch_width") if note else operators
+
+
+class Warnings(StoreView):
+    """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.panel(
+            pn.bind(self._render, self.store.param.before, self.store.param.after, self.store.param.compared)
+        )
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        if self.store.is_pair and self.store.comparison("cpu") is None:
+            return text_block("Comparing with aitune.compare…")
+        warnings = self.store.warning_table()
+        if warnings.empty:
+            return text_block("No warnings: the capture reported nothing suspicious.")
+        return table(warnings, ["code", "message", "source", "side", "status"], "warning-table")
+
+
+class Timeline(StoreView):
+    """One lane per region for one run of one side, from the Chrome trace, with the trace to download."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        side = pn.widgets.RadioButtonGroup.from_param(self.selection.param.timeline_side, color="light")
+        run = pn.widgets.IntInput.from_param(self.selection.param.run, width=120)
+        body = pn.bind(
+            self._render,
+            self.store.param.before,
+            self.store.param.after,
+            self.selection.param.timeline_side,
+            self.selection.param.run,
+        )
+        return pn.Column(pn.Row(side, run), body, sizing_mode="stretch_width")
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        side, run = self.selection.timeline_side, self.selection.run
+        path = self.store.trace_path(side)
+        if path is None:
+            return text_block(f"No Chrome trace beside the {side} profile in the runs folder, so no timeline.")
+        if run not in self.store.run_indices(side):
+            return text_block(f"The {side} profile has no run {run}; runs are {self.store.run_indices(side)}.")
+        spans = self.store.timeline(side, run)
+        title = f"{side}: regions of run {run}"
+        download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=f"Download {path.name} (Perfetto)")
+        return pn.Column(pn.pane.Bokeh(figures.timeline_bars(spans, title)), download, sizing_mode="stretch_width")

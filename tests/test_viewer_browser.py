@@ -1,0 +1,129 @@
+"""The viewer in real headless Chromium: `panel serve viewer/` on a free port, driven by Playwright.
+
+Needs Debian's chromium (`.ci/run` installs it); select with ``-m browser``, skip with ``-m "not browser"``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from viewer_docs import HOSTILE, pipeline_doc, with_warning
+from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
+
+from aitune import compare
+from aitune.report import dumps, load
+from aitune.viewer import overview
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"needs Debian's chromium at {CHROMIUM}"),
+]
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+BEFORE, AFTER = "before-eager-4steps.profile.json", "after-workload-2steps.profile.json"
+TIMEOUT_MS = 20_000
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory) -> Path:
+    """The samples plus a hostile pair whose region name and warning message are markup."""
+    folder = tmp_path_factory.mktemp("runs")
+    for path in SAMPLES.iterdir():
+        shutil.copy(path, folder / path.name)
+    hostile = with_warning(pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}"), "HOSTILE", HOSTILE)
+    (folder / "hostile.profile.json").write_bytes(dumps(hostile))
+    (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(runs_dir):
+    with serve_viewer(runs_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=open_page.ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        diff = compare.compare_profiles(load(SAMPLES / BEFORE), load(SAMPLES / AFTER), domain="cpu")
+
+        assert page.inner_text(".overview-before") == overview.format_ms(diff.run_time.before_us)
+        assert page.inner_text(".overview-after") == overview.format_ms(diff.run_time.after_us)
+        assert page.inner_text(".overview-speedup") == overview.format_speedup(diff.run_time)
+        page.locator(".bk-tab", has_text="Operators").click()
+        page.wait_for_selector(".tabulator-row", timeout=TIMEOUT_MS)
+        page.locator(".bk-tab", has_text="Regions").click()
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.screenshot(path=ARTIFACTS / "compare-page.png", full_page=True)
+
+
+def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}") as page:
+        page.locator(".bk-tab", has_text="Timeline").click()
+        page.wait_for_selector("text=Download before-eager-4steps.trace.json.gz", timeout=TIMEOUT_MS)
+
+        assert page.locator("canvas").count() >= 1
+
+
+def test_an_uploaded_file_replaces_the_shown_profile(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.locator(".profile-upload input[type=file]").set_input_files(str(SAMPLES / AFTER))
+
+        page.wait_for_selector(f".aitune-names >> text={AFTER}", timeout=TIMEOUT_MS)
+
+
+def test_hostile_names_and_messages_are_shown_as_text_and_never_run(server, browser):
+    with open_page(browser, f"{server}?before=hostile.profile.json&after=plain.profile.json") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.locator(".bk-tab", has_text="Warnings").click()
+        page.wait_for_selector(".tabulator-row", timeout=TIMEOUT_MS)
+
+        assert "<script>window.__pwned = 1</script>" in page_text(page)
+        assert page.evaluate("window.__pwned") is None
+
+
+def test_a_url_outside_the_runs_folder_is_refused_in_one_sentence(server, browser):
+    with open_page(browser, f"{server}?before=../../etc/passwd") as page:
+        problem = page.wait_for_selector(".aitune-problem", timeout=TIMEOUT_MS)
+
+        assert (
+            problem.inner_text()
+            == "'../../etc/passwd' is outside the runs folder; name a file listed in the runs folder."
+        )
+
+
+def test_a_50_mb_upload_is_refused_by_the_browser(server, browser, tmp_path):
+    big = tmp_path / "big.profile.json"
+    with open(big, "wb") as stream:
+        stream.truncate(50 * 2**20)
+
+    with open_page(browser, f"{server}?before={BEFORE}") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.locator(".profile-upload input[type=file]").set_input_files(str(big))
+
+        page.wait_for_selector("text=File is too large", timeout=TIMEOUT_MS)
+
+
+def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema_version": 1, "runs": ' + "[" * 5000 + "]" * 5000 + "}")
+
+    with open_page(browser, f"{server}?before={BEFORE}") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.locator(".profile-upload input[type=file]").set_input_files(str(deep))
+
+        problem = page.wait_for_selector(".aitune-problem", timeout=TIMEOUT_MS)
+        assert problem.inner_text() == "deep.json: JSON nested deeper than 64 levels is refused."

@@ -1,0 +1,83 @@
+"""The viewer page without a server: where profiles come from, text shown as text, no torch needed."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from viewer_docs import HOSTILE, pipeline_doc
+
+from aitune.compare import Change
+from aitune.viewer import figures, overview, views
+from aitune.viewer.app import RUNS_DIR_ENV, build_page, default_pair, open_initial, query_value, runs_dir_from
+from aitune.viewer.sources import Loaded
+from aitune.viewer.store import ProfileStore
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def test_the_runs_folder_comes_from_args_then_environment_then_default():
+    default = Path("sample_traces")
+
+    assert runs_dir_from(["--runs-dir", "mine"], {RUNS_DIR_ENV: "env"}, default) == Path("mine")
+    assert runs_dir_from([], {RUNS_DIR_ENV: "env"}, default) == Path("env")
+    assert runs_dir_from([], {}, default) == default
+
+
+def test_url_arguments_arrive_as_bytes_and_are_read_as_text():
+    assert query_value({"before": [b"a.json"]}, "before") == "a.json"
+    assert query_value({}, "after") is None
+
+
+def test_without_a_url_a_before_after_pair_is_opened():
+    assert default_pair(["x.json", "after-b.json", "before-a.json"]) == ("before-a.json", "after-b.json")
+    assert default_pair(["x.json"]) == ("x.json", None)
+    assert default_pair([]) == (None, None)
+
+
+def test_a_url_naming_a_file_outside_the_runs_folder_is_refused():
+    store = ProfileStore(runs_dir=SAMPLES)
+
+    open_initial(store, {"before": [b"../../etc/passwd"]})
+
+    assert store.before is None
+    assert "outside the runs folder" in store.problem
+
+
+def test_profile_text_is_escaped_before_it_reaches_html():
+    pane = views.text_block(HOSTILE)
+
+    assert "<script>" not in pane.object
+    assert "&lt;script&gt;" in pane.object
+
+
+def test_hostile_region_names_reach_the_chart_as_data_and_the_movers_as_text():
+    doc = pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}")
+    store = ProfileStore(before=Loaded("b.json", doc), after=Loaded("a.json", pipeline_doc(30.0)))
+
+    plot = figures.region_bars(store.region_table("cpu"), "cpu")
+    lines = overview.movers(store.compare_now("cpu"), limit=10)
+
+    assert HOSTILE in plot.renderers[0].data_source.data["path"]
+    assert any(HOSTILE in line for line in lines)
+
+
+def test_the_speedup_is_before_over_after_with_the_inverted_interval():
+    assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60–2.50]"
+    assert overview.format_speedup(Change(100.0, None)) == "-"
+
+
+def test_the_page_builds_for_the_sample_pair():
+    page = build_page(SAMPLES, {})
+
+    assert page.get_root() is not None
+
+
+def test_the_viewer_imports_and_builds_without_torch():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from pathlib import Path\n"
+        "from aitune.viewer.app import build_page\n"
+        f"build_page(Path({str(SAMPLES)!r}), {{}}).get_root()\n"
+    )
+
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

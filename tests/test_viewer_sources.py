@@ -1,0 +1,88 @@
+"""The viewer reads files defensively: names stay in the runs folder, sizes and nesting are bounded."""
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+
+from aitune.errors import ProfileError
+from aitune.report import load, read_trace
+from aitune.viewer import sources
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def test_every_committed_sample_profile_validates_against_the_schema():
+    names = sources.list_profiles(SAMPLES)
+
+    assert len(names) >= 2
+    for name in names:
+        load(SAMPLES / name)
+
+
+def test_every_committed_sample_has_its_trace_and_the_folder_stays_small():
+    for name in sources.list_profiles(SAMPLES):
+        loaded = sources.load_from_folder(SAMPLES, name)
+        assert loaded.trace_path is not None, name
+        read_trace(loaded.trace_path)
+    assert sum(path.stat().st_size for path in SAMPLES.iterdir()) < 2 * 2**20
+
+
+def test_the_runs_folder_lists_profiles_and_not_traces(tmp_path):
+    (tmp_path / "run1").mkdir()
+    for name in ("a.profile.json", "run1/profile.json", "a.trace.json.gz", "run1/trace.json", "notes.md"):
+        (tmp_path / name).write_text("{}")
+
+    assert sources.list_profiles(tmp_path) == ["a.profile.json", "run1/profile.json"]
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "sub/../../outside.json"])
+def test_a_name_that_resolves_outside_the_runs_folder_is_refused(tmp_path, name):
+    (tmp_path / "sub").mkdir()
+
+    with pytest.raises(ProfileError, match="outside the runs folder"):
+        sources.resolve_inside(tmp_path / "sub", name)
+
+
+def test_a_50_mb_file_is_refused_with_the_limit_named(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as stream:
+        stream.truncate(50 * 2**20)
+
+    with pytest.raises(ProfileError, match=r"big.json is 50 MB, over the viewer's 20 MB limit"):
+        sources.load_from_folder(tmp_path, "big.json")
+
+
+def test_a_gzip_that_unpacks_past_the_limit_is_refused():
+    bomb = gzip.compress(b" " * (sources.MAX_FILE_BYTES + 10))
+
+    with pytest.raises(ProfileError, match="unpacks to at least 20 MB"):
+        sources.parse_json(bomb, "bomb.json.gz")
+
+
+@pytest.mark.parametrize("depth", [100, 5000])
+def test_deeply_nested_json_is_refused(depth):
+    data = b'{"schema_version": 1, "runs": ' + b"[" * depth + b"]" * depth + b"}"
+
+    with pytest.raises(ProfileError, match="nested deeper than 64 levels"):
+        sources.profile_from_bytes(data, "deep.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"not json", r"^x.json: not valid JSON"),
+        (b'{"hello": 1}', r"^x.json: not a profile document \(no schema_version and runs keys\)\.$"),
+        (orjson.dumps({"schema_version": 9, "runs": []}), "schema_version 9 is newer than this viewer reads"),
+        (orjson.dumps({"schema_version": 1, "runs": []}), r"^x.json: \(document\): 'created_at' is a required"),
+    ],
+)
+def test_a_bad_file_gets_one_sentence_naming_the_file(data, message):
+    with pytest.raises(ProfileError, match=message):
+        sources.profile_from_bytes(data, "x.json")
+
+
+def test_nesting_depth_counts_containers_only():
+    assert sources.nesting_depth(1) == 0
+    assert sources.nesting_depth({"a": [1, {"b": []}]}) == 4
