@@ -153,11 +153,16 @@ OVERHEAD_WARN_RATIO = 1.10
 
 
 def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[float]) -> dict[str, Any] | None:
-    """Median measured run ÷ median plain warmup (the first, cold warmup left out); None without a baseline."""
+    """Fastest measured run ÷ fastest uninstrumented warmup (the first, cold one left out); None without one.
+
+    Minimums, not medians: warmups still carry first-call costs (allocations, kernel selection) and a
+    busy machine stretches single calls, and both only ever add time, so the fastest call of each
+    kind is the fairest estimate of its cost.
+    """
     plain = list(warmup_walls_us[1:])
     if not plain or not run_walls_us:
         return None
-    plain_us, captured_us = statistics.median(plain), statistics.median(run_walls_us)
+    plain_us, captured_us = min(plain), min(run_walls_us)
     return {
         "plain_wall_time_us": plain_us,
         "captured_wall_time_us": captured_us,

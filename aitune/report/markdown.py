@@ -71,7 +71,7 @@ def _overview(doc: ProfileDoc) -> str:
     overhead = doc.get("capture_overhead")
     if overhead:
         lines.append(
-            f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
+            f"- Capture overhead: fastest run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
             f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({overhead['ratio']:.2f}×)"
         )
     if scenario_names(doc):
