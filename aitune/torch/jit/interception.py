@@ -137,15 +137,21 @@ def _on_module_built(module: nn.Module) -> None:
 def _patch_module_init(on_built: Callable[[nn.Module], None]) -> Callable[[], None]:
     """Wrap ``nn.Module.__init__`` so that ``on_built`` sees every new module; returns the undo."""
     original = nn.Module.__init__
+    active = [True]
 
     @functools.wraps(original)
     def init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
-        on_built(self)
+        if active[0]:
+            on_built(self)
 
     nn.Module.__init__ = init
 
     def undo() -> None:
-        nn.Module.__init__ = original
+        active[0] = False
+        # Dynamo wraps nn.Module.__init__ too, on its first compile: if it wrapped ours meanwhile,
+        # restoring the original would drop its wrapper, so ours stays in the chain, inactive.
+        if nn.Module.__init__ is init:
+            nn.Module.__init__ = original
 
     return undo

@@ -11,6 +11,7 @@ if it fails, its children become candidates in turn.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -111,7 +112,7 @@ class PatchedModule:
         """A fresh copy of its tuning report entry with its current state, or None before it tried to tune."""
         if self.report is None:
             return None
-        return {**self.report, "state": self.state.value, "graphs": [dict(g) for g in self.report["graphs"]]}
+        return copy.deepcopy({**self.report, "state": self.state.value})
 
     def _route(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         state = self.state

@@ -147,7 +147,4 @@ def reset() -> None:
 
 def is_clean() -> bool:
     """True when no JIT session, mode or interception is active in this process."""
-    return ProcessJit() == PROCESS and nn.Module.__init__ is _PRISTINE_INIT
-
-
-_PRISTINE_INIT = nn.Module.__init__
+    return ProcessJit() == PROCESS
