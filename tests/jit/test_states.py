@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
 import torch
 from torch import nn
 from tuning.conftest import FAST_MEASURE
 
 import aitune.torch as ait
+from aitune.errors import TuningError
 from aitune.torch import jit
 from aitune.torch.registry import MODULE_REGISTRY
 
@@ -129,3 +131,10 @@ def test_disabling_detaches_every_module_and_restores_its_own_forward():
     assert patched.state is jit.JitState.DETACHED
     assert all("forward" not in vars(module) for module in net.modules())
     assert jit.active_session() is None and len(MODULE_REGISTRY) == 0
+
+
+def test_tuning_a_module_that_has_not_recorded_names_the_fix():
+    net = built_net()
+
+    with pytest.raises(TuningError, match="module 'Net' is init with no recorded calls to tune from; run it"):
+        jit.active_session().find(net).tune()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
+from aitune.errors import TuningError
 from aitune.markers import JIT_REGION_KIND
 from aitune.torch.jit.router import ForwardRouter, install, uninstall
 from aitune.torch.jit.rules import skip_reason
@@ -75,6 +76,11 @@ class PatchedModule:
 
     def tune(self) -> None:
         """Tune every recorded graph: ``tuned`` (descendants detached) or ``eager`` (children become candidates)."""
+        if self.state is not JitState.RECORDING or not self.recording.samples:
+            raise TuningError(
+                f"module '{self.fq_name or type(self.module).__name__}' is {self.state.value} with no recorded calls"
+                " to tune from; run it on representative inputs first."
+            )
         outcome = tune_patched(self)
         self.report = outcome.report
         self.recording.drop_samples()
