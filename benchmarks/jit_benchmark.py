@@ -23,6 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from pipeline_app import Pipeline, input_data
 
 
+def candidate_line(report: dict) -> str:
+    """``name: backend status speedup, …`` over the module's graphs."""
+    candidates = [c for graph in report["graphs"] for c in graph["candidates"]]
+    figures = [f"{c['backend']} {c['status']} {c['speedup_vs_eager'] or '-'}×" for c in candidates]
+    return f"  {report['name']}: {', '.join(figures)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -46,6 +53,7 @@ def main() -> None:
             eager_ms, tuned_ms = interleaved_medians(lambda: eager(tokens), lambda: tuned(tokens), options.repeats)
         lines: list[str] = []
         jit.print_hierarchy(sink=lines.append)
+        lines += [candidate_line(head.report) for head in jit.active_session().heads if head.report]
     finally:
         jit.disable()
     print("\n".join(line for line in lines if "detached" not in line))
