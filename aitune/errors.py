@@ -15,6 +15,21 @@ class CaptureError(AituneError, ValueError):
     """A capture could not run: bad arguments, a failing workload, an unwritable output."""
 
 
+class BundleError(AituneError):
+    """A bug-report bundle cannot be written as asked (too big, unwritable)."""
+
+
+class UserCodeError(CaptureError):
+    """The user's own code (a script, a module, an inference function) raised.
+
+    ``details`` holds its traceback, trimmed to the user's frames, for the command line to show.
+    """
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+
+
 class TuningError(AituneError, ValueError):
     """A wrapper or tuning call cannot proceed: a wrong state, no recorded samples, a bad path or option."""
 

@@ -24,7 +24,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         length = x.shape[1]
-        mask = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), diagonal=1)
         h = self.norm1(x)
         x = x + self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
         return x + self.mlp(self.norm2(x))
@@ -41,7 +41,7 @@ class TinyLM(nn.Module):
         self.head = nn.Linear(width, vocab, bias=False)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(token_ids.shape[1])
+        positions = torch.arange(token_ids.shape[1], device=token_ids.device)
         x = self.embed(token_ids) + self.position(positions)
         for block in self.blocks:
             x = block(x)
@@ -49,7 +49,7 @@ class TinyLM(nn.Module):
 
     def generate(self, token_ids: torch.Tensor, max_new_tokens: int = 16, temperature: float = 0.8) -> torch.Tensor:
         """Sample ``max_new_tokens`` tokens, one forward per token (no KV cache), seeded for repeatability."""
-        generator = torch.Generator().manual_seed(0)
+        generator = torch.Generator(device=token_ids.device).manual_seed(0)
         for _ in range(max_new_tokens):
             logits = self(token_ids)[:, -1, :] / temperature
             probabilities = torch.softmax(logits, dim=-1)

@@ -87,12 +87,20 @@ class Pipeline:
         self.vae = Decoder().eval()
         self.steps = steps
         self.size = size
+        self.device = torch.device("cpu")
+
+    def to(self, device: str | torch.device) -> Pipeline:
+        """Move every module to ``device``, as diffusers pipelines do."""
+        self.device = torch.device(device)
+        for module in (self.text_encoder, self.unet, self.vae):
+            module.to(self.device)
+        return self
 
     def __call__(self, token_ids: torch.Tensor, guidance: float = 5.0) -> torch.Tensor:
         cond = self.text_encoder(token_ids).mean(dim=1)
         uncond = torch.zeros_like(cond)
         generator = torch.Generator().manual_seed(1234)
-        latents = torch.randn(token_ids.shape[0], 4, self.size, self.size, generator=generator)
+        latents = torch.randn(token_ids.shape[0], 4, self.size, self.size, generator=generator).to(self.device)
         for step in range(self.steps):
             both = self.unet(torch.cat([latents, latents]), torch.cat([uncond, cond]))
             noise_uncond, noise_cond = both.chunk(2)

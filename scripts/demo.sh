@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the bundled example: profile examples/pipeline_app.py and write profile.json,
-# profile.md and a gzipped Chrome trace into demo_out/ (or the folder given as $1).
+# The main job on the bundled example: `aitune-profile capture` profiles examples/pipeline_app.py's
+# infer() and writes profile.json, profile.md and a gzipped Chrome trace into demo_out/ (or the
+# folder given as $1), then prints where the time goes and where the files are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-.venv/bin/python examples/demo.py --out "${1:-demo_out}"
+.venv/bin/aitune-profile capture examples/pipeline_app.py:infer --input input_data --out "${1:-demo_out}"

@@ -16,3 +16,15 @@ def test_analysis_and_report_import_without_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert result.stdout == "# aitune performance profile\n"
+
+
+def test_compare_bundle_and_the_cli_import_without_torch():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import aitune.compare, aitune.report.bundle, aitune.cli\n"
+        "print(sorted(name for name in sys.modules if name.startswith('torch')))\n"
+    )
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert result.stdout == "['torch']\n"  # only the blocked entry itself

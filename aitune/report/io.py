@@ -58,6 +58,16 @@ def read_json(path: str | Path) -> Any:
 def load(path: str | Path) -> ProfileDoc:
     """Read and validate a profile document, ours or AITune's; `ProfileError` names the file and the field."""
     raw = read_json(path)
+    check_profile_header(raw, path)
+    problems = validate(raw)
+    if problems:
+        more = f" (and {len(problems) - 1} more: `aitune-profile validate {path}` lists all)" if problems[1:] else ""
+        raise ProfileError(f"{path}: {problems[0]}{more}")
+    return raw
+
+
+def check_profile_header(raw: Any, path: str | Path) -> None:
+    """`ProfileError` unless ``raw`` looks like a profile document of a schema version this aitune reads."""
     if not isinstance(raw, dict) or "schema_version" not in raw or "runs" not in raw:
         raise ProfileError(f"{path}: not a profile document (no schema_version and runs keys).")
     version = raw["schema_version"]
@@ -65,11 +75,6 @@ def load(path: str | Path) -> ProfileDoc:
         raise ProfileError(
             f"{path}: schema_version {version} is newer than this aitune reads ({SCHEMA_VERSION}); upgrade aitune."
         )
-    problems = validate(raw)
-    if problems:
-        more = f" (and {len(problems) - 1} more: `aitune-profile validate {path}` lists all)" if problems[1:] else ""
-        raise ProfileError(f"{path}: {problems[0]}{more}")
-    return raw
 
 
 def read_trace(path: str | Path) -> dict[str, Any]:

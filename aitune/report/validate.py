@@ -28,9 +28,14 @@ def schema() -> dict[str, Any]:
     return json.loads(resources.files("aitune.report").joinpath("profile.schema.json").read_text())
 
 
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema())  # built once: building it costs more than a small check
+
+
 def validate(doc: Any) -> list[str]:
     """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = _validator()
     problems = [
         f"{json_path(error.absolute_path)}: {error.message}"
         for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))

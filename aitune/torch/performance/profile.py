@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +43,20 @@ class PerformanceProfile:
     def save(self, path: str | Path) -> Path:
         """Write ``data`` as indented JSON (validated, never NaN/Infinity); returns the path."""
         return save(self.data, path)
+
+
+_COLLECTED: ContextVar[list[PerformanceProfile] | None] = ContextVar("aitune_collected_profiles", default=None)
+
+
+@contextmanager
+def collecting_profiles() -> Iterator[list[PerformanceProfile]]:
+    """Every profile `profile` makes inside the block is appended to the yielded list (the CLI's script mode)."""
+    made: list[PerformanceProfile] = []
+    token = _COLLECTED.set(made)
+    try:
+        yield made
+    finally:
+        _COLLECTED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -113,14 +130,21 @@ def profile(
     if scenarios is None:
         kept = Path(trace_file) if trace_file is not None else None
         doc = _profile_one(function, input_data, targets, metadata, kept, options)
-        return PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
+        return _collected(PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None))
     traces = [_scenario_trace(trace_file, scenario.name) for scenario in scenarios]
     docs = [
         _profile_one(function, scenario.input_data, targets, metadata, trace, options)
         for scenario, trace in zip(scenarios, traces, strict=True)
     ]
     doc = combine_scenarios([scenario.name for scenario in scenarios], docs)
-    return PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None)
+    return _collected(PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None))
+
+
+def _collected(result: PerformanceProfile) -> PerformanceProfile:
+    made = _COLLECTED.get()
+    if made is not None:
+        made.append(result)
+    return result
 
 
 def _profile_one(

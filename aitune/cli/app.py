@@ -1,0 +1,191 @@
+"""``aitune-profile``: capture, analyze, report, compare, validate and bundle profiles from a terminal or CI.
+
+Every command parses its options, makes one core call, renders, and picks the exit code (see
+`aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+import aitune
+from aitune.cli import outputs
+from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
+from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, warnings_table
+
+app = typer.Typer(
+    name="aitune-profile",
+    help="Profile PyTorch inference: where the time goes, and whether a change made it faster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+console = Console(highlight=False)
+
+Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
+ProfilePath = Annotated[Path, typer.Argument(help="A profile JSON written by capture or analyze.")]
+
+
+@app.callback(invoke_without_command=True)
+def _version(
+    version: Annotated[bool, typer.Option("--version", help="Print aitune's version and exit.")] = False,
+) -> None:
+    if version:
+        print(aitune.__version__)
+        raise typer.Exit()
+
+
+@app.command()
+@guarded
+def capture(
+    target: Annotated[str, typer.Argument(help="app.py:infer or pkg.module:infer (entry mode), or app.py (script).")],
+    script_args: Annotated[list[str] | None, typer.Argument(help="Script mode: arguments after --.")] = None,
+    obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
+    input_name: Annotated[str | None, typer.Option("--input", help="Global holding the input.")] = None,
+    warmup: Annotated[int, typer.Option(help="Unmeasured warmup calls.")] = 3,
+    runs: Annotated[int, typer.Option(help="Measured calls.")] = 10,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default aitune_profiles/<target>-<time>).")] = None,
+    no_trace: Annotated[bool, typer.Option("--no-trace", help="Do not keep the Chrome trace.")] = False,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
+    source, _, function = target.rpartition(":") if ":" in target else (target, "", "")
+    folder = out or outputs.default_folder(source, function)
+    if function and script_args:
+        fail("script arguments after -- apply to script mode only; drop them, or name a script without :function.")
+    # With --json, stdout carries the JSON alone: what the user's code prints goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        if function:
+            written = outputs.capture_entry_into(folder, source, function, obj, input_name, warmup, runs, not no_trace)
+        else:
+            written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
+    if as_json:
+        outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
+        return
+    for item in written:
+        console.print(profile_summary(item.doc))
+        warnings = warnings_table(item.doc["warnings"])
+        if warnings is not None:
+            console.print(warnings)
+        console.print(item.listing(), markup=False)
+
+
+@app.command()
+@guarded
+def analyze(
+    trace: Annotated[Path, typer.Argument(help="A Chrome trace saved by a capture (.json or .json.gz).")],
+    out: Annotated[Path | None, typer.Option(help="Write profile.json and profile.md here.")] = None,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Re-derive the profile document from a saved Chrome trace (no torch needed)."""
+    doc = outputs.analyze_trace(trace)
+    written = outputs.write_profile(out, doc, trace=trace) if out is not None else None
+    if as_json:
+        outputs.print_json(doc)
+        return
+    console.print(profile_summary(doc))
+    if written is not None:
+        console.print(written.listing(), markup=False)
+
+
+@app.command()
+@guarded
+def report(
+    profile: ProfilePath,
+    output_format: Annotated[str, typer.Option("--format", help="md, text or json.")] = "text",
+    debug: Debug = False,
+) -> None:
+    """Render a saved profile as text (terminal), Markdown or canonical JSON."""
+    from aitune.report import dumps, load, render_markdown
+
+    if output_format not in ("md", "text", "json"):
+        fail(f"unknown --format {output_format!r}; choose md, text or json.")
+    doc = load(profile)
+    if output_format == "md":
+        sys.stdout.write(render_markdown(doc))
+    elif output_format == "json":
+        sys.stdout.write(dumps(doc).decode())
+    else:
+        console.print(profile_view(doc))
+
+
+@app.command()
+@guarded
+def compare(
+    before: Annotated[Path, typer.Argument(help="The profile before the change.")],
+    after: Annotated[Path, typer.Argument(help="The profile after the change.")],
+    scenario: Annotated[str | None, typer.Option(help="Compare this scenario of multi-scenario profiles.")] = None,
+    domain: Annotated[str, typer.Option(help="Time domain: cpu or device.")] = "cpu",
+    fail_if_slower: Annotated[
+        float | None,
+        typer.Option(help="Exit 1 when after is slower by more than PCT percent and beyond noise.", metavar="PCT"),
+    ] = None,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate."""
+    from aitune.compare import compare_profiles, regressed
+    from aitune.report import load
+
+    diff = compare_profiles(load(before), load(after), domain=domain, scenario=scenario)
+    failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
+    if as_json:
+        outputs.print_json({**diff.to_dict(), "gate": outputs.gate_dict(fail_if_slower, failed)})
+    else:
+        console.print(diff_view(diff))
+        if fail_if_slower is not None:
+            verdict = "FAILED" if failed else "passed"
+            console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time {ratio_text(diff.run_time)})")
+    if failed:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+@guarded
+def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
+    """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
+    from aitune.report import read_json
+    from aitune.report import validate as problems_of
+    from aitune.report.io import check_profile_header
+
+    raw = read_json(profile)
+    check_profile_header(raw, profile)
+    problems = problems_of(raw)
+    if as_json:
+        outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
+    elif problems:
+        for problem in problems:
+            console.print(f"{profile}: {problem}", markup=False)
+        console.print(f"{len(problems)} problem(s).")
+    else:
+        console.print(f"{profile}: valid profile (schema_version {raw['schema_version']}).", markup=False)
+    if problems:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+@guarded
+def bundle(
+    profile: ProfilePath,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The zip to write.")],
+    trace: Annotated[Path | None, typer.Option(help="Include this Chrome trace (gzipped).")] = None,
+    max_mb: Annotated[float, typer.Option(help="Refuse to write a bundle bigger than this (MB).")] = 25.0,
+    debug: Debug = False,
+) -> None:
+    """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
+    written = outputs.write_bundle(profile, output, trace, max_mb)
+    console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,128 @@
+"""Terminal views (rich) of a profile and of a profile diff: pure functions from data to renderables."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from aitune.compare import Change, ProfileDiff, region_samples, residual_samples, run_samples
+
+MISSING = "-"
+TOP_REGIONS = 10
+
+
+def ms(value_us: float | None) -> str:
+    """Microseconds as milliseconds, ``-`` when absent."""
+    return MISSING if value_us is None else f"{value_us / 1000:,.3f}"
+
+
+def ratio_text(change: Change) -> str:
+    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
+    if change.ratio is None:
+        return MISSING
+    if change.ci_low is None or change.ci_high is None:
+        return f"{change.ratio:.3f}×"
+    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
+
+
+def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
+    """``run time: median 1,763.921 ms (1,757.590–1,789.540 ms over 3 runs, cpu)``."""
+    samples = run_samples(doc, domain)
+    if not samples:
+        return "run time: no measured runs"
+    spread = f"{ms(min(samples))}–{ms(max(samples))} ms over {len(samples)} run(s)"
+    return f"run time: median {ms(statistics.median(samples))} ms ({spread}, {domain})"
+
+
+def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
+    """Top regions by median time per run, with their share of the median run, then the residual and run time."""
+    run_median = statistics.median(run_samples(doc, domain)) if doc["runs"] else 0.0
+    table = Table(title=f"Where the time goes ({domain}, median per run)")
+    for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
+        table.add_column(header, justify="left" if header == "Region" else "right")
+    # Topmost regions only: with the residual they add up to the run (nested ones are in the Markdown).
+    rows = sorted(region_samples(doc, domain, nested=False).values(), key=lambda item: -statistics.median(item[1]))
+    for region, times in rows[:limit]:
+        table.add_row(region, *_time_cells(times, run_median))
+    if len(rows) > limit:
+        table.add_row(f"… {len(rows) - limit} more region(s)", "", "", "")
+    if doc["runs"]:
+        table.add_row(Text("(residual)", style="italic"), *_time_cells(residual_samples(doc, domain), run_median))
+    return Group(table, Text(run_time_line(doc, domain)))
+
+
+def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -> Table | None:
+    """Code, source and message of each warning; ``None`` when there are none."""
+    if not warnings:
+        return None
+    table = Table(title=title, show_lines=False)
+    for header in ("Code", "Source", "Message"):
+        table.add_column(header, overflow="fold")
+    for item in warnings:
+        table.add_row(item["code"], item.get("source", MISSING), item["message"])
+    return table
+
+
+def profile_view(doc: Mapping[str, Any]) -> Group:
+    """The text report of a profile: overview, where the time goes, warnings."""
+    config, target = doc.get("config", {}), doc.get("target", {})
+    overview = Text(
+        f"aitune profile · target {target.get('script') or target.get('type', MISSING)} · "
+        f"created {doc.get('created_at') or MISSING} · aitune {doc.get('aitune_version') or MISSING}\n"
+        f"warmup runs {config.get('warmup_runs', MISSING)} · measured runs {len(doc['runs'])} · "
+        f"{len(doc.get('regions', []))} region(s) observed"
+    )
+    parts: list[Any] = [overview, profile_summary(doc)]
+    warnings = warnings_table(doc.get("warnings", []))
+    if warnings is not None:
+        parts.append(warnings)
+    return Group(*parts)
+
+
+def diff_view(diff: ProfileDiff) -> Group:
+    """Run time, residual and regions before/after with ratios, then operators and one-sided warnings."""
+    scenario = f", scenario {diff.scenario}" if diff.scenario else ""
+    table = Table(
+        title=f"Before → after ({diff.domain}, median per run{scenario})",
+        caption=f"ratio = after ÷ before; [95% bootstrap CI]; runs {diff.runs[0]} → {diff.runs[1]}",
+    )
+    for header in ("Region", "Before (ms)", "After (ms)", "Ratio [95% CI]", "Status"):
+        table.add_column(header, justify="left" if header in ("Region", "Status") else "right")
+    table.add_row(Text("run time", style="bold"), *_change_cells(diff.run_time), "")
+    table.add_row(Text("(residual)", style="italic"), *_change_cells(diff.residual), "")
+    for row in diff.regions:
+        label = row.path if row.before_id == row.after_id or row.status != "both" else f"{row.path} (kind changed)"
+        table.add_row(label, *_change_cells(row.change), row.status)
+    parts: list[Any] = [table]
+    if diff.operators:
+        parts.append(_operator_table(diff))
+    for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
+        warnings = warnings_table(items, title=f"Warnings only {side}")
+        if warnings is not None:
+            parts.append(warnings)
+    return Group(*parts)
+
+
+def _operator_table(diff: ProfileDiff) -> Table:
+    table = Table(title=f"Top operators (self {diff.domain} time per run)")
+    for header in ("Operator", "Before (ms)", "After (ms)", "Δ (ms)"):
+        table.add_column(header, justify="left" if header == "Operator" else "right", overflow="fold")
+    for row in diff.operators:
+        delta = MISSING if row.delta_us is None else f"{row.delta_us / 1000:+,.3f}"
+        table.add_row(row.key, ms(row.before_us), ms(row.after_us), delta)
+    return table
+
+
+def _change_cells(change: Change) -> tuple[str, str, str]:
+    return ms(change.before_us), ms(change.after_us), ratio_text(change)
+
+
+def _time_cells(times: list[float], run_median: float) -> tuple[str, str, str]:
+    median = statistics.median(times)
+    share = f"{median / run_median:.1%}" if run_median > 0 else MISSING
+    return ms(median), share, f"{ms(min(times))}–{ms(max(times))}"

@@ -1,0 +1,283 @@
+"""Profile diff: two profile documents in, per-region changes with confidence intervals out (no torch).
+
+Regions line up by *path*, the region id without its kind prefix, so ``untuned_module:unet`` before
+and ``aot_module:unet`` after are one row, and a region that moved into a nested tree still meets
+its old self. Every ratio is after ÷ before of the median over the measured runs. Its confidence
+interval is a percentile bootstrap of the ratio of medians: each side's per-run samples are
+resampled with replacement `BOOTSTRAP_RESAMPLES` times from a fixed seed, so the same two files
+always give the same numbers. A side with fewer than two runs has no interval.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aitune.errors import ProfileError
+from aitune.report import document
+
+DOMAINS = ("cpu", "device")
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0
+TOP_OPERATORS = 10
+
+
+@dataclass(frozen=True)
+class Change:
+    """One quantity before and after: medians over runs (µs), after ÷ before, and its confidence interval.
+
+    A side where the quantity does not exist has ``None``; so do the ratio and interval then.
+    """
+
+    before_us: float | None
+    after_us: float | None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def beyond_noise(self) -> bool:
+        """True when the interval excludes 1 (no interval: the difference cannot be told from noise)."""
+        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 1 or self.ci_high < 1)
+
+
+@dataclass(frozen=True)
+class RegionChange:
+    """One region path in either profile, with the ids it had on each side."""
+
+    path: str
+    before_id: str | None
+    after_id: str | None
+    change: Change
+
+    @property
+    def status(self) -> str:
+        """``both``, ``added`` (after only) or ``removed`` (before only)."""
+        if self.before_id is None:
+            return "added"
+        return "removed" if self.after_id is None else "both"
+
+
+@dataclass(frozen=True)
+class OperatorChange:
+    """An operator's self time per run (µs) on each side; ``None`` where it is not among the saved top rows."""
+
+    key: str
+    device_type: str
+    before_us: float | None
+    after_us: float | None
+
+    @property
+    def delta_us(self) -> float | None:
+        return None if self.before_us is None or self.after_us is None else self.after_us - self.before_us
+
+
+@dataclass(frozen=True)
+class ProfileDiff:
+    """Everything `compare_profiles` found; `to_dict` is its JSON form."""
+
+    domain: str
+    scenario: str | None
+    runs: tuple[int, int]
+    run_time: Change
+    residual: Change
+    regions: list[RegionChange]
+    operators: list[OperatorChange]
+    warnings_only_before: list[dict[str, Any]] = field(default_factory=list)
+    warnings_only_after: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def added(self) -> list[str]:
+        return [row.path for row in self.regions if row.status == "added"]
+
+    @property
+    def removed(self) -> list[str]:
+        return [row.path for row in self.regions if row.status == "removed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, derived properties included."""
+        data = asdict(self)
+        data["runs"] = {"before": self.runs[0], "after": self.runs[1]}
+        for key in ("run_time", "residual"):
+            data[key]["beyond_noise"] = getattr(self, key).beyond_noise
+        for row, region in zip(data["regions"], self.regions, strict=True):
+            row["status"] = region.status
+            row["change"]["beyond_noise"] = region.change.beyond_noise
+        for row, operator in zip(data["operators"], self.operators, strict=True):
+            row["delta_us"] = operator.delta_us
+        data["added"], data["removed"] = self.added, self.removed
+        return data
+
+
+def compare_profiles(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, domain: str = "cpu", scenario: str | None = None
+) -> ProfileDiff:
+    """Diff two valid profile documents in one time domain (``cpu`` or ``device``).
+
+    ``scenario`` picks one scenario of documents that hold several (see `select_scenario`).
+    """
+    if domain not in DOMAINS:
+        raise ProfileError(f"unknown time domain {domain!r}; choose one of {', '.join(DOMAINS)}.")
+    sides = {"before": select_scenario(before, scenario), "after": select_scenario(after, scenario)}
+    for name, doc in sides.items():
+        _check_has_domain(doc, domain, name)
+    old, new = sides["before"], sides["after"]
+    warnings_before, warnings_after = _one_sided_warnings(old.get("warnings", []), new.get("warnings", []))
+    return ProfileDiff(
+        domain=domain,
+        scenario=scenario,
+        runs=(len(old["runs"]), len(new["runs"])),
+        run_time=change(run_samples(old, domain), run_samples(new, domain)),
+        residual=change(residual_samples(old, domain), residual_samples(new, domain)),
+        regions=_region_changes(region_samples(old, domain), region_samples(new, domain)),
+        operators=operator_changes(old, new, domain),
+        warnings_only_before=warnings_before,
+        warnings_only_after=warnings_after,
+    )
+
+
+def regressed(diff: ProfileDiff, pct: float) -> bool:
+    """The gate: the after run time is slower by more than ``pct`` percent *and* beyond noise.
+
+    Without a confidence interval (a side with a single run) the ratio alone decides.
+    """
+    run = diff.run_time
+    if run.ratio is None or run.ratio <= 1 + pct / 100:
+        return False
+    return run.ci_low is None or run.ci_low > 1
+
+
+def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
+    """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
+    try:
+        return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
+    except KeyError as error:
+        raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
+
+
+def path_of(region_id: str) -> str:
+    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``)."""
+    kind, separator, path = region_id.partition(":")
+    return path if separator else kind
+
+
+def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+    """Each measured run's time in ``domain`` (µs)."""
+    return [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+
+
+def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+    """Each measured run's time outside every topmost region in ``domain`` (µs)."""
+    return [run["residual"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+
+
+def region_samples(doc: Mapping[str, Any], domain: str, nested: bool = True) -> dict[str, tuple[str, list[float]]]:
+    """Per region path: its id and its time in each run (µs; 0 in a run where it did not run).
+
+    Nested regions (the run's ``tree``) count under their own path, so a region that moved from
+    top level into a tree still lines up; ``nested=False`` keeps the topmost regions only.
+    """
+    samples: dict[str, tuple[str, list[float]]] = {}
+    for index, run in enumerate(doc["runs"]):
+        shares = _walk(run.get("tree") or run["regions"]) if nested else run["regions"]
+        for share in shares:
+            _, times = samples.setdefault(path_of(share["region_id"]), (share["region_id"], [0.0] * len(doc["runs"])))
+            times[index] += share.get(f"{domain}_time_us", 0.0)
+    return samples
+
+
+def change(before: Sequence[float], after: Sequence[float]) -> Change:
+    """Medians, their ratio and the bootstrap interval of the ratio; ``None`` for an empty side."""
+    before_us = statistics.median(before) if before else None
+    after_us = statistics.median(after) if after else None
+    if before_us is None or after_us is None or before_us <= 0:
+        return Change(before_us, after_us)
+    low_high = bootstrap_ratio_interval(before, after) if min(len(before), len(after)) >= 2 else (None, None)
+    return Change(before_us, after_us, after_us / before_us, *low_high)
+
+
+def bootstrap_ratio_interval(
+    before: Sequence[float], after: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval (`CONFIDENCE`) of median(after) ÷ median(before); deterministic."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        old = statistics.median(rng.choices(before, k=len(before)))
+        new = statistics.median(rng.choices(after, k=len(after)))
+        if old > 0:
+            ratios.append(new / old)
+    ratios.sort()
+    if not ratios:
+        return None, None
+    tail = (1 - CONFIDENCE) / 2
+    return _quantile(ratios, tail), _quantile(ratios, 1 - tail)
+
+
+def operator_changes(
+    before: Mapping[str, Any], after: Mapping[str, Any], domain: str, limit: int = TOP_OPERATORS
+) -> list[OperatorChange]:
+    """Self time per run of the top operators of either side, largest first."""
+    old, new = _operator_self_times(before, domain), _operator_self_times(after, domain)
+    rows = [OperatorChange(key[0], key[1], old.get(key), new.get(key)) for key in old.keys() | new.keys()]
+    rows.sort(key=lambda row: (-max(row.before_us or 0.0, row.after_us or 0.0), row.key, row.device_type))
+    return rows[:limit]
+
+
+def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
+    runs = max(1, len(doc["runs"]))
+    views = doc.get("profiler", {}).get("key_averages", {})
+    times: dict[tuple[str, str], float] = {}
+    for row in (row for view in views.values() for row in view):
+        value = row.get(f"self_{domain}_time_total_us")
+        if value is not None:
+            times[(row["key"], row.get("device_type", ""))] = value / runs
+    return times
+
+
+def _region_changes(
+    before: Mapping[str, tuple[str, list[float]]], after: Mapping[str, tuple[str, list[float]]]
+) -> list[RegionChange]:
+    rows = []
+    for path in before.keys() | after.keys():
+        old_id, old = before.get(path, (None, []))
+        new_id, new = after.get(path, (None, []))
+        rows.append(RegionChange(path, old_id, new_id, change(old, new)))
+    rows.sort(key=lambda row: (-max(row.change.before_us or 0.0, row.change.after_us or 0.0), row.path))
+    return rows
+
+
+def _one_sided_warnings(
+    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Warnings whose code appears on one side only (messages carry figures, so codes are compared)."""
+    before, after = list(before), list(after)
+    old_codes, new_codes = {w["code"] for w in before}, {w["code"] for w in after}
+    return [dict(w) for w in before if w["code"] not in new_codes], [
+        dict(w) for w in after if w["code"] not in old_codes
+    ]
+
+
+def _walk(shares: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for share in shares:
+        yield share
+        yield from _walk(share.get("children", ()))
+
+
+def _check_has_domain(doc: Mapping[str, Any], domain: str, side: str) -> None:
+    if not doc["runs"]:
+        raise ProfileError(f"the {side} profile has no measured runs; capture it again.")
+    if any(f"{domain}_time_us" not in run["timing"] for run in doc["runs"]):
+        raise ProfileError(f"the {side} profile has no {domain} time data; compare with --domain cpu.")
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of an already sorted, non-empty sequence."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

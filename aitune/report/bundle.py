@@ -1,0 +1,159 @@
+"""The bug-report bundle: a zip of a profile, its Markdown, its environment block and its trace (no torch).
+
+Redacted: absolute paths under a home folder become ``~``, and user and host names become
+``<user>``/``<host>`` (the Chrome trace's own ``host_name`` included); the profile never holds
+environment variables. Reproducible: the same inputs give the same bytes (sorted entries, fixed
+timestamps and permissions, a gzip without file name or time).
+"""
+
+from __future__ import annotations
+
+import getpass
+import gzip
+import io
+import re
+import socket
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from aitune.errors import BundleError
+from aitune.report.document import ProfileDoc
+from aitune.report.io import dumps
+from aitune.report.markdown import render_markdown
+
+MAX_BUNDLE_MB = 25.0
+"""Default size limit: what common issue trackers accept as one attachment."""
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+_HOME_PATTERNS = (
+    re.compile(r"(?:/home|/Users)/[^/\\\s\"']+"),
+    re.compile(r"[A-Za-z]:\\Users\\[^\\/\s\"']+"),
+)
+_HOST_KEYS = frozenset({"host_name", "hostname", "host"})
+_USER_KEYS = frozenset({"user", "user_name", "username"})
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Rewrites strings so that no home folder, user name or host name is left in them."""
+
+    homes: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    def text(self, value: str) -> str:
+        """One string, redacted: homes first (they may contain the user name), then names as whole words."""
+        for home in sorted(self.homes, key=len, reverse=True):
+            value = value.replace(home, "~")
+        for pattern in _HOME_PATTERNS:
+            value = pattern.sub("~", value)
+        for names, placeholder in ((self.users, "<user>"), (self.hosts, "<host>")):
+            for name in names:
+                value = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", placeholder, value)
+        return value
+
+    def value(self, data: Any) -> Any:
+        """A JSON value with every string redacted and every host/user-name field blanked."""
+        if isinstance(data, str):
+            return self.text(data)
+        if isinstance(data, list):
+            return [self.value(item) for item in data]
+        if isinstance(data, Mapping):
+            return {self.text(str(key)): self._field(str(key), item) for key, item in data.items()}
+        return data
+
+    def _field(self, key: str, item: Any) -> Any:
+        if isinstance(item, str) and key in _HOST_KEYS:
+            return "<host>"
+        if isinstance(item, str) and key in _USER_KEYS:
+            return "<user>"
+        return self.value(item)
+
+
+def local_redactor(trace: Mapping[str, Any] | None = None) -> Redactor:
+    """A redactor for this machine's home, user and host names, plus the host named inside ``trace``."""
+    host = socket.gethostname()
+    hosts = {host, host.split(".")[0]}
+    if trace is not None and isinstance(trace.get("host_name"), str):
+        hosts.add(trace["host_name"])
+    return Redactor(
+        homes=(str(Path.home()),),
+        users=_names([getpass.getuser()]),
+        hosts=_names(hosts),
+    )
+
+
+def bundle_entries(doc: ProfileDoc, trace: Mapping[str, Any] | None, redactor: Redactor) -> dict[str, bytes]:
+    """The archive's files by name: profile, Markdown, environment, README, and the gzipped trace if given."""
+    clean: ProfileDoc = redactor.value(doc)
+    entries = {
+        "profile.json": dumps(clean),
+        "profile.md": render_markdown(clean).encode(),
+        "environment.json": dumps(clean.get("environment", {})),
+        "README.txt": _readme(trace is not None).encode(),
+    }
+    if trace is not None:
+        entries["trace.json.gz"] = gzip.compress(orjson.dumps(redactor.value(trace)), mtime=0)
+    return entries
+
+
+def zip_bytes(entries: Mapping[str, bytes]) -> bytes:
+    """A zip of ``entries`` whose bytes depend on nothing but the entries (sorted, fixed time and mode)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            info.create_system = 3  # Unix, whatever the writing machine: the mode bits above mean the same
+            archive.writestr(info, entries[name])
+    return buffer.getvalue()
+
+
+def check_size(archive: bytes, entries: Mapping[str, bytes], max_mb: float) -> None:
+    """Raise `BundleError` naming the biggest entry when ``archive`` is over ``max_mb`` megabytes."""
+    size_mb = len(archive) / 1e6
+    if size_mb <= max_mb:
+        return
+    biggest = max(entries, key=lambda name: len(entries[name]))
+    hint = "bundle without --trace, or capture fewer runs" if biggest == "trace.json.gz" else "capture fewer runs"
+    raise BundleError(
+        f"the bundle would be {size_mb:.1f} MB, over the {max_mb:g} MB limit ({biggest} is "
+        f"{len(entries[biggest]) / 1e6:.1f} MB); {hint}, or raise --max-mb."
+    )
+
+
+def build_bundle(
+    doc: ProfileDoc,
+    trace: Mapping[str, Any] | None = None,
+    *,
+    redactor: Redactor | None = None,
+    max_mb: float = MAX_BUNDLE_MB,
+) -> bytes:
+    """The redacted, size-checked, reproducible bug-report zip of ``doc`` (and ``trace``)."""
+    entries = bundle_entries(doc, trace, redactor or local_redactor(trace))
+    archive = zip_bytes(entries)
+    check_size(archive, entries, max_mb)
+    return archive
+
+
+def _names(candidates: Iterable[str]) -> tuple[str, ...]:
+    # One- and two-letter names would turn ordinary words into placeholders.
+    return tuple(sorted({name for name in candidates if len(name) >= 2}))
+
+
+def _readme(with_trace: bool) -> str:
+    lines = [
+        "aitune bug-report bundle.",
+        "View it: `aitune-profile report profile.json` (terminal) or read profile.md;",
+        "validate it: `aitune-profile validate profile.json`.",
+    ]
+    if with_trace:
+        lines.append("trace.json.gz is the Chrome trace: open it in https://ui.perfetto.dev or chrome://tracing.")
+    lines.append("Paths under the home folder were replaced by ~, user and host names by <user> and <host>.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""Entry-mode capture (``aitune-profile capture app.py:infer``): profile one function of a user's file or module.
+
+The file is imported without running its ``__main__`` block. The discovery root is one named
+global, or by default every ``nn.Module`` and pipeline-like object among the module's globals.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+from torch import nn
+
+from aitune.errors import AituneError, CaptureError
+from aitune.torch.performance.profile import PerformanceProfile, profile
+from aitune.torch.performance.usercode import importable_from, is_file_source, load_module, user_code_error
+
+
+def capture_entry(
+    source: str,
+    function_name: str,
+    *,
+    obj: str | None = None,
+    input_name: str | None = None,
+    warmup_runs: int = 3,
+    measured_runs: int = 10,
+    trace_file: Path | None = None,
+    on_call: Callable[[], None] | None = None,
+) -> PerformanceProfile:
+    """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call."""
+    folder = Path(source).parent if is_file_source(source) else Path.cwd()
+    with importable_from(folder):
+        module = load_module(source)
+        function = module_global(module, source, function_name, "function")
+        if not callable(function):
+            raise CaptureError(
+                f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
+            )
+        root = module_global(module, source, obj, "object") if obj is not None else discovery_root(module)
+        input_data = module_global(module, source, input_name, "input") if input_name is not None else None
+        try:
+            return profile(root, input_data, _counted(function, on_call), warmup_runs, measured_runs, trace_file)
+        except CaptureError as error:
+            cause = error.__cause__
+            if cause is None or isinstance(cause, (AituneError, OSError)):
+                raise
+            raise user_code_error(f"{source}:{function_name} raised {type(cause).__name__}", cause) from cause
+
+
+def module_global(module: ModuleType, source: str, name: str, role: str) -> Any:
+    """The global ``name`` of the loaded module; `CaptureError` naming the file and the candidates it has."""
+    if name in vars(module):
+        return vars(module)[name]
+    fits = inspect.isfunction if role == "function" else _is_plain_value
+    candidates = sorted(key for key, value in vars(module).items() if not key.startswith("_") and fits(value))
+    hint = f" (it defines: {', '.join(candidates[:12])}{', …' if len(candidates) > 12 else ''})" if candidates else ""
+    raise CaptureError(f"{source} has no global named {name!r} to use as the {role}{hint}.")
+
+
+def discovery_root(module: ModuleType) -> Any:
+    """The one ``nn.Module`` or pipeline-like global, or a namespace of all of them when there are several.
+
+    A pipeline-like object is a plain instance holding ``nn.Module`` attributes; with several
+    roots, a pipeline's modules keep its name as prefix (``pipe.unet``).
+    """
+    roots = {name: value for name, value in vars(module).items() if not name.startswith("_") and _is_root(value)}
+    if len(roots) == 1:
+        return next(iter(roots.values()))
+    namespace = SimpleNamespace()
+    for name, value in roots.items():
+        if isinstance(value, nn.Module):
+            setattr(namespace, name, value)
+            continue
+        for attribute, child in vars(value).items():
+            if isinstance(child, nn.Module) and not attribute.startswith("_"):
+                setattr(namespace, f"{name}.{attribute}", child)
+    return namespace
+
+
+def _is_root(value: Any) -> bool:
+    if isinstance(value, nn.Module):
+        return True
+    if inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, ModuleType):
+        return False
+    attributes = getattr(value, "__dict__", None)
+    return isinstance(attributes, dict) and any(isinstance(child, nn.Module) for child in attributes.values())
+
+
+def _is_plain_value(value: Any) -> bool:
+    if inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, ModuleType):
+        return False
+    return type(value).__module__ != "__future__"  # `from __future__ import annotations` leaves a global
+
+
+def _counted(function: Callable[..., Any], on_call: Callable[[], None] | None) -> Callable[..., Any]:
+    if on_call is None:
+        return function
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        on_call()
+        return result
+
+    return call

@@ -1,0 +1,30 @@
+"""Running the real ``aitune-profile`` console script in a subprocess, as a user's shell or CI would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = Path(__file__).resolve().parent / "apps"
+
+
+def cli_command() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m aitune.cli``."""
+    script = Path(sys.executable).parent / "aitune-profile"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "aitune.cli"]
+
+
+def run_cli(*args: str, cwd: Path | None = None, check: bool = False, block_torch: bool = False):
+    """Run ``aitune-profile args...``; the worktree's code first on the path, a wide terminal for tables."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160", "NO_COLOR": "1"}
+    command = cli_command()
+    if block_torch:  # as on a maintainer's machine without torch
+        code = "import sys; sys.modules['torch'] = None; from aitune.cli import main; main()"
+        command = [sys.executable, "-c", code]
+    result = subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(f"aitune-profile {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result

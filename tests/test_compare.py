@@ -1,0 +1,144 @@
+"""The torch-free profile diff: alignment by path, bootstrap intervals, and the regression gate."""
+
+import json
+
+import pytest
+from cli_helpers import run_cli
+
+from aitune.compare import Change, bootstrap_ratio_interval, compare_profiles, regressed
+from aitune.errors import ProfileError
+
+
+def profile(runs, warnings=(), ops=None, scenarios=None):
+    """A minimal document: ``runs`` is a list of {region_id: cpu µs}, each run's residual 10 µs."""
+    doc = {
+        "runs": [
+            {
+                "run_index": index,
+                "timing": {"cpu_time_us": sum(regions.values()) + 10.0},
+                "regions": [{"region_id": rid, "calls": 1, "cpu_time_us": us} for rid, us in regions.items()],
+                "residual": {"cpu_time_us": 10.0},
+            }
+            for index, regions in enumerate(runs)
+        ],
+        "warnings": [{"code": code, "message": code.lower(), "source": "core"} for code in warnings],
+        "profiler": {"key_averages": {"cpu_time_total": ops or []}},
+    }
+    if scenarios:
+        doc["scenarios"] = scenarios
+    return doc
+
+
+def test_regions_line_up_by_path_whatever_their_kind():
+    before = profile([{"untuned_module:unet": 100.0, "untuned_module:vae": 50.0}] * 3)
+    after = profile([{"aot_module:unet": 50.0, "untuned_module:vae": 50.0}] * 3)
+
+    diff = compare_profiles(before, after)
+
+    unet = next(row for row in diff.regions if row.path == "unet")
+    assert (unet.before_id, unet.after_id, unet.status) == ("untuned_module:unet", "aot_module:unet", "both")
+    assert unet.change == Change(100.0, 50.0, 0.5, 0.5, 0.5)
+    assert diff.run_time.ratio == pytest.approx(110 / 160)
+
+
+def test_nested_regions_line_up_with_their_flat_selves():
+    before = profile([{"untuned_module:unet": 100.0}] * 2)
+    after = profile([{"untuned_module:pipe": 120.0}] * 2)
+    for run in after["runs"]:
+        unet = {"region_id": "aot_module:unet", "calls": 1, "cpu_time_us": 80.0, "children": []}
+        run["tree"] = [{**run["regions"][0], "children": [unet]}]
+
+    diff = compare_profiles(before, after)
+
+    assert [(row.path, row.status, row.change.ratio) for row in diff.regions] == [
+        ("pipe", "added", None),
+        ("unet", "both", 0.8),
+    ]
+
+
+def test_added_and_removed_regions_and_one_sided_warnings_are_reported():
+    before = profile([{"untuned_module:a": 10.0}], warnings=["SHARED", "OLD_ONLY"])
+    after = profile([{"untuned_module:b": 10.0}], warnings=["SHARED", "NEW_ONLY"])
+
+    diff = compare_profiles(before, after)
+
+    assert (diff.added, diff.removed) == (["b"], ["a"])
+    assert [w["code"] for w in diff.warnings_only_before] == ["OLD_ONLY"]
+    assert [w["code"] for w in diff.warnings_only_after] == ["NEW_ONLY"]
+
+
+def test_operator_deltas_are_per_run_self_times():
+    row = {"key": "aten::conv", "device_type": "CPU", "count": 4}
+    before = profile([{"untuned_module:a": 1.0}] * 2, ops=[{**row, "self_cpu_time_total_us": 200.0}])
+    after = profile([{"untuned_module:a": 1.0}] * 4, ops=[{**row, "self_cpu_time_total_us": 200.0}])
+
+    (operator,) = compare_profiles(before, after).operators
+
+    assert (operator.before_us, operator.after_us, operator.delta_us) == (100.0, 50.0, -50.0)
+
+
+def test_the_bootstrap_interval_is_deterministic_and_brackets_the_ratio():
+    before, after = [100.0, 102.0, 98.0, 101.0, 99.0], [130.0, 131.0, 129.0, 133.0, 128.0]
+
+    low, high = bootstrap_ratio_interval(before, after)
+
+    assert bootstrap_ratio_interval(before, after) == (low, high)
+    assert 1.25 < low < 1.30 < high < 1.36
+
+
+def test_a_single_run_has_no_interval_and_the_ratio_alone_decides_the_gate():
+    diff = compare_profiles(profile([{"untuned_module:a": 100.0}]), profile([{"untuned_module:a": 200.0}]))
+
+    assert (diff.run_time.ci_low, diff.run_time.ci_high) == (None, None)
+    assert regressed(diff, 5)
+
+
+def test_slower_within_noise_is_not_a_regression():
+    before = profile([{"untuned_module:a": us} for us in (100.0, 140.0, 90.0, 150.0)])
+    after = profile([{"untuned_module:a": us} for us in (110.0, 150.0, 95.0, 160.0)])
+
+    diff = compare_profiles(before, after)
+
+    assert diff.run_time.ratio > 1.05 and not diff.run_time.beyond_noise
+    assert not regressed(diff, 5)
+
+
+def test_scenarios_are_selected_by_name():
+    fast = profile([{"untuned_module:a": 10.0}] * 2)
+    doc = profile([{"untuned_module:a": 99.0}], scenarios=[{"name": "batch1", "runs": fast["runs"]}])
+
+    assert compare_profiles(doc, doc, scenario="batch1").run_time.before_us == 20.0
+    with pytest.raises(ProfileError) as unknown:
+        compare_profiles(doc, doc, scenario="batch8")
+    assert str(unknown.value) == (
+        "no scenario 'batch8' in this profile; it has ['batch1']; pick one of those with --scenario."
+    )
+
+
+def test_the_diff_is_json_ready():
+    diff = compare_profiles(profile([{"untuned_module:a": 10.0}] * 2), profile([{"aot_module:a": 20.0}] * 2))
+
+    data = json.loads(json.dumps(diff.to_dict()))
+
+    assert data["regions"][0]["status"] == "both"
+    assert data["run_time"]["beyond_noise"] is True
+    assert (data["added"], data["removed"]) == ([], [])
+
+
+def test_two_captures_of_the_same_workload_pass_a_5_percent_gate(busy_captures):
+    result = run_cli("compare", str(busy_captures["first"]), str(busy_captures["second"]), "--fail-if-slower", "5")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gate --fail-if-slower 5: passed" in result.stdout
+
+
+def test_a_workload_made_30_percent_slower_fails_the_5_percent_gate(busy_captures):
+    result = run_cli(
+        "compare", str(busy_captures["first"]), str(busy_captures["slower"]), "--fail-if-slower", "5", "--json"
+    )
+
+    assert result.returncode == 1, result.stderr
+    diff = json.loads(result.stdout)
+    assert diff["gate"] == {"fail_if_slower_pct": 5.0, "failed": True}
+    assert 1.15 < diff["run_time"]["ratio"] < 1.5  # 1.3 on an idle machine; preemptions blur a busy one
+    assert diff["run_time"]["ci_low"] > 1
