@@ -31,6 +31,12 @@ def wall_ms(call) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+def machine_line() -> str:
+    env = environment()
+    threads, system = env["torch_threads"], f"{env['os']} {env['machine']}"
+    return f"torch {env['torch']} ({threads} threads), python {env['python']}, {system}"
+
+
 def interleaved_medians(eager, tuned, repeats: int) -> tuple[float, float]:
     """Median wall time (ms) of each call, timed alternately after one warmup each."""
     eager(), tuned()
@@ -79,10 +85,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--report-dir", type=Path, default=Path("benchmarks/out"))
     options = parser.parse_args()
-    env = environment()
-    print(
-        f"torch {env['torch']} ({env['torch_threads']} threads), python {env['python']}, {env['os']} {env['machine']}"
-    )
+    print(machine_line())
     rows = [run_example(name, options.repeats, options.report_dir) for name in options.examples]
     print("\n| example | tuned module | winner | eager ms | tuned ms | speedup | max abs error | cosine | build s |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")

@@ -8,6 +8,12 @@ import torch
 from torch import nn
 
 
+def median_gap(pairs: list[tuple[float, float]]) -> float:
+    """Median |measured − expected| over runs: one run stretched by a preemption cannot decide a test."""
+    gaps = sorted(abs(measured - expected) for measured, expected in pairs)
+    return gaps[len(gaps) // 2]
+
+
 def busy_wait(ms: float) -> float:
     """Spin for ``ms`` milliseconds of wall time; returns the µs really spent (a busy machine overshoots)."""
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled example app, and a guard that nothing stays registered between tests."""
+"""Shared fixtures: the bundled example app, and guards that nothing stays registered or patched between tests."""
 
 from __future__ import annotations
 
@@ -20,6 +20,16 @@ def registry_is_left_empty():
     yield
     after = {entry.region for entry in MODULE_REGISTRY}
     assert after == before, f"test left modules registered: {sorted(after - before)}"
+
+
+@pytest.fixture(autouse=True)
+def jit_is_left_off():
+    """JIT tuning's process-wide state (session, mode, ``nn.Module.__init__`` patch) is clean after every test."""
+    import aitune.torch.jit as jit
+
+    assert jit.is_clean(), "JIT tuning was already in use when the test started"
+    yield
+    assert jit.is_clean(), "test left JIT tuning in use; call aitune.torch.jit.reset() in its teardown"
 
 
 # --- the command line: real console-script runs shared by the tests/test_cli_*.py files ---

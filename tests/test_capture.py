@@ -5,7 +5,7 @@ import inspect
 import pipeline_app
 import pytest
 import torch
-from busy import Busy, BusyPipeline, Decoder
+from busy import Busy, BusyPipeline, Decoder, median_gap
 from torch import nn
 
 import aitune.torch as ait
@@ -34,21 +34,24 @@ def snapshot(module: nn.Module) -> list:
 
 
 def test_known_busy_times_are_attributed_within_three_points():
-    """10/30/10 ms nominally; checked against the times the modules measured themselves, so that a
-    busy machine (which stretches a spin by a preemption or two) cannot fail it."""
+    """10/30/10 ms nominally; checked against the times the modules measured themselves (median over
+    runs), so that a busy machine, which stretches a spin by a preemption or two, cannot fail it."""
     pipe = BusyPipeline()
 
-    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=3)
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5)
 
+    pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": [], "glue": []}
     for index, run in enumerate(prof.data["runs"]):
-        call = 2 + index  # after the user warmup and the profiler warmup
-        truth = {
-            "untuned_module:encoder": pipe.encoder.spent_us[call] / run["timing"]["cpu_time_us"],
-            "untuned_module:denoiser": pipe.denoiser.spent_us[call] / run["timing"]["cpu_time_us"],
-        }
-        assert shares(prof, index) == {key: pytest.approx(value, abs=0.03) for key, value in truth.items()}
-        glue = pipe.glue_spent_us[call] / run["timing"]["cpu_time_us"]
-        assert run["residual"]["cpu_time_fraction"] == pytest.approx(glue, abs=0.03)
+        call, total = 2 + index, run["timing"]["cpu_time_us"]  # after the user warmup and the profiler warmup
+        got = shares(prof, index)
+        pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
+        pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
+        pairs["glue"].append((run["residual"]["cpu_time_fraction"], pipe.glue_spent_us[call] / total))
+    assert {key: median_gap(value) for key, value in pairs.items()} == {
+        "encoder": pytest.approx(0, abs=0.03),
+        "denoiser": pytest.approx(0, abs=0.03),
+        "glue": pytest.approx(0, abs=0.03),
+    }
 
 
 def test_outputs_are_bitwise_identical_with_and_without_instrumentation():

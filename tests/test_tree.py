@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait
+from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, median_gap
 from torch import nn
 
 import aitune.torch as ait
@@ -23,19 +23,24 @@ def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
 
     assert validate(prof.data) == []  # includes: children totals + self = total, at every node
     block = model.block
+    pairs: dict[str, list[tuple[float, float]]] = {"first": [], "second": [], "block self": []}
     for index, run in enumerate(prof.data["runs"]):
-        call = 2 + index  # after the user warmup and the profiler warmup
-        total = run["timing"]["cpu_time_us"]
+        call, total = 2 + index, run["timing"]["cpu_time_us"]  # after the user warmup and the profiler warmup
         node = node_by_id(run["tree"], "untuned_module:block")
         first = node_by_id(node["children"], "untuned_module:block.first")
         second = node_by_id(node["children"], "untuned_module:block.second")
-        assert first["cpu_time_fraction"] == pytest.approx(block.first.spent_us[call] / total, abs=0.03)
-        assert second["cpu_time_fraction"] == pytest.approx(block.second.spent_us[call] / total, abs=0.03)
-        assert node["cpu_self_time_us"] / total == pytest.approx(block.own_spent_us[call] / total, abs=0.03)
+        pairs["first"].append((first["cpu_time_fraction"], block.first.spent_us[call] / total))
+        pairs["second"].append((second["cpu_time_fraction"], block.second.spent_us[call] / total))
+        pairs["block self"].append((node["cpu_self_time_us"] / total, block.own_spent_us[call] / total))
         assert node["cpu_self_time_us"] + first["cpu_time_us"] + second["cpu_time_us"] == pytest.approx(
             node["cpu_time_us"]
         )
         assert node["cpu_time_fraction"] + run["residual"]["cpu_time_fraction"] == pytest.approx(1.0)
+    assert {key: median_gap(value) for key, value in pairs.items()} == {
+        "first": pytest.approx(0, abs=0.03),
+        "second": pytest.approx(0, abs=0.03),
+        "block self": pytest.approx(0, abs=0.03),
+    }
 
 
 def test_the_flat_regions_stay_the_topmost_level():
@@ -81,15 +86,17 @@ def test_glue_inside_generate_is_generate_self_time_not_residual():
 
     prof = ait.profile(model, torch.ones(1, 4), inference_function=lambda x: model.generate(x), **FAST)
 
-    run = prof.data["runs"][0]
-    assert [r["region_id"] for r in run["regions"]] == ["untuned_module:generate"]
-    generate = run["tree"][0]
-    assert generate["children"][0]["region_id"] == "untuned_module:body"
-    assert generate["children"][0]["calls"] == 3
-    glue = model.glue_spent_us[2] / run["timing"]["cpu_time_us"]
-    assert generate["cpu_self_time_us"] / run["timing"]["cpu_time_us"] == pytest.approx(glue, abs=0.03)
-    assert glue > 0.4  # nominally 0.6: the glue really dominates, and it is not residual
-    assert run["residual"]["cpu_time_fraction"] < 0.05
+    pairs, residuals = [], []
+    for index, run in enumerate(prof.data["runs"]):
+        assert [r["region_id"] for r in run["regions"]] == ["untuned_module:generate"]
+        generate = run["tree"][0]
+        assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
+        total = run["timing"]["cpu_time_us"]
+        pairs.append((generate["cpu_self_time_us"] / total, model.glue_spent_us[2 + index] / total))
+        residuals.append(run["residual"]["cpu_time_fraction"])
+    assert median_gap(pairs) == pytest.approx(0, abs=0.03)
+    assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is not residual
+    assert sorted(residuals)[1] < 0.05
 
 
 def test_a_module_called_directly_skipping_its_parent_is_attributed_at_top_level():

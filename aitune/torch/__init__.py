@@ -8,6 +8,7 @@ from aitune.torch.backends import (
     OnnxRuntimeBackend,
     TensorRTBackend,
 )
+from aitune.torch.jit import JitConfig, JITRegistration, register_for_jit_tuning
 from aitune.torch.module import GraphSpec, Module, ModuleState, unwrap, wrap
 from aitune.torch.performance.profile import PerformanceProfile, Scenario, analyze_trace, profile
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
@@ -25,6 +26,8 @@ __all__ = [
     "FirstWinsStrategy",
     "GraphSpec",
     "InductorBackend",
+    "JITRegistration",
+    "JitConfig",
     "ManagedModule",
     "MeasureConfig",
     "MinLatencyStrategy",
@@ -40,6 +43,7 @@ __all__ = [
     "TuneStrategy",
     "analyze_trace",
     "profile",
+    "register_for_jit_tuning",
     "save_tuning_report",
     "tune",
     "unwrap",

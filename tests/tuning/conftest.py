@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
@@ -62,6 +63,18 @@ class BrokenRunBackend(Backend):
             raise RuntimeError("device lost")
 
         return Built(run=run)
+
+
+class DiskFullBackend(Backend):
+    """Fails its build as a full disk does, wrapped in another error as exporters do."""
+
+    name = "disk_full"
+
+    def build(self, context: BuildContext) -> Built:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as error:
+            raise RuntimeError("export failed") from error
 
 
 class BreakableBackend(Backend):

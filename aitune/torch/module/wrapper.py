@@ -8,7 +8,6 @@ or the tuned backend of the call's graph (tuned). ``close()`` restores the modul
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,17 +19,15 @@ from torch import nn
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND
 from aitune.torch.devices import module_device
-from aitune.torch.module.graph_spec import GraphSpec, Sample, graph_key
+from aitune.torch.module.graph_spec import GraphSpec
+from aitune.torch.module.recording import Recording, run_tuned
 from aitune.torch.module.state import ModuleState, check_leave_tuned
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
 from aitune.torch.tuning.strategies import TuneStrategy, default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, restore_graphs, tune_graphs
 
-logger = logging.getLogger(__name__)
-
 StrategyList = Sequence[TuneStrategy]
 StrategyMap = Mapping[str, TuneStrategy]  # graph id → strategy
-MAX_SAMPLES_PER_GRAPH = 8
 WRAPPER_FORMAT = "aitune.aot_module/1"
 
 
@@ -66,8 +63,7 @@ class Module(wrapt.ObjectProxy):
         self._self_strategy = strategy
         self._self_strategies = strategies
         self._self_dynamic_shapes = dynamic_shapes
-        self._self_graphs: dict[str, GraphSpec] = {}
-        self._self_samples: dict[str, list[Sample]] = {}
+        self._self_recording = Recording()
         self._self_runners: dict[str, GraphRunner] = {}
         self._self_report: dict[str, Any] | None = None
         self._self_had_forward = "forward" in vars(module)
@@ -104,7 +100,7 @@ class Module(wrapt.ObjectProxy):
     @property
     def graph_specs(self) -> list[GraphSpec]:
         """One spec per distinct input structure recorded, in recording order."""
-        return list(self._self_graphs.values())
+        return list(self._self_recording.graphs.values())
 
     @property
     def tuning_report(self) -> dict[str, Any] | None:
@@ -129,7 +125,7 @@ class Module(wrapt.ObjectProxy):
         """
         if self._self_state is ModuleState.TUNED:
             raise TuningError(f"module '{self.name}' is already tuned; call enable_recording(force=True) to re-tune.")
-        if not self._self_samples:
+        if not self._self_recording.samples:
             raise TuningError(
                 f"module '{self.name}' has no recorded calls; call enable_recording() and run it on"
                 " representative inputs before tune()."
@@ -140,7 +136,7 @@ class Module(wrapt.ObjectProxy):
         self._self_report = report
         if not dry_run:
             self._self_runners = runners
-            self._self_samples = {}  # the samples served tuning; keeping them would pin their memory
+            self._self_recording.drop_samples()
             self._self_state = ModuleState.TUNED
         return report
 
@@ -163,7 +159,7 @@ class Module(wrapt.ObjectProxy):
             "type": WRAPPER_FORMAT,
             "name": self._self_name,
             "state": self._self_state.value,
-            "graphs": [spec.to_dict() for spec in self._self_graphs.values()],
+            "graphs": [spec.to_dict() for spec in self.graph_specs],
             "tuned_backends": {gid: runner.backend_dict for gid, runner in self._self_runners.items()},
         }
 
@@ -184,7 +180,7 @@ class Module(wrapt.ObjectProxy):
         if not Module.is_state_dict_valid(data):
             raise TuningError("this dict was not written by aitune.torch.Module.to_dict(); pass that dict.")
         wrapper = Module(module, name=data["name"], **kwargs)
-        wrapper._self_graphs = {g["graph_id"]: GraphSpec.from_dict(g) for g in data["graphs"]}
+        wrapper._self_recording.graphs = {g["graph_id"]: GraphSpec.from_dict(g) for g in data["graphs"]}
         state = ModuleState(data["state"])
         if state is ModuleState.TUNED:
             target = wrapper._target(torch.device(device) if device is not None else wrapper.device)
@@ -195,42 +191,16 @@ class Module(wrapt.ObjectProxy):
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         state = self._self_state
         if state is ModuleState.TUNED:
-            return self._run_tuned(args, kwargs)
+            return run_tuned(self._self_runners, self._self_forward, self._self_name, args, kwargs)
         if state is ModuleState.RECORDING:
-            self._record(args, kwargs)
+            self._self_recording.record(args, kwargs)
         return self._self_forward(*args, **kwargs)
-
-    def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        graph_id, structure = graph_key(args, kwargs)
-        sample = Sample.capture(args, kwargs)
-        spec = self._self_graphs.get(graph_id)
-        if spec is None:
-            self._self_graphs[graph_id] = GraphSpec.first(graph_id, structure, sample)
-        else:
-            spec.add(sample)
-        samples = self._self_samples.setdefault(graph_id, [])
-        if len(samples) < MAX_SAMPLES_PER_GRAPH:
-            samples.append(sample)
-
-    def _run_tuned(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        runner = self._self_runners.get(graph_key(args, kwargs)[0])
-        if runner is None or runner.is_eager:
-            return self._self_forward(*args, **kwargs)
-        try:
-            return runner(*args, **kwargs)
-        except Exception as error:  # a backend failing at run time must never break the user's model
-            result = self._self_forward(*args, **kwargs)  # a user error raises here, and the backend stays
-            logger.warning(
-                "aitune: %s backend of '%s' failed (%s); running eager from now on", runner.backend, self.name, error
-            )
-            runner.fall_back()
-            return result
 
     def _leave(self, target: ModuleState, force: bool) -> None:
         if self._self_state is ModuleState.TUNED:
             check_leave_tuned(self.name, target, force)
             self._free_runners()
-            self._self_graphs, self._self_samples = {}, {}
+            self._self_recording.clear()
         self._self_state = target
 
     def _free_runners(self) -> None:
@@ -243,8 +213,8 @@ class Module(wrapt.ObjectProxy):
             name=self._self_name,
             module=self.__wrapped__,
             forward=self._self_forward,
-            graphs=list(self._self_graphs.values()),
-            samples=self._self_samples,
+            graphs=self.graph_specs,
+            samples=self._self_recording.samples,
             device=device,
             dynamic_shapes=self._self_dynamic_shapes,
         )
@@ -253,7 +223,7 @@ class Module(wrapt.ObjectProxy):
         """Module-level ``strategies`` (per graph) win over ``strategy``, which wins over the default."""
         chosen = self._self_strategies
         fallback = strategy or self._self_strategy or default_strategy()
-        ids = list(self._self_graphs)
+        ids = list(self._self_recording.graphs)
         if chosen is None:
             return dict.fromkeys(ids, fallback)
         if isinstance(chosen, Mapping):

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 import aitune
+from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.module.graph_spec import GraphSpec
 from aitune.torch.tuning.measure import Latency
 from aitune.torch.tuning.trial import Candidate, Trial
@@ -55,10 +56,12 @@ def graph_entry(spec: GraphSpec, trial: Trial, winner: Candidate | None, strateg
     }
 
 
-def module_entry(name: str, module_type: str, device: str, graphs: list[dict[str, Any]]) -> dict[str, Any]:
+def module_entry(
+    name: str, module_type: str, device: str, graphs: list[dict[str, Any]], kind: str = AOT_REGION_KIND
+) -> dict[str, Any]:
     return {
         "name": name,
-        "region_id": f"aot_module:{name}",
+        "region_id": region_id(kind, name),
         "module_type": module_type,
         "device": device,
         "graphs": graphs,

@@ -1,7 +1,8 @@
 """One graph's trial: build each candidate backend, run it on every recorded sample, gate it, time it.
 
 A failing candidate never escapes: any exception at build or run becomes a rejected candidate whose
-reason keeps the exception's type and message, and whatever it built is released at once.
+reason keeps the exception's type and message, and whatever it built is released at once. Out-of-disk
+(``OSError(ENOSPC)``) is the exception: no fallback can fix it, so it propagates.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
 from aitune.torch.tuning.measure import Latency, MeasureConfig, measure
@@ -102,6 +104,7 @@ class Trial:
         try:
             candidate.built = backend.build(self.context)
         except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
+            _raise_if_out_of_disk(error, candidate)
             candidate.build_s = time.perf_counter() - start
             candidate.reject(f"build failed: {_describe(error)}")
             return candidate
@@ -115,6 +118,7 @@ class Trial:
             with torch.no_grad():
                 outputs = [run(*s.args, **s.kwargs) for s in self.context.samples]
         except Exception as error:  # same: a run failure rejects the candidate, never the user's model
+            _raise_if_out_of_disk(error, candidate)
             candidate.reject(f"run failed: {_describe(error)}")
             return
         candidate.agreement = check_outputs(self.context.reference_outputs, outputs, self.tolerance)
@@ -125,6 +129,7 @@ class Trial:
             try:
                 candidate.latency = self._measure(run)
             except Exception as error:  # a failure while timed rejects the candidate like any run failure
+                _raise_if_out_of_disk(error, candidate)
                 candidate.reject(f"run failed while timed: {_describe(error)}")
 
     def _measure(self, run: Any) -> Latency:
@@ -147,6 +152,12 @@ class Trial:
                     f" pass Tolerance(rtol={eps:.0e}) or more to admit reduced precision"
                 )
         return None
+
+
+def _raise_if_out_of_disk(error: Exception, candidate: Candidate) -> None:
+    if is_out_of_disk(error):
+        candidate.release()
+        raise error
 
 
 def _floating_dtypes(outputs: list[Any]) -> set[torch.dtype]:

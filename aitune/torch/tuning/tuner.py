@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from aitune.markers import AOT_REGION_KIND
 from aitune.torch.backends import Backend, BuildContext, Built, EagerBackend, backend_from_dict
 from aitune.torch.devices import module_device
 from aitune.torch.module.graph_spec import GraphSpec, Sample
@@ -37,6 +38,7 @@ class TuneTarget:
     samples: Mapping[str, list[Sample]]
     device: torch.device
     dynamic_shapes: Any = None
+    kind: str = AOT_REGION_KIND  # the region kind the report names the module by
 
 
 class GraphRunner:
@@ -106,7 +108,7 @@ def tune_graphs(
         _abandon(runners, target.module, home)
     elif all(runner.is_eager for runner in runners.values()):
         target.module.to(home)
-    entry = module_entry(target.name, qualified_type(target.module), str(target.device), graphs)
+    entry = module_entry(target.name, qualified_type(target.module), str(target.device), graphs, target.kind)
     return runners, entry
 
 

@@ -1,0 +1,189 @@
+"""A JIT-patched module: its state, its place in the hierarchy, and how its forward is routed.
+
+Only the module's ``forward`` changes (an instance attribute), so ``nn.Module.__call__`` still runs
+the user's hooks exactly once in every state. The router sends each call by state: ``init`` finds
+the module's place and becomes ``recording`` or ``skipped``; ``recording`` records the call then runs
+the original forward; ``tuned`` runs the tuned graphs; ``eager`` and ``skipped`` run the original;
+``detached`` runs the original and nothing else. Tuning goes top down: a module waits while an
+ancestor is still recording; if it tunes, its descendants are detached (its backend runs their code);
+if it fails, its children become candidates in turn.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+
+from aitune.errors import TuningError
+from aitune.markers import JIT_REGION_KIND
+from aitune.torch.jit.router import ForwardRouter, install, uninstall
+from aitune.torch.jit.rules import skip_reason
+from aitune.torch.jit.state import JitState
+from aitune.torch.jit.tuning import tune_patched
+from aitune.torch.module.recording import Recording, run_tuned
+from aitune.torch.registry import ManagedModule
+from aitune.torch.tuning.tuner import GraphRunner
+
+if TYPE_CHECKING:
+    from aitune.torch.jit.session import JitSession
+
+_PENDING = (JitState.INIT, JitState.RECORDING)
+
+
+class PatchedModule:
+    """One intercepted or registered module; ``module.forward`` is its ``router`` until it is detached."""
+
+    def __init__(self, module: nn.Module, session: JitSession) -> None:
+        self.module = module
+        self.session = session
+        self.state = JitState.INIT
+        self.fq_name = ""  # unique once the module has run
+        self.parent: PatchedModule | None = None
+        self.children: list[PatchedModule] = []
+        self.depth = 0
+        self.calls = 0  # recorded calls
+        self.reason: str | None = None  # why it is skipped, eager or detached
+        self.absorbed_by: PatchedModule | None = None  # the tuned ancestor whose backend runs this module's code
+        self.report: dict[str, Any] | None = None  # its tuning report entry, once it tried to tune
+        self.recording = Recording()
+        self.runners: dict[str, GraphRunner] = {}
+        self.forward = module.forward  # the original: an instance override or the bound class method
+        self.router = ForwardRouter(self.forward, self._route)
+        self._had_own_forward = "forward" in vars(module)
+        self._region: str | None = None
+
+    def __repr__(self) -> str:
+        return f"PatchedModule({self.fq_name or type(self.module).__name__!r}, state={self.state.value})"
+
+    @property
+    def label(self) -> str:
+        """The state, with the reason when there is one: ``skipped: in the skip list``."""
+        return f"{self.state.value}: {self.reason}" if self.reason else self.state.value
+
+    def install(self) -> None:
+        if self.state is not JitState.DETACHED:
+            install(self.module, self.router)
+
+    def uninstall(self) -> None:
+        uninstall(self.module, self.router, self._had_own_forward)
+
+    def try_tune(self) -> None:
+        """Tune now if the mode's condition is met and no ancestor is still recording."""
+        if self.state is JitState.RECORDING and self._ready():
+            self.tune()
+
+    def tune(self) -> None:
+        """Tune every recorded graph: ``tuned`` (descendants detached) or ``eager`` (children become candidates)."""
+        if self.state is not JitState.RECORDING or not self.recording.samples:
+            raise TuningError(
+                f"module '{self.fq_name or type(self.module).__name__}' is {self.state.value} with no recorded calls"
+                " to tune from; run it on representative inputs first."
+            )
+        outcome = tune_patched(self)
+        self.report = outcome.report
+        self.recording.drop_samples()
+        if outcome.tuned:
+            self.runners = outcome.runners
+            self._move(JitState.TUNED, outcome.reason)
+            for descendant in self.descendants():
+                descendant.detach(absorbed_by=self)
+        else:
+            self._move(JitState.EAGER, outcome.reason)
+            self.offer_to_children()
+
+    def offer_to_children(self) -> None:
+        """Let the children tune (a skipped child passes the offer on to its own children)."""
+        for child in list(self.children):
+            if child.state is JitState.RECORDING:
+                child.try_tune()
+            elif child.state is JitState.SKIPPED:
+                child.offer_to_children()
+
+    def detach(self, absorbed_by: PatchedModule | None = None) -> None:
+        """Free the tuned graphs and restore the original forward; a cached reference to it runs the original."""
+        if self.state is JitState.DETACHED:
+            return
+        self.absorbed_by = absorbed_by
+        for runner in self.runners.values():
+            runner.close()
+        self.runners = {}
+        self.recording.clear()
+        self.uninstall()
+        self._unregister()
+        self._move(JitState.DETACHED, f"runs inside tuned {absorbed_by.fq_name}" if absorbed_by else None)
+
+    def report_entry(self) -> dict[str, Any] | None:
+        """A fresh copy of its tuning report entry with its current state, or None before it tried to tune."""
+        if self.report is None:
+            return None
+        return copy.deepcopy({**self.report, "state": self.state.value})
+
+    def _route(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        state = self.state
+        if state is JitState.DETACHED:
+            return self.forward(*args, **kwargs)
+        if state is JitState.TUNED:
+            return run_tuned(self.runners, self.forward, self.fq_name, args, kwargs)
+        if state is JitState.INIT:
+            self._place()
+        if self.state is JitState.RECORDING:
+            self.recording.record(args, kwargs)
+            self.calls += 1
+        with self.session.executing(self):
+            output = self.forward(*args, **kwargs)
+        self.try_tune()
+        return output
+
+    def _place(self) -> None:
+        self.parent, self.fq_name = self.session.place(self)
+        self.depth = self.parent.depth + 1 if self.parent is not None else 0
+        reason = skip_reason(self.module, self.fq_name, self.depth, self.session.config)
+        if reason is not None:
+            self._move(JitState.SKIPPED, reason)
+            return
+        self._region = self.session.registry.register(JIT_REGION_KIND, self.fq_name, self._describe)
+        self._move(JitState.RECORDING, None)
+
+    def _ready(self) -> bool:
+        session, config = self.session, self.session.config
+        if session.tuning is not None or self in session.stack or self._ancestor_pending():
+            return False
+        return session.armed if config.mode == "deferred" else self.calls >= config.tune_after
+
+    def _ancestor_pending(self) -> bool:
+        ancestor = self.parent
+        while ancestor is not None:
+            if ancestor.state in _PENDING:
+                return True
+            ancestor = ancestor.parent
+        return False
+
+    def descendants(self) -> list[PatchedModule]:
+        """Patched modules it owns (called or not) and those that ran inside it, itself excluded."""
+        found: dict[int, PatchedModule] = {}
+        for module in self.module.modules():
+            patched = self.session.find(module)
+            if patched is not None and patched is not self:
+                found[id(patched)] = patched
+        pending = list(self.children)
+        while pending:
+            child = pending.pop()
+            found[id(child)] = child
+            pending += child.children
+        return list(found.values())
+
+    def _move(self, state: JitState, reason: str | None) -> None:
+        because = f" ({reason})" if reason else ""
+        name = self.fq_name or type(self.module).__name__
+        self.session.note(f"{name}: {self.state.value} → {state.value}{because}")
+        self.state, self.reason = state, reason
+
+    def _unregister(self) -> None:
+        if self._region is not None:
+            self.session.registry.unregister(self._region)
+            self._region = None
+
+    def _describe(self) -> ManagedModule | None:
+        return ManagedModule(JIT_REGION_KIND, self.fq_name, self.module, self.module, self.state.value)

@@ -1,0 +1,62 @@
+"""What a wrapper records and how it runs its tuned graphs; shared by the AOT wrapper and JIT-patched modules."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aitune.torch.module.graph_spec import GraphSpec, Sample, graph_key
+from aitune.torch.tuning.tuner import GraphRunner
+
+logger = logging.getLogger(__name__)
+
+MAX_SAMPLES_PER_GRAPH = 8
+
+
+class Recording:
+    """One graph spec per distinct input structure, and up to ``MAX_SAMPLES_PER_GRAPH`` samples of each."""
+
+    def __init__(self) -> None:
+        self.graphs: dict[str, GraphSpec] = {}
+        self.samples: dict[str, list[Sample]] = {}
+
+    def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Add one call: widen its graph's shape range and keep a copy of its arguments while there is room."""
+        graph_id, structure = graph_key(args, kwargs)
+        sample = Sample.capture(args, kwargs)
+        spec = self.graphs.get(graph_id)
+        if spec is None:
+            self.graphs[graph_id] = GraphSpec.first(graph_id, structure, sample)
+        else:
+            spec.add(sample)
+        samples = self.samples.setdefault(graph_id, [])
+        if len(samples) < MAX_SAMPLES_PER_GRAPH:
+            samples.append(sample)
+
+    def drop_samples(self) -> None:
+        """Free the samples (they served tuning; keeping them would pin their memory); the specs stay."""
+        self.samples = {}
+
+    def clear(self) -> None:
+        self.graphs, self.samples = {}, {}
+
+
+def run_tuned(
+    runners: Mapping[str, GraphRunner], forward: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict
+) -> Any:
+    """Run the call's tuned graph, or ``forward`` for an unknown or eager graph.
+
+    A backend failing at run time never breaks the user's model: the call runs ``forward`` and the
+    graph runs eager from then on (a user error raises from ``forward`` and leaves the backend in place).
+    """
+    runner = runners.get(graph_key(args, kwargs)[0])
+    if runner is None or runner.is_eager:
+        return forward(*args, **kwargs)
+    try:
+        return runner(*args, **kwargs)
+    except Exception as error:
+        result = forward(*args, **kwargs)
+        logger.warning("aitune: %s backend of '%s' failed (%s); running eager from now on", runner.backend, name, error)
+        runner.fall_back()
+        return result
