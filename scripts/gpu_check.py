@@ -138,10 +138,11 @@ def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
     ]
     for row in table:
         print(f"  {row['backend']}: {row['status']} {row['speedup_vs_eager']}x {row['reason'] or ''}", flush=True)
-    passed = [row for row in table if row["status"] in ("winner", "accepted")]
+    # Built, run and within tolerance is the check; which one is fastest is a figure, not a verdict.
     broken = [row for row in table if (row["reason"] or "").startswith(("build failed", "run failed", "outside"))]
+    gated = [row for row in table if row["status"] != "skipped" and row not in broken]
     return {
-        "ok": bool(passed) and not broken,
+        "ok": bool(gated) and not broken,
         "eager_latency_us": graph["eager"]["latency_median_us"],
         "candidates": table,
         "winner": graph["winner"],
