@@ -30,6 +30,7 @@ CANDIDATE_KEYS = {
     "build_time_s",
     "latency_median_us",
     "latency_cv",
+    "eager_latency_median_us",
     "speedup_vs_eager",
     "max_abs_error",
     "cosine_similarity",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -32,21 +32,35 @@ class Latency:
 
 def measure(call: Callable[[], object], config: MeasureConfig, device: torch.device) -> Latency:
     """Time ``call`` (under ``no_grad``), synchronising a CUDA device around each call."""
+    return measure_interleaved([call], config, device)[0]
+
+
+def measure_interleaved(
+    calls: Sequence[Callable[[], object]], config: MeasureConfig, device: torch.device
+) -> list[Latency]:
+    """Time several calls taking turns, so that machine drift hits each alike; one `Latency` per call.
+
+    Stops once every call's CV is at most ``target_cv`` (after ``min_repeats`` rounds), or at the
+    time cap or ``max_repeats`` rounds.
+    """
     synchronize = torch.cuda.synchronize if device.type == "cuda" else _nothing
-    times: list[float] = []
+    times: list[list[float]] = [[] for _ in calls]
     with torch.no_grad():
-        for _ in range(config.warmup):
-            call()
+        for call in calls:
+            for _ in range(config.warmup):
+                call()
         synchronize()
         deadline = time.perf_counter() + config.max_seconds
-        while len(times) < config.max_repeats:
-            start = time.perf_counter()
-            call()
-            synchronize()
-            times.append((time.perf_counter() - start) * 1e6)
-            if len(times) >= config.min_repeats and (cv(times) <= config.target_cv or time.perf_counter() > deadline):
+        for round_index in range(1, config.max_repeats + 1):
+            for call, series in zip(calls, times, strict=True):
+                start = time.perf_counter()
+                call()
+                synchronize()
+                series.append((time.perf_counter() - start) * 1e6)
+            settled = all(cv(series) <= config.target_cv for series in times)
+            if round_index >= config.min_repeats and (settled or time.perf_counter() > deadline):
                 break
-    return Latency(median_us=statistics.median(times), cv=cv(times), repeats=len(times))
+    return [Latency(median_us=statistics.median(series), cv=cv(series), repeats=len(series)) for series in times]
 
 
 def cv(times: list[float]) -> float:

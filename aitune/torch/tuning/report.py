@@ -15,16 +15,14 @@ import orjson
 import aitune
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.module.graph_spec import GraphSpec
-from aitune.torch.tuning.measure import Latency
 from aitune.torch.tuning.trial import Candidate, Trial
 
 REPORT_SCHEMA_VERSION = 1
 
 
-def candidate_entry(candidate: Candidate, eager: Latency | None) -> dict[str, Any]:
-    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median."""
+def candidate_entry(candidate: Candidate) -> dict[str, Any]:
+    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median, timed in turns."""
     latency, agreement = candidate.latency, candidate.agreement
-    speedup = eager.median_us / latency.median_us if latency is not None and eager is not None else None
     return {
         "backend": candidate.backend.name,
         "config": candidate.backend.config(),
@@ -33,7 +31,8 @@ def candidate_entry(candidate: Candidate, eager: Latency | None) -> dict[str, An
         "build_time_s": _rounded(candidate.build_s, 3),
         "latency_median_us": _rounded(latency.median_us if latency else None, 1),
         "latency_cv": _rounded(latency.cv if latency else None, 4),
-        "speedup_vs_eager": _rounded(speedup, 3),
+        "eager_latency_median_us": _rounded(candidate.eager.median_us if candidate.eager else None, 1),
+        "speedup_vs_eager": _rounded(candidate.speedup, 3),
         "max_abs_error": _finite(agreement.max_abs_error) if agreement else None,
         "cosine_similarity": _finite(agreement.cosine_similarity) if agreement else None,
     }
@@ -51,7 +50,7 @@ def graph_entry(spec: GraphSpec, trial: Trial, winner: Candidate | None, strateg
             "latency_median_us": _rounded(eager.median_us if eager else None, 1),
             "latency_cv": _rounded(eager.cv if eager else None, 4),
         },
-        "candidates": [candidate_entry(c, eager) for c in trial.candidates],
+        "candidates": [candidate_entry(c) for c in trial.candidates],
         "winner": winner.backend.name if winner is not None else "eager",
     }
 

@@ -97,8 +97,7 @@ class MinLatencyStrategy(TuneStrategy):
         return {**super().describe(), "margin": self.margin, "time_budget_s": self.time_budget_s}
 
     def select(self, trial: Trial) -> Candidate | None:
-        eager_us = trial.eager_latency().median_us
-        limit_us = eager_us * (1.0 - self.margin)
+        needed = 1.0 / (1.0 - self.margin)
         best: Candidate | None = None
         for backend in self.backends:
             if self.time_budget_s is not None and trial.build_seconds >= self.time_budget_s:
@@ -107,17 +106,16 @@ class MinLatencyStrategy(TuneStrategy):
             candidate = trial.evaluate(backend)
             if not candidate.passed:
                 continue
-            latency_us = candidate.latency_us
-            if latency_us > limit_us:
-                candidate.reject(
-                    f"not {self.margin:.0%} faster than eager ({latency_us:.0f} µs vs eager {eager_us:.0f} µs)"
-                )
-            elif best is None or latency_us < best.latency_us:
+            # Speedups, not latencies: each candidate was timed in turns with eager, so drift cancels.
+            speedup = candidate.speedup or 0.0
+            if speedup < needed:
+                candidate.reject(f"not {self.margin:.0%} faster than eager ({speedup:.2f}× timed side by side)")
+            elif best is None or speedup > (best.speedup or 0.0):
                 if best is not None:
-                    best.reject(f"slower than {backend.name} ({best.latency_us:.0f} µs vs {latency_us:.0f} µs)")
+                    best.reject(f"slower than {backend.name} ({best.speedup:.2f}× vs {speedup:.2f}× over eager)")
                 best = candidate
             else:
-                candidate.reject(f"slower than {best.backend.name} ({latency_us:.0f} µs vs {best.latency_us:.0f} µs)")
+                candidate.reject(f"slower than {best.backend.name} ({speedup:.2f}× vs {best.speedup:.2f}× over eager)")
         return best.win_if_passed() if best is not None else None
 
 

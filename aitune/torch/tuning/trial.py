@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
-from aitune.torch.tuning.measure import Latency, MeasureConfig, measure
+from aitune.torch.tuning.measure import Latency, MeasureConfig, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMED_SAMPLES = 4  # one timed call runs this many recorded samples, enough to cover their shapes
@@ -33,6 +33,7 @@ class Candidate:
     reason: str | None = None
     build_s: float | None = None
     latency: Latency | None = None
+    eager: Latency | None = None  # the original module, timed in turns with this candidate
     agreement: Agreement | None = None
     built: Built | None = None
 
@@ -43,6 +44,13 @@ class Candidate:
     @property
     def latency_us(self) -> float:
         return self.latency.median_us if self.latency is not None else float("inf")
+
+    @property
+    def speedup(self) -> float | None:
+        """Eager median ÷ this candidate's median, both timed in turns; None when not timed."""
+        if self.latency is None or self.eager is None or self.latency.median_us <= 0:
+            return None
+        return self.eager.median_us / self.latency.median_us
 
     def reject(self, reason: str) -> None:
         """Mark rejected and free what the build holds."""
@@ -79,13 +87,7 @@ class Trial:
 
     @property
     def measured_eager(self) -> Latency | None:
-        """The eager latency if a strategy measured it."""
-        return self._eager
-
-    def eager_latency(self) -> Latency:
-        """The original module's latency on the timed samples (measured once)."""
-        if self._eager is None:
-            self._eager = self._measure(self.context.forward)
+        """The eager latency timed beside the first timed candidate, if any was timed."""
         return self._eager
 
     def skip(self, backend: Backend, reason: str) -> Candidate:
@@ -127,14 +129,17 @@ class Trial:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
         elif self.timed:
             try:
-                candidate.latency = self._measure(run)
+                candidate.eager, candidate.latency = self._measure(self.context.forward, run)
+                self._eager = self._eager or candidate.eager
             except Exception as error:  # a failure while timed rejects the candidate like any run failure
                 _raise_if_out_of_disk(error, candidate)
                 candidate.reject(f"run failed while timed: {_describe(error)}")
 
-    def _measure(self, run: Any) -> Latency:
+    def _measure(self, *runs: Any) -> list[Latency]:
+        """Each of ``runs`` timed over the timed samples, taking turns."""
         samples = self.context.samples[:TIMED_SAMPLES]
-        return measure(lambda: [run(*s.args, **s.kwargs) for s in samples], self.config, self.context.device)
+        calls = [lambda run=run: [run(*s.args, **s.kwargs) for s in samples] for run in runs]
+        return measure_interleaved(calls, self.config, self.context.device)
 
     def _not_offered(self, backend: Backend) -> str | None:
         unavailable = backend.unavailable_reason(self.context.device)
