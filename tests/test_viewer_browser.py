@@ -22,7 +22,7 @@ pytestmark = [
 ]
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager-4steps.profile.json", "after-workload-2steps.profile.json"
+BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
 TIMEOUT_MS = 20_000
 
 
@@ -72,7 +72,7 @@ def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server,
 def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.locator(".bk-tab", has_text="Timeline").click()
-        page.wait_for_selector("text=Download before-eager-4steps.trace.json.gz", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=Download before-eager.trace.json.gz", timeout=TIMEOUT_MS)
 
         assert page.locator("canvas").count() >= 1
 

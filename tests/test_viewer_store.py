@@ -14,7 +14,7 @@ from aitune.viewer.sources import Loaded
 from aitune.viewer.store import ProfileStore
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager-4steps.profile.json", "after-workload-2steps.profile.json"
+BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
 
 
 def pair_store(before, after) -> ProfileStore:
@@ -115,7 +115,7 @@ def test_opening_names_from_the_runs_folder_loads_the_pair_and_its_traces():
     assert store.open_names(BEFORE, AFTER)
 
     assert store.is_pair and store.problem == ""
-    assert store.trace_path("after").name == "after-workload-2steps.trace.json.gz"
+    assert store.trace_path("after").name == "after-tuned.trace.json.gz"
 
 
 def test_the_timeline_has_one_lane_per_region_in_run_order():
@@ -124,7 +124,18 @@ def test_the_timeline_has_one_lane_per_region_in_run_order():
 
     spans = store.timeline("before", 0)
 
-    assert list(dict.fromkeys(spans["lane"])) == ["text_encoder", "unet", "vae.decode"]
+    assert list(dict.fromkeys(spans["lane"])) == [
+        "text_encoder",
+        "text_encoder.encoder",
+        "text_encoder.encoder.layers.0",
+        "text_encoder.encoder.layers.1",
+        "unet",
+        "unet.blocks.0",
+        "unet.blocks.1",
+        "unet.blocks.2",
+        "vae.decode",
+        "vae.up",
+    ]
     assert (spans["start_ms"] >= 0).all() and spans["start_ms"].is_monotonic_increasing
 
 
