@@ -77,6 +77,17 @@ def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
         assert page.locator("canvas").count() >= 1
 
 
+def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
+        page.locator(".bk-tab", has_text="Region tree").click()
+        page.wait_for_selector(".tree-table .tabulator-row", timeout=TIMEOUT_MS)
+
+        rows = page.locator(".tree-table .tabulator-row").all_inner_texts()
+        assert any("unet.blocks.0" in row for row in rows)
+        assert "before: run" in page_text(page) and "after: run" in page_text(page)
+        page.screenshot(path=ARTIFACTS / "region-tree.png", full_page=True)
+
+
 def test_an_uploaded_file_replaces_the_shown_profile(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.wait_for_selector("canvas", timeout=TIMEOUT_MS)

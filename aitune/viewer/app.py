@@ -113,6 +113,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     context = {"store": store, "selection": selection}
     tabs = pn.Tabs(
         ("Regions", views.RegionShares(**context)),
+        ("Region tree", views.RegionTree(**context)),
         ("Run timing", views.RunTiming(**context)),
         ("Operators", views.Operators(**context)),
         ("Warnings", views.Warnings(**context)),

@@ -16,7 +16,7 @@ import param
 from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
-from aitune.viewer import sources, tables
+from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
 
 SIDES = ("before", "after")
@@ -106,6 +106,26 @@ class ProfileStore(param.Parameterized):
         if not self.is_pair:
             return self._cached("operators", lambda: self._stacked(tables.operator_table))
         return self._cached(("operator changes", domain), lambda: self._operator_changes(self._domain(domain)))
+
+    def has_tree(self) -> bool:
+        """Whether any loaded profile holds nested regions, so the region tree has something to show."""
+        return any(tree.has_tree(loaded.doc) for loaded in self.sides().values())
+
+    def tree_runs(self, domain: str, run: int | None) -> dict[str, int]:
+        """The run each side's tree is read from: ``run``, or that side's median run in ``domain`` when None."""
+        return {
+            side: tree.median_run(loaded.doc, domain) if run is None else run for side, loaded in self.sides().items()
+        }
+
+    def tree_table(self, domain: str, run: int | None) -> pd.DataFrame:
+        """The region tree of one run per side (see `tree_runs`), aligned by path; calls, total and self µs."""
+
+        def aligned() -> pd.DataFrame:
+            runs = self.tree_runs(domain, run)
+            docs = {side: loaded.doc for side, loaded in self.sides().items()}
+            return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
+
+        return self._cached(("tree", domain, run), aligned)
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""
