@@ -16,6 +16,7 @@ import param
 from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
+from aitune.report import scenario_names
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
 
@@ -32,13 +33,14 @@ class ProfileStore(param.Parameterized):
     before = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     after = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     problem = param.String(default="", doc="the last loading problem as one sentence; empty when none")
+    scenario = param.String(default=None, allow_None=True, doc="scenario shown; None: each profile's first")
     compared = param.Integer(default=0, doc="bumped each time a diff of the pair becomes available")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._cache: dict[Hashable, Any] = {}
 
-    @param.depends("before", "after", watch=True)
+    @param.depends("before", "after", "scenario", watch=True)
     def _forget(self) -> None:
         self._cache.clear()
 
@@ -74,7 +76,7 @@ class ProfileStore(param.Parameterized):
     def _show(self, before: Loaded | None, after: Loaded | None, *_: Any) -> None:
         if before is None:
             before, after = after, None
-        self.param.update(before=before, after=after, problem="")
+        self.param.update(before=before, after=after, problem="", scenario=None)
 
     # What is loaded ------------------------------------------------------------------------
 
@@ -83,8 +85,14 @@ class ProfileStore(param.Parameterized):
         return self.before is not None and self.after is not None
 
     def sides(self) -> dict[str, Loaded]:
-        """The loaded profiles by side, ``before`` first; empty when nothing is loaded."""
-        return {side: loaded for side in SIDES if (loaded := getattr(self, side)) is not None}
+        """The loaded profiles by side, ``before`` first, narrowed to the chosen scenario; empty when none."""
+        return {side: loaded.scenario(self.scenario) for side in SIDES if (loaded := getattr(self, side)) is not None}
+
+    def scenarios(self) -> list[str]:
+        """The scenario names every loaded profile has (in the before profile's order); [] for single-input ones."""
+        loaded = [item for item in (self.before, self.after) if item is not None]
+        names = [scenario_names(item.doc) for item in loaded]
+        return [name for name in names[0] if all(name in other for other in names)] if names else []
 
     def has_device_time(self) -> bool:
         """Whether every loaded profile has device time, so the device domain can be offered."""
@@ -149,7 +157,7 @@ class ProfileStore(param.Parameterized):
 
     def _compare(self, domain: str) -> compare.ProfileDiff | None:
         try:
-            return compare.compare_profiles(self.before.doc, self.after.doc, domain=domain)
+            return compare.compare_profiles(self.before.doc, self.after.doc, domain=domain, scenario=self.scenario)
         except ProfileError as error:
             self.problem = str(error)
             return None
@@ -158,7 +166,8 @@ class ProfileStore(param.Parameterized):
         return domain if domain == "cpu" or self.has_device_time() else "cpu"
 
     def _operator_changes(self, domain: str) -> pd.DataFrame:
-        rows = compare.operator_changes(self.before.doc, self.after.doc, domain, limit=OPERATOR_ROWS)
+        docs = self.sides()
+        rows = compare.operator_changes(docs["before"].doc, docs["after"].doc, domain, limit=OPERATOR_ROWS)
         data = [[row.key, row.device_type, row.before_us, row.after_us, row.delta_us] for row in rows]
         return pd.DataFrame(data, columns=OPERATOR_CHANGE_COLUMNS)
 
@@ -169,7 +178,7 @@ class ProfileStore(param.Parameterized):
         if diff is None:  # not compared yet: the view says so
             return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
         new_codes = {warning["code"] for warning in diff.warnings_only_after}
-        persisting = [w for w in self.after.doc["warnings"] if w["code"] not in new_codes]
+        persisting = [w for w in self.sides()["after"].doc["warnings"] if w["code"] not in new_codes]
         groups = {"gone": diff.warnings_only_before, "new": diff.warnings_only_after, "persisting": persisting}
         frames = [pd.DataFrame(rows, columns=tables.WARNING_COLUMNS).assign(status=s) for s, rows in groups.items()]
         return pd.concat(frames, ignore_index=True)

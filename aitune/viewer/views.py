@@ -57,6 +57,10 @@ class StoreView(pn.viewable.Viewer):
     store = param.ClassSelector(class_=ProfileStore)
     selection = param.ClassSelector(class_=Selection)
 
+    def shown(self) -> tuple[param.Parameter, ...]:
+        """The store parameters that change what is shown (the profiles and the scenario), for `pn.bind`."""
+        return self.store.param.before, self.store.param.after, self.store.param.scenario
+
 
 class Problem(StoreView):
     """The last loading problem, as one sentence above everything else."""
@@ -74,7 +78,11 @@ class RegionShares(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.selection.param.domain,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -96,7 +104,7 @@ class RunTiming(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         picker = pn.widgets.RadioButtonGroup.from_param(self.param.metric, color="light")
-        plot = pn.bind(self._render, self.store.param.before, self.store.param.after, self.param.metric)
+        plot = pn.bind(self._render, *self.shown(), self.param.metric)
         return pn.Column(picker, plot, sizing_mode="stretch_width")
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -112,7 +120,11 @@ class Operators(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.selection.param.domain,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -131,12 +143,11 @@ class RegionTree(StoreView):
     max_depth = param.Integer(default=3, bounds=(0, 16), doc="deepest level listed (0: topmost regions only)")
 
     def __panel__(self) -> pn.viewable.Viewable:
-        depth = pn.widgets.IntInput.from_param(self.param.max_depth, name="Deepest level", width=120)
-        runs = pn.bind(self._run_picker, self.store.param.before, self.store.param.after)
+        depth = pn.widgets.IntInput.from_param(self.param.max_depth, label="Deepest level", width=120)
+        runs = pn.bind(self._run_picker, *self.shown())
         body = pn.bind(
             self._render,
-            self.store.param.before,
-            self.store.param.after,
+            *self.shown(),
             self.selection.param.domain,
             self.selection.param.tree_run,
             self.param.max_depth,
@@ -149,7 +160,7 @@ class RegionTree(StoreView):
             for index in sorted({*self.store.run_indices("before"), *self.store.run_indices("after")})
         }
         chosen = next((label for label, index in runs.items() if index == self.selection.tree_run), MEDIAN_RUN)
-        picker = pn.widgets.Select(name="Run", options=[MEDIAN_RUN, *runs], value=chosen, width=200)
+        picker = pn.widgets.Select(label="Run", options=[MEDIAN_RUN, *runs], value=chosen, width=200)
         picker.param.watch(lambda event: setattr(self.selection, "tree_run", runs.get(event.new)), "value")
         return picker
 
@@ -173,7 +184,11 @@ class Warnings(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.store.param.compared)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.store.param.compared,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -193,8 +208,7 @@ class Timeline(StoreView):
         run = pn.widgets.IntInput.from_param(self.selection.param.run, width=120)
         body = pn.bind(
             self._render,
-            self.store.param.before,
-            self.store.param.after,
+            *self.shown(),
             self.selection.param.timeline_side,
             self.selection.param.run,
         )
