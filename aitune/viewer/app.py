@@ -95,7 +95,9 @@ def scenario_picker(store: ProfileStore) -> pn.widgets.Select:
         picker.param.update(options=names, value=chosen, visible=bool(names))
 
     def choose(event: param.parameterized.Event) -> None:
-        store.scenario = event.new
+        # The browser's empty select reports "" rather than None: only a listed name is a choice.
+        if event.new in store.scenarios():
+            store.scenario = event.new
 
     picker.param.watch(choose, "value")
     refresh()
