@@ -1,6 +1,8 @@
 """The torch-free profile diff: alignment by path, bootstrap intervals, and the regression gate."""
 
 import json
+import random
+import statistics
 
 import pytest
 from cli_helpers import run_cli
@@ -84,6 +86,49 @@ def test_the_bootstrap_interval_is_deterministic_and_brackets_the_ratio():
 
     assert bootstrap_ratio_interval(before, after) == (low, high)
     assert 1.25 < low < 1.30 < high < 1.36
+
+
+def documented_interval(before, after, resamples, seed=0):
+    """The method as the README states it, written plainly: resample each side, ratio of medians, percentiles."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        old = statistics.median(rng.choices(before, k=len(before)))
+        new = statistics.median(rng.choices(after, k=len(after)))
+        if old > 0:
+            ratios.append(new / old)
+    ratios.sort()
+    tail = (1 - 0.95) / 2
+    return interpolated(ratios, tail), interpolated(ratios, 1 - tail)
+
+
+def interpolated(ordered, q):
+    position = q * (len(ordered) - 1)
+    low, high = int(position), min(int(position) + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ([100.0, 102.0, 98.0, 101.0, 99.0], [130.0, 131.0, 129.0, 133.0, 128.0]),
+        ([0.0, 5.0, 7.0, 0.0], [3.0, 4.0, 8.0, 1.0, 2.0, 9.0, 6.0]),
+        ([10.0, 11.0], [12.0, 9.0, 30.0]),
+    ],
+)
+def test_the_vectorised_bootstrap_gives_the_documented_methods_numbers(before, after):
+    assert bootstrap_ratio_interval(before, after, resamples=300) == documented_interval(before, after, 300)
+
+
+def test_the_same_inputs_give_the_same_intervals_for_every_region_and_call():
+    runs = [{"untuned_module:a": us, "untuned_module:b": us} for us in (100.0, 120.0, 90.0, 110.0)]
+    slower = [{"untuned_module:a": us * 1.5, "untuned_module:b": us * 1.5} for us in (100.0, 120.0, 90.0, 110.0)]
+
+    first = compare_profiles(profile(runs), profile(slower))
+    second = compare_profiles(profile(runs), profile(slower))
+
+    assert first.to_dict() == second.to_dict()
+    assert first.regions[0].change == first.regions[1].change
 
 
 def test_a_single_run_has_no_interval_and_the_ratio_alone_decides_the_gate():

@@ -22,7 +22,7 @@ pytestmark = [
 ]
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager-4steps.profile.json", "after-workload-2steps.profile.json"
+BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
 TIMEOUT_MS = 20_000
 
 
@@ -72,9 +72,20 @@ def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server,
 def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.locator(".bk-tab", has_text="Timeline").click()
-        page.wait_for_selector("text=Download before-eager-4steps.trace.json.gz", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=Download before-eager.trace.json.gz", timeout=TIMEOUT_MS)
 
         assert page.locator("canvas").count() >= 1
+
+
+def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
+        page.locator(".bk-tab", has_text="Region tree").click()
+        page.wait_for_selector(".tree-table .tabulator-row", timeout=TIMEOUT_MS)
+
+        rows = page.locator(".tree-table .tabulator-row").all_inner_texts()
+        assert any("unet.blocks.0" in row for row in rows)
+        assert "before: run" in page_text(page) and "after: run" in page_text(page)
+        page.screenshot(path=ARTIFACTS / "region-tree.png", full_page=True)
 
 
 def test_an_uploaded_file_replaces_the_shown_profile(server, browser):

@@ -7,13 +7,14 @@ import pytest
 from viewer_docs import pipeline_doc, with_warning
 
 from aitune import compare
+from aitune.analysis.statistics import outlier_indices
 from aitune.report import dumps
 from aitune.viewer import tables
 from aitune.viewer.sources import Loaded
 from aitune.viewer.store import ProfileStore
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager-4steps.profile.json", "after-workload-2steps.profile.json"
+BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
 
 
 def pair_store(before, after) -> ProfileStore:
@@ -95,10 +96,17 @@ def test_runs_are_listed_per_side_and_a_slow_run_is_an_outlier():
     assert set(runs["side"]) == {"before"}
 
 
-def test_outliers_need_a_spread_and_three_runs():
-    assert tables.outliers([1.0, 1.0, 9.0]) == [False, False, False]
-    assert tables.outliers([1.0, 50.0]) == [False, False]
-    assert tables.outliers([10.0, 11.0, 9.0, 10.0, 30.0]) == [False, False, False, False, True]
+@pytest.mark.parametrize(
+    ("walls_us", "marked"), [([1.0, 1.0, 9.0], [2]), ([1.0, 50.0], []), ([10.0, 11.0, 9.0, 10.0, 30.0], [4])]
+)
+def test_outlier_runs_are_the_ones_the_cores_rule_names(walls_us, marked):
+    doc = pipeline_doc(65.0, runs=len(walls_us))
+    for run, wall_us in zip(doc["runs"], walls_us, strict=True):
+        run["timing"]["wall_time_us"] = wall_us
+
+    runs = tables.run_timing(doc)
+
+    assert runs.index[runs["outlier"]].tolist() == marked == outlier_indices(walls_us)
 
 
 def test_opening_names_from_the_runs_folder_loads_the_pair_and_its_traces():
@@ -107,7 +115,7 @@ def test_opening_names_from_the_runs_folder_loads_the_pair_and_its_traces():
     assert store.open_names(BEFORE, AFTER)
 
     assert store.is_pair and store.problem == ""
-    assert store.trace_path("after").name == "after-workload-2steps.trace.json.gz"
+    assert store.trace_path("after").name == "after-tuned.trace.json.gz"
 
 
 def test_the_timeline_has_one_lane_per_region_in_run_order():
@@ -116,7 +124,18 @@ def test_the_timeline_has_one_lane_per_region_in_run_order():
 
     spans = store.timeline("before", 0)
 
-    assert list(dict.fromkeys(spans["lane"])) == ["text_encoder", "unet", "vae.decode"]
+    assert list(dict.fromkeys(spans["lane"])) == [
+        "text_encoder",
+        "text_encoder.encoder",
+        "text_encoder.encoder.layers.0",
+        "text_encoder.encoder.layers.1",
+        "unet",
+        "unet.blocks.0",
+        "unet.blocks.1",
+        "unet.blocks.2",
+        "vae.decode",
+        "vae.up",
+    ]
     assert (spans["start_ms"] >= 0).all() and spans["start_ms"].is_monotonic_increasing
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import panel as pn
+import param
 
 from aitune.viewer import views
 from aitune.viewer.overview import Overview
@@ -65,14 +66,43 @@ def open_initial(store: ProfileStore, args: Mapping[str, Sequence[bytes | str]])
 
 
 def pickers(store: ProfileStore) -> pn.Column:
-    """Two selects over the runs folder and an Open button."""
-    names = [NONE, *store.available()]
-    current = {side: loaded.name for side, loaded in store.sides().items()}
-    before = pn.widgets.Select(label="Before", options=names, value=current.get("before", NONE))
-    after = pn.widgets.Select(label="After", options=names, value=current.get("after", NONE))
+    """Two selects over the runs folder and an Open button; they follow what the store shows (uploads too)."""
+    before = pn.widgets.Select(label="Before")
+    after = pn.widgets.Select(label="After")
+    count = pn.pane.Markdown()
+
+    def refresh(*_: object) -> None:
+        names = [NONE, *store.available()]
+        for side, select in (("before", before), ("after", after)):
+            shown = getattr(store, side)
+            select.param.update(options=names, value=shown.name if shown and shown.name in names else NONE)
+        count.object = f"**Runs folder:** {len(names) - 1} profiles"
+
+    refresh()
+    store.param.watch(refresh, ["before", "after"])
     button = pn.widgets.Button(label="Open", color="primary")
     button.on_click(lambda _: store.open_names(*(None if w.value == NONE else w.value for w in (before, after))))
-    return pn.Column(f"**Runs folder:** {len(names) - 1} profiles", before, after, button)
+    return pn.Column(count, before, after, button)
+
+
+def scenario_picker(store: ProfileStore) -> pn.widgets.Select:
+    """Which scenario of multi-scenario profiles to show; hidden when the profiles have one input each."""
+    picker = pn.widgets.Select(label="Scenario", width=300)
+
+    def refresh(*_: object) -> None:
+        names = store.scenarios()
+        chosen = store.scenario if store.scenario in names else next(iter(names), None)
+        picker.param.update(options=names, value=chosen, visible=bool(names))
+
+    def choose(event: param.parameterized.Event) -> None:
+        # The browser's empty select reports "" rather than None: only a listed name is a choice.
+        if event.new in store.scenarios():
+            store.scenario = event.new
+
+    picker.param.watch(choose, "value")
+    refresh()
+    store.param.watch(refresh, ["before", "after"])
+    return picker
 
 
 def uploader(store: ProfileStore) -> pn.Column:
@@ -98,7 +128,7 @@ def compare_after_load(store: ProfileStore, selection: Selection) -> None:
     def run(*_: object) -> None:
         store.compare_now(selection.domain)
 
-    store.param.watch(run, ["before", "after"])
+    store.param.watch(run, ["before", "after", "scenario"])
     selection.param.watch(run, ["domain"])
     pn.state.onload(run, threaded=True)
 
@@ -113,6 +143,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     context = {"store": store, "selection": selection}
     tabs = pn.Tabs(
         ("Regions", views.RegionShares(**context)),
+        ("Region tree", views.RegionTree(**context)),
         ("Run timing", views.RunTiming(**context)),
         ("Operators", views.Operators(**context)),
         ("Warnings", views.Warnings(**context)),
@@ -121,7 +152,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         sizing_mode="stretch_width",
     )
     compare_after_load(store, selection)
-    sidebar = pn.Column(pickers(store), uploader(store), "**Time domain**", domain, width=320)
+    sidebar = pn.Column(pickers(store), scenario_picker(store), uploader(store), "**Time domain**", domain, width=320)
     main = pn.Column(views.Problem(**context), Overview(**context), tabs, sizing_mode="stretch_width")
     return pn.Row(sidebar, main, sizing_mode="stretch_width", name="aitune viewer")
 

@@ -101,8 +101,7 @@ class Overview(StoreView):
         return pn.panel(
             pn.bind(
                 self._render,
-                self.store.param.before,
-                self.store.param.after,
+                *self.shown(),
                 self.store.param.compared,
                 self.selection.param.domain,
             )
@@ -112,6 +111,8 @@ class Overview(StoreView):
         names = " vs ".join(loaded.name for loaded in self.store.sides().values())
         if not names:
             return text_block("Open a profile from the runs folder, or upload one or two files.")
+        if self.store.scenario:
+            names += f" (scenario {self.store.scenario})"
         diff = self.store.comparison(self.selection.domain)
         if self.store.is_pair and diff is None:
             return pn.Column(text_block(names, "aitune-names"), text_block("Comparing with aitune.compare…"))

@@ -11,3 +11,4 @@ class Selection(param.Parameterized):
     domain = param.Selector(default="cpu", objects=["cpu", "device"], doc="time domain of the region charts")
     run = param.Integer(default=0, bounds=(0, None), doc="measured run shown in the timeline")
     timeline_side = param.Selector(default="before", objects=["before", "after"], doc="profile the timeline reads")
+    tree_run = param.Integer(default=None, allow_None=True, doc="run whose region tree is shown; None = median run")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 
 from aitune.errors import ProfileError
-from aitune.report import SCHEMA_VERSION, ProfileDoc, validate
+from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Largest profile or trace the viewer reads (after gunzip); a profile is usually well under 1 MB."""
@@ -33,11 +34,18 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True)
 class Loaded:
-    """One profile ready for the store: its display name, the document, and its trace when found."""
+    """One profile ready for the store: its display name, the document, and its trace(s) when found."""
 
     name: str
     doc: ProfileDoc
     trace_path: Path | None = None
+    scenario_traces: Mapping[str, Path | None] = field(default_factory=dict)
+
+    def scenario(self, name: str | None) -> Loaded:
+        """This profile as if only scenario ``name`` had been profiled; itself for None or a name it lacks."""
+        if name is None or name not in scenario_names(self.doc):
+            return self
+        return Loaded(self.name, select_scenario(self.doc, name), self.scenario_traces.get(name), self.scenario_traces)
 
 
 def list_profiles(root: Path) -> list[str]:
@@ -107,7 +115,10 @@ def load_from_folder(root: Path, name: str) -> Loaded:
     path = resolve_inside(root, name)
     stat = path.stat()
     doc = _validated_file(path, stat.st_mtime_ns, stat.st_size, name)
-    return Loaded(name=name, doc=doc, trace_path=trace_beside(path, doc, root))
+    scenario_traces = {
+        scenario: trace_beside(path, select_scenario(doc, scenario), root) for scenario in scenario_names(doc)
+    }
+    return Loaded(name, doc, trace_beside(path, doc, root), scenario_traces)
 
 
 @lru_cache(maxsize=32)

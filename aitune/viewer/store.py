@@ -16,7 +16,8 @@ import param
 from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
-from aitune.viewer import sources, tables
+from aitune.report import scenario_names
+from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
 
 SIDES = ("before", "after")
@@ -32,13 +33,14 @@ class ProfileStore(param.Parameterized):
     before = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     after = param.ClassSelector(class_=Loaded, default=None, allow_None=True)
     problem = param.String(default="", doc="the last loading problem as one sentence; empty when none")
+    scenario = param.String(default=None, allow_None=True, doc="scenario shown; None: each profile's first")
     compared = param.Integer(default=0, doc="bumped each time a diff of the pair becomes available")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._cache: dict[Hashable, Any] = {}
 
-    @param.depends("before", "after", watch=True)
+    @param.depends("before", "after", "scenario", watch=True)
     def _forget(self) -> None:
         self._cache.clear()
 
@@ -74,7 +76,7 @@ class ProfileStore(param.Parameterized):
     def _show(self, before: Loaded | None, after: Loaded | None, *_: Any) -> None:
         if before is None:
             before, after = after, None
-        self.param.update(before=before, after=after, problem="")
+        self.param.update(before=before, after=after, problem="", scenario=None)
 
     # What is loaded ------------------------------------------------------------------------
 
@@ -83,8 +85,14 @@ class ProfileStore(param.Parameterized):
         return self.before is not None and self.after is not None
 
     def sides(self) -> dict[str, Loaded]:
-        """The loaded profiles by side, ``before`` first; empty when nothing is loaded."""
-        return {side: loaded for side in SIDES if (loaded := getattr(self, side)) is not None}
+        """The loaded profiles by side, ``before`` first, narrowed to the chosen scenario; empty when none."""
+        return {side: loaded.scenario(self.scenario) for side in SIDES if (loaded := getattr(self, side)) is not None}
+
+    def scenarios(self) -> list[str]:
+        """The scenario names every loaded profile has (in the before profile's order); [] for single-input ones."""
+        loaded = [item for item in (self.before, self.after) if item is not None]
+        names = [scenario_names(item.doc) for item in loaded]
+        return [name for name in names[0] if all(name in other for other in names)] if names else []
 
     def has_device_time(self) -> bool:
         """Whether every loaded profile has device time, so the device domain can be offered."""
@@ -107,6 +115,26 @@ class ProfileStore(param.Parameterized):
             return self._cached("operators", lambda: self._stacked(tables.operator_table))
         return self._cached(("operator changes", domain), lambda: self._operator_changes(self._domain(domain)))
 
+    def has_tree(self) -> bool:
+        """Whether any loaded profile holds nested regions, so the region tree has something to show."""
+        return any(tree.has_tree(loaded.doc) for loaded in self.sides().values())
+
+    def tree_runs(self, domain: str, run: int | None) -> dict[str, int]:
+        """The run each side's tree is read from: ``run``, or that side's median run in ``domain`` when None."""
+        return {
+            side: tree.median_run(loaded.doc, domain) if run is None else run for side, loaded in self.sides().items()
+        }
+
+    def tree_table(self, domain: str, run: int | None) -> pd.DataFrame:
+        """The region tree of one run per side (see `tree_runs`), aligned by path; calls, total and self µs."""
+
+        def aligned() -> pd.DataFrame:
+            runs = self.tree_runs(domain, run)
+            docs = {side: loaded.doc for side, loaded in self.sides().items()}
+            return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
+
+        return self._cached(("tree", domain, run), aligned)
+
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""
         return self._cached(("warnings", self.comparison("cpu") is not None), self._warnings)
@@ -118,8 +146,8 @@ class ProfileStore(param.Parameterized):
     def compare_now(self, domain: str) -> compare.ProfileDiff | None:
         """Compute (or reuse) the pair's diff in ``domain``, then bump ``compared`` so views redraw.
 
-        Kept off the page build: compare bootstraps an interval for every region, which takes
-        seconds for hundreds of regions, and the charts need none of it.
+        Kept off the page build: compare bootstraps an interval for every region (about a quarter
+        of a second for 500 regions), and the charts need none of it.
         """
         if not self.is_pair:
             return None
@@ -129,7 +157,7 @@ class ProfileStore(param.Parameterized):
 
     def _compare(self, domain: str) -> compare.ProfileDiff | None:
         try:
-            return compare.compare_profiles(self.before.doc, self.after.doc, domain=domain)
+            return compare.compare_profiles(self.before.doc, self.after.doc, domain=domain, scenario=self.scenario)
         except ProfileError as error:
             self.problem = str(error)
             return None
@@ -138,7 +166,8 @@ class ProfileStore(param.Parameterized):
         return domain if domain == "cpu" or self.has_device_time() else "cpu"
 
     def _operator_changes(self, domain: str) -> pd.DataFrame:
-        rows = compare.operator_changes(self.before.doc, self.after.doc, domain, limit=OPERATOR_ROWS)
+        docs = self.sides()
+        rows = compare.operator_changes(docs["before"].doc, docs["after"].doc, domain, limit=OPERATOR_ROWS)
         data = [[row.key, row.device_type, row.before_us, row.after_us, row.delta_us] for row in rows]
         return pd.DataFrame(data, columns=OPERATOR_CHANGE_COLUMNS)
 
@@ -149,7 +178,7 @@ class ProfileStore(param.Parameterized):
         if diff is None:  # not compared yet: the view says so
             return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
         new_codes = {warning["code"] for warning in diff.warnings_only_after}
-        persisting = [w for w in self.after.doc["warnings"] if w["code"] not in new_codes]
+        persisting = [w for w in self.sides()["after"].doc["warnings"] if w["code"] not in new_codes]
         groups = {"gone": diff.warnings_only_before, "new": diff.warnings_only_after, "persisting": persisting}
         frames = [pd.DataFrame(rows, columns=tables.WARNING_COLUMNS).assign(status=s) for s, rows in groups.items()]
         return pd.concat(frames, ignore_index=True)

@@ -7,12 +7,13 @@ run); anything that compares two profiles belongs to `aitune.compare`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from aitune.analysis.events import TraceEvents
+from aitune.analysis.statistics import outlier_indices
 from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, run_span_name
 from aitune.report import ProfileDoc
 
@@ -20,9 +21,6 @@ RESIDUAL = "(residual)"
 """The path under which the residual (time outside every region) is listed beside the regions."""
 
 MANAGED_KINDS = frozenset({"aot_managed_module", "jit_managed_module"})
-
-OUTLIER_MADS = 3.0
-"""A run is marked an outlier when it is more than this many MADs from the median run."""
 
 REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
 RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
@@ -84,7 +82,10 @@ def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
 
 
 def run_timing(doc: ProfileDoc) -> pd.DataFrame:
-    """One row per measured run (µs; device column empty without device data), outliers marked by wall time."""
+    """One row per measured run (µs; device column empty without device data).
+
+    Outliers are judged on wall time by the core's rule, so they are the runs its RUN_OUTLIERS warning names.
+    """
     rows = [
         {
             "run_index": run["run_index"],
@@ -95,17 +96,9 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
         for run in doc["runs"]
     ]
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS[:-1])
-    frame["outlier"] = outliers(frame["wall_time_us"].tolist())
+    marked = set(outlier_indices(frame["wall_time_us"].tolist()))
+    frame["outlier"] = [index in marked for index in range(len(frame))]
     return frame
-
-
-def outliers(values: Sequence[float], mads: float = OUTLIER_MADS) -> list[bool]:
-    """Which values lie more than ``mads`` median absolute deviations from the median (none when MAD is 0)."""
-    if len(values) < 3:
-        return [False] * len(values)
-    middle = statistics.median(values)
-    spread = statistics.median(abs(value - middle) for value in values)
-    return [spread > 0 and abs(value - middle) > mads * spread for value in values]
 
 
 def operator_table(doc: ProfileDoc) -> pd.DataFrame:

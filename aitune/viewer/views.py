@@ -11,12 +11,19 @@ import html
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import NumberFormatter
 
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
 
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
+MEDIAN_RUN = "median run of each side"
+
+
+def number_format(decimals: int) -> NumberFormatter:
+    """Digits grouped (12,345.6), ``-`` where a side has no value."""
+    return NumberFormatter(format="0,0" + ("." + "0" * decimals if decimals else ""), nan_format="-", null_format="-")
 
 
 def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
@@ -33,7 +40,11 @@ def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: in
         show_index=False,
         pagination="local",
         page_size=page_size,
-        formatters={column: PLAIN_TEXT for column in present},
+        formatters={
+            **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
+            **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
+            **{column: PLAIN_TEXT for column in present},
+        },
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
         css_classes=[name],
@@ -45,6 +56,10 @@ class StoreView(pn.viewable.Viewer):
 
     store = param.ClassSelector(class_=ProfileStore)
     selection = param.ClassSelector(class_=Selection)
+
+    def shown(self) -> tuple[param.Parameter, ...]:
+        """The store parameters that change what is shown (the profiles and the scenario), for `pn.bind`."""
+        return self.store.param.before, self.store.param.after, self.store.param.scenario
 
 
 class Problem(StoreView):
@@ -63,7 +78,11 @@ class RegionShares(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.selection.param.domain,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -85,7 +104,7 @@ class RunTiming(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         picker = pn.widgets.RadioButtonGroup.from_param(self.param.metric, color="light")
-        plot = pn.bind(self._render, self.store.param.before, self.store.param.after, self.param.metric)
+        plot = pn.bind(self._render, *self.shown(), self.param.metric)
         return pn.Column(picker, plot, sizing_mode="stretch_width")
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -101,7 +120,11 @@ class Operators(StoreView):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.selection.param.domain)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.selection.param.domain,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -114,12 +137,58 @@ class Operators(StoreView):
         return pn.Column(text_block(note), operators, sizing_mode="stretch_width") if note else operators
 
 
+class RegionTree(StoreView):
+    """Nested regions with total and self time, one run per side, before and after side by side by path."""
+
+    max_depth = param.Integer(default=3, bounds=(0, 16), doc="deepest level listed (0: topmost regions only)")
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        depth = pn.widgets.IntInput.from_param(self.param.max_depth, label="Deepest level", width=120)
+        runs = pn.bind(self._run_picker, *self.shown())
+        body = pn.bind(
+            self._render,
+            *self.shown(),
+            self.selection.param.domain,
+            self.selection.param.tree_run,
+            self.param.max_depth,
+        )
+        return pn.Column(pn.Row(runs, depth), body, sizing_mode="stretch_width")
+
+    def _run_picker(self, *_: object) -> pn.widgets.Select:
+        runs = {
+            f"run {index}": index
+            for index in sorted({*self.store.run_indices("before"), *self.store.run_indices("after")})
+        }
+        chosen = next((label for label, index in runs.items() if index == self.selection.tree_run), MEDIAN_RUN)
+        picker = pn.widgets.Select(label="Run", options=[MEDIAN_RUN, *runs], value=chosen, width=200)
+        picker.param.watch(lambda event: setattr(self.selection, "tree_run", runs.get(event.new)), "value")
+        return picker
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        if not self.store.has_tree():
+            return text_block("No nested regions in this profile (captured with max_depth=1, or no region nests).")
+        domain = self.selection.domain if self.store.has_device_time() else "cpu"
+        runs = self.store.tree_runs(domain, self.selection.tree_run)
+        rows = self.store.tree_table(domain, self.selection.tree_run)
+        shown = rows[rows["depth"] <= self.max_depth].drop(columns=["path", "depth"])
+        note = text_block(
+            f"{domain} time (µs) of one run per side ("
+            + ", ".join(f"{side}: run {index}" for side, index in runs.items())
+            + "); total includes the nested regions, self is what none of them accounts for."
+        )
+        return pn.Column(note, table(shown, ["region"], "tree-table", page_size=50), sizing_mode="stretch_width")
+
+
 class Warnings(StoreView):
     """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.panel(
-            pn.bind(self._render, self.store.param.before, self.store.param.after, self.store.param.compared)
+            pn.bind(
+                self._render,
+                *self.shown(),
+                self.store.param.compared,
+            )
         )
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
@@ -139,8 +208,7 @@ class Timeline(StoreView):
         run = pn.widgets.IntInput.from_param(self.selection.param.run, width=120)
         body = pn.bind(
             self._render,
-            self.store.param.before,
-            self.store.param.after,
+            *self.shown(),
             self.selection.param.timeline_side,
             self.selection.param.run,
         )

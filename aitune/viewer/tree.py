@@ -1,0 +1,88 @@
+"""The region tree of one run per side, flattened into rows and aligned by path: pure functions of documents.
+
+Each side shows one actual run (the chosen one, or its median run) rather than medians per node, so
+a node's children and self time still add up to its total.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from aitune.report import ProfileDoc
+from aitune.viewer.tables import region_path
+
+INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
+NODE_COLUMNS = ["calls", "total_us", "self_us"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One region entered during a run, flattened: where it sits and its times in one domain (µs)."""
+
+    path: str
+    parent: str | None
+    calls: int
+    total_us: float
+    self_us: float
+
+
+def median_run(doc: ProfileDoc, domain: str) -> int:
+    """The index of the run whose ``domain`` time is the median (the lower one of an even count)."""
+    times = {run["run_index"]: run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]}
+    middle = statistics.median_low(times.values())
+    return next(index for index, time_us in times.items() if time_us == middle)
+
+
+def has_tree(doc: ProfileDoc) -> bool:
+    """Whether any run of the document holds nested regions."""
+    return any(run.get("tree") for run in doc["runs"])
+
+
+def run_nodes(doc: ProfileDoc, run_index: int, domain: str) -> list[Node]:
+    """The nodes of one run's tree in depth-first order; its topmost regions (self = total) without a tree."""
+    run = next((run for run in doc["runs"] if run["run_index"] == run_index), None)
+    return [] if run is None else list(_flatten(run.get("tree") or run["regions"], domain, None))
+
+
+def _flatten(shares: Iterable[Mapping[str, Any]], domain: str, parent: str | None) -> Iterable[Node]:
+    for share in shares:
+        path = region_path(share["region_id"])
+        total = share.get(f"{domain}_time_us", 0.0)
+        yield Node(path, parent, share.get("calls", 0), total, share.get(f"{domain}_self_time_us", total))
+        yield from _flatten(share.get("children", ()), domain, path)
+
+
+def aligned_tree(sides: Mapping[str, list[Node]]) -> pd.DataFrame:
+    """One row per path of any side, in tree order (a path sits where it first appears), side columns beside.
+
+    Columns: ``region`` (the path indented by depth), ``path``, ``depth``, then per side
+    ``<side>_calls``, ``<side>_total_us`` and ``<side>_self_us`` (empty where the side lacks the path).
+    """
+    children: dict[str | None, list[str]] = {}
+    placed: dict[str, Node] = {}
+    for nodes in sides.values():
+        for node in nodes:
+            if node.path not in placed:
+                placed[node.path] = node
+                children.setdefault(node.parent if node.parent in placed else None, []).append(node.path)
+    by_side = {side: {node.path: node for node in nodes} for side, nodes in sides.items()}
+    rows = []
+    for path, depth in _preorder(children, None, 0):
+        row: dict[str, Any] = {"region": INDENT * depth + path, "path": path, "depth": depth}
+        for side, nodes in by_side.items():
+            node = nodes.get(path)
+            row.update({f"{side}_{column}": getattr(node, column) if node else None for column in NODE_COLUMNS})
+        rows.append(row)
+    columns = ["region", "path", "depth", *(f"{side}_{column}" for side in sides for column in NODE_COLUMNS)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _preorder(children: Mapping[str | None, list[str]], parent: str | None, depth: int) -> Iterable[tuple[str, int]]:
+    for path in children.get(parent, []):
+        yield path, depth
+        yield from _preorder(children, path, depth + 1)
