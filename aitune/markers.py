@@ -3,6 +3,9 @@
 Every span aitune opens carries one fixed prefix, so any saved trace can be re-analysed offline.
 """
 
+SPAN_PREFIX = "aitune::"
+"""Every span aitune opens starts with this."""
+
 REGION_SPAN_PREFIX = "aitune::region::"
 """A region span is named ``aitune::region::<region id>``, e.g. ``aitune::region::untuned_module:vae.decode``."""
 

@@ -10,13 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX, TRACE_METADATA_KEY
+from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX, SPAN_PREFIX, TRACE_METADATA_KEY
 
 ThreadKey = tuple[Any, Any]
 """(pid, tid) of the thread a CPU span ran on."""
 
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+SPAN_CATEGORIES = frozenset({"user_annotation", "cpu_op"})
+"""aitune's spans are user annotations, or CPU ops when opened through torch's fast record-function path."""
 
 
 class Span(NamedTuple):
@@ -88,17 +90,17 @@ class TraceEvents:
         self, category: str, name: str, start_us: float, duration_us: float, thread: ThreadKey, correlation: int | None
     ) -> None:
         """File one complete event by its category; categories analysis does not use are dropped."""
-        if category == "cpu_op":
+        if name.startswith(SPAN_PREFIX) and category in SPAN_CATEGORIES:
+            if name.startswith(REGION_SPAN_PREFIX):
+                self.regions.append(Span(name, start_us, duration_us, thread))
+            elif name.startswith(RUN_SPAN_PREFIX):
+                self.runs.append(Span(name, start_us, duration_us, thread))
+        elif category == "cpu_op":
             ops = self.ops
             ops.names.append(name)
             ops.starts_us.append(start_us)
             ops.durations_us.append(duration_us)
             ops.threads.append(thread)
-        elif category == "user_annotation":
-            if name.startswith(REGION_SPAN_PREFIX):
-                self.regions.append(Span(name, start_us, duration_us, thread))
-            elif name.startswith(RUN_SPAN_PREFIX):
-                self.runs.append(Span(name, start_us, duration_us, thread))
         elif correlation is None:
             return
         elif category in LAUNCH_CATEGORIES:
