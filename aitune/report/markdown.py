@@ -72,7 +72,8 @@ def _overview(doc: ProfileDoc) -> str:
     if overhead:
         lines.append(
             f"- Capture overhead: fastest run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({overhead['ratio']:.2f}×)"
+            f"{ms(overhead['plain_wall_time_us'])} ms in uninstrumented warmups ({overhead['ratio']:.2f}×"
+            + ("; below 1: the warmups were still warming up)" if overhead["ratio"] < 1 else ")")
         )
     if scenario_names(doc):
         lines.append(f"- Scenarios: {', '.join(scenario_names(doc))}")
