@@ -98,14 +98,7 @@ class Overview(StoreView):
     """What moved and whether the numbers can be trusted, in one strip."""
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.panel(
-            pn.bind(
-                self._render,
-                *self.shown(),
-                self.store.param.compared,
-                self.selection.param.domain,
-            )
-        )
+        return self.rendered(self.store.param.compared, self.selection.param.domain)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
         names = " vs ".join(loaded.name for loaded in self.store.sides().values())

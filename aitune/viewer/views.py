@@ -61,6 +61,10 @@ class StoreView(pn.viewable.Viewer):
         """The store parameters that change what is shown (the profiles and the scenario), for `pn.bind`."""
         return self.store.param.before, self.store.param.after, self.store.param.scenario
 
+    def rendered(self, *also: param.Parameter) -> pn.viewable.Viewable:
+        """``self._render`` re-run whenever what is shown, or any of ``also``, changes."""
+        return pn.panel(pn.bind(self._render, *self.shown(), *also))  # type: ignore[attr-defined]
+
 
 class Problem(StoreView):
     """The last loading problem, as one sentence above everything else."""
@@ -77,13 +81,7 @@ class RegionShares(StoreView):
     """Grouped bars of region shares per side, with the domain toggle when device time exists."""
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.panel(
-            pn.bind(
-                self._render,
-                *self.shown(),
-                self.selection.param.domain,
-            )
-        )
+        return self.rendered(self.selection.param.domain)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
         domain = self.selection.domain if self.store.has_device_time() else "cpu"
@@ -119,13 +117,7 @@ class Operators(StoreView):
     """The key-averages tables of both sides, sortable and filterable."""
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.panel(
-            pn.bind(
-                self._render,
-                *self.shown(),
-                self.selection.param.domain,
-            )
-        )
+        return self.rendered(self.selection.param.domain)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
         note = (
@@ -183,13 +175,7 @@ class Warnings(StoreView):
     """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.panel(
-            pn.bind(
-                self._render,
-                *self.shown(),
-                self.store.param.compared,
-            )
-        )
+        return self.rendered(self.store.param.compared)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
         if self.store.is_pair and self.store.comparison("cpu") is None:
