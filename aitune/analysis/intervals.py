@@ -54,6 +54,8 @@ def parents(spans: Columns, order: Sequence[int] | None = None) -> list[int | No
 
 def innermost_enclosing(spans: Columns, points_us: Sequence[float]) -> list[int | None]:
     """For each time point, the index of the innermost span (all on one thread) containing it, or None."""
+    if not points_us:
+        return []
     starts, durations = spans
     order = nesting_order(spans)
     ends = [start + duration for start, duration in zip(starts, durations, strict=True)]
