@@ -81,3 +81,14 @@ def test_the_viewer_imports_and_builds_without_torch():
     )
 
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_top_movers_are_topmost_regions_not_blocks_inside_a_module_tuned_whole():
+    store = ProfileStore(runs_dir=SAMPLES)
+    assert store.open_names("before-eager.profile.json", "after-tuned.profile.json")
+
+    lines = overview.movers(store.compare_now("cpu"), store.topmost_paths("cpu"), limit=10)
+
+    paths = [line.split(" (")[0] for line in lines]
+    assert "unet" in paths
+    assert not [path for path in paths if path.startswith("unet.")]
