@@ -6,8 +6,10 @@ launches of device work, and the device activities (kernels, copies, sets) they 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX, SPAN_PREFIX, TRACE_METADATA_KEY
@@ -85,6 +87,23 @@ class TraceEvents:
     @property
     def has_device_data(self) -> bool:
         return bool(self.device)
+
+    # Shared by the analyses of one finished read; `add` must not be called after they are taken.
+    @cached_property
+    def op_indices_by_thread(self) -> dict[ThreadKey, list[int]]:
+        """Indices into ``ops`` grouped by thread, in trace order."""
+        groups: dict[ThreadKey, list[int]] = defaultdict(list)
+        for index, thread in enumerate(self.ops.threads):
+            groups[thread].append(index)
+        return dict(groups)
+
+    @cached_property
+    def device_time_by_correlation(self) -> dict[int, float]:
+        """µs of device work each launch started, by correlation id."""
+        totals: dict[int, float] = defaultdict(float)
+        for activity in self.device:
+            totals[activity.correlation] += activity.duration_us
+        return dict(totals)
 
     def add(
         self, category: str, name: str, start_us: float, duration_us: float, thread: ThreadKey, correlation: int | None

@@ -6,12 +6,11 @@ Built from the trace's CPU operator spans and the device work they launched, lik
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.events import Launch, ThreadKey, TraceEvents
+from aitune.analysis.events import Launch, TraceEvents
 from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
 
 ROW_LIMIT = 20
@@ -44,18 +43,13 @@ class OperatorRow:
 
 def operator_rows(events: TraceEvents) -> list[OperatorRow]:
     """Aggregate every operator span that started inside a measured run, plus the device activities."""
-    device_by_correlation: dict[int, float] = defaultdict(float)
-    for activity in events.device:
-        device_by_correlation[activity.correlation] += activity.duration_us
+    device_by_correlation = events.device_time_by_correlation
     rows: dict[tuple[str, str], OperatorRow] = {}
     measured_launches: set[int] = set()
 
-    by_thread: dict[ThreadKey, list[int]] = defaultdict(list)
-    for index, thread in enumerate(events.ops.threads):
-        by_thread[thread].append(index)
-    for launch in events.launches:
-        by_thread.setdefault(launch.thread, [])
-    for thread, indices in by_thread.items():
+    by_thread = events.op_indices_by_thread
+    for thread in dict.fromkeys([*by_thread, *(launch.thread for launch in events.launches)]):
+        indices = by_thread.get(thread, [])
         runs = columns([run for run in events.runs if run.thread == thread])
         launches = [launch for launch in events.launches if launch.thread == thread]
         in_run = innermost_enclosing(runs, [events.ops.starts_us[i] for i in indices])

@@ -12,7 +12,6 @@ causes add up to the CPU residual.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -56,7 +55,9 @@ def operator_cause(name: str) -> str:
 def residual_causes(events: TraceEvents) -> dict[int, ResidualCauses]:
     """For each run index, its residual CPU time by cause (before ``python`` is derived)."""
     causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
-    for thread, op_indices in _ops_by_thread(events).items():
+    by_thread = events.op_indices_by_thread
+    for thread in dict.fromkeys([*by_thread, *(run.thread for run in events.runs)]):
+        op_indices = by_thread.get(thread, [])
         runs = [run for run in events.runs if run.thread == thread]
         regions = columns([span for span in events.regions if span.thread == thread])
         starts = [events.ops.starts_us[i] for i in op_indices]
@@ -72,15 +73,6 @@ def residual_causes(events: TraceEvents) -> dict[int, ResidualCauses]:
                 causes[run_index_of(runs[run])].known_us[cause] += events.ops.durations_us[index]
         _add_bare_runtime_calls(events, thread, runs, regions, spans, causes)
     return causes
-
-
-def _ops_by_thread(events: TraceEvents) -> dict[ThreadKey, list[int]]:
-    groups: dict[ThreadKey, list[int]] = defaultdict(list)
-    for index, thread in enumerate(events.ops.threads):
-        groups[thread].append(index)
-    for run in events.runs:
-        groups.setdefault(run.thread, [])
-    return groups
 
 
 def _add_bare_runtime_calls(

@@ -22,7 +22,7 @@ from aitune.cli.edge import without_profiler_lines
 from aitune.errors import CaptureError, ProfileError
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
 
-PROFILE_NAME, MARKDOWN_NAME, TRACE_NAME = "profile.json", "profile.md", "trace.json.gz"
+TRACE_NAME = "trace.json.gz"
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,6 @@ class Candidate:
         return self.status in ("accepted", "winner")
 
     @property
-    def latency_us(self) -> float:
-        return self.latency.median_us if self.latency is not None else float("inf")
-
-    @property
     def speedup(self) -> float | None:
         """Eager median ÷ this candidate's median, both timed in turns; None when not timed."""
         if self.latency is None or self.eager is None or self.latency.median_us <= 0:
