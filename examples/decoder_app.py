@@ -47,6 +47,7 @@ class TinyLM(nn.Module):
             x = block(x)
         return self.head(self.norm(x))
 
+    @torch.no_grad()  # as transformers' generate: inference builds no autograd graph
     def generate(self, token_ids: torch.Tensor, max_new_tokens: int = 16, temperature: float = 0.8) -> torch.Tensor:
         """Sample ``max_new_tokens`` tokens, one forward per token (no KV cache), seeded for repeatability."""
         generator = torch.Generator(device=token_ids.device).manual_seed(0)

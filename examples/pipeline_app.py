@@ -96,6 +96,7 @@ class Pipeline:
             module.to(self.device)
         return self
 
+    @torch.no_grad()  # as diffusers pipelines decorate __call__: inference builds no autograd graph
     def __call__(self, token_ids: torch.Tensor, guidance: float = 5.0) -> torch.Tensor:
         cond = self.text_encoder(token_ids).mean(dim=1)
         uncond = torch.zeros_like(cond)

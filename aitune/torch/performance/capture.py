@@ -66,26 +66,27 @@ def capture_trace(
     activities = profiler_activities()
     synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in activities else _no_sync
     plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
-    with torch.no_grad():
-        warmup_walls = [
-            _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
-        ]
-        with (
-            Instrumented(targets),
-            profile(
-                activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack
-            ) as profiler,
-        ):
-            _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation; discarded
-            profiler.step()
-            run_walls = []
-            for index in range(measured_runs):
-                which = f"measured run {index + 1} of {measured_runs}"
-                run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
-                if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
-                    profiler.step()
-            meta = {**metadata, "warmup_wall_times_us": warmup_walls, "run_wall_times_us": run_walls}
-            profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
+    # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
+    # their fast path and change the outputs the capture is meant to observe, not alter.
+    warmup_walls = [
+        _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
+    ]
+    with (
+        Instrumented(targets),
+        profile(
+            activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack
+        ) as profiler,
+    ):
+        _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation; discarded
+        profiler.step()
+        run_walls = []
+        for index in range(measured_runs):
+            which = f"measured run {index + 1} of {measured_runs}"
+            run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
+            if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
+                profiler.step()
+        meta = {**metadata, "warmup_wall_times_us": warmup_walls, "run_wall_times_us": run_walls}
+        profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     if trace_path is not None:
         try:
             profiler.export_chrome_trace(str(trace_path))
