@@ -2,10 +2,14 @@
 
 Regions line up by *path*, the region id without its kind prefix, so ``untuned_module:unet`` before
 and ``aot_module:unet`` after are one row, and a region that moved into a nested tree still meets
-its old self. Every ratio is after ÷ before of the median over the measured runs. Its confidence
-interval is a percentile bootstrap of the ratio of medians: each side's per-run samples are
-resampled with replacement `BOOTSTRAP_RESAMPLES` times from a fixed seed, so the same two files
-always give the same numbers. A side with fewer than two runs has no interval.
+its old self. A document may name the object its paths start from (``target.root``: entry mode's
+``pipe``); when the two sides differ in that, each side's paths are put under its own root, so an
+entry capture's ``unet`` meets a script capture's ``pipe.unet``.
+
+Every ratio is after ÷ before of the median over the measured runs. Its confidence interval is a
+percentile bootstrap of the ratio of medians: each side's per-run samples are resampled with
+replacement `BOOTSTRAP_RESAMPLES` times from a fixed seed, so the same two files always give the
+same numbers. A side with fewer than two runs has no interval.
 
 The resample indices depend only on the two sides' run counts, so they are drawn once and reused
 for the run time, the residual and every region; the medians are then taken with numpy, one array
@@ -24,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from aitune.errors import ProfileError
+from aitune.markers import region_path
 from aitune.report import document
+from aitune.report.headline import headline_rows
 
 DOMAINS = ("cpu", "device")
 BOOTSTRAP_RESAMPLES = 2000
@@ -91,8 +97,9 @@ class ProfileDiff:
     scenario: str | None
     runs: tuple[int, int]
     run_time: Change
-    residual: Change
-    regions: list[RegionChange]
+    residual: Change  # the time outside every region
+    regions: list[RegionChange]  # every region, nested ones included
+    headline: list[RegionChange]  # the headline's rows (see aitune.report.headline) but the residual
     operators: list[OperatorChange]
     warnings_only_before: list[dict[str, Any]] = field(default_factory=list)
     warnings_only_after: list[dict[str, Any]] = field(default_factory=list)
@@ -111,9 +118,10 @@ class ProfileDiff:
         data["runs"] = {"before": self.runs[0], "after": self.runs[1]}
         for key in ("run_time", "residual"):
             data[key]["beyond_noise"] = getattr(self, key).beyond_noise
-        for row, region in zip(data["regions"], self.regions, strict=True):
-            row["status"] = region.status
-            row["change"]["beyond_noise"] = region.change.beyond_noise
+        for key in ("regions", "headline"):
+            for row, region in zip(data[key], getattr(self, key), strict=True):
+                row["status"] = region.status
+                row["change"]["beyond_noise"] = region.change.beyond_noise
         for row, operator in zip(data["operators"], self.operators, strict=True):
             row["delta_us"] = operator.delta_us
         data["added"], data["removed"] = self.added, self.removed
@@ -133,6 +141,7 @@ def compare_profiles(
     for name, doc in sides.items():
         _check_has_domain(doc, domain, name)
     old, new = sides["before"], sides["after"]
+    old_root, new_root = aligning_roots(old, new)
     warnings_before, warnings_after = _one_sided_warnings(old.get("warnings", []), new.get("warnings", []))
     return ProfileDiff(
         domain=domain,
@@ -140,7 +149,8 @@ def compare_profiles(
         runs=(len(old["runs"]), len(new["runs"])),
         run_time=change(run_samples(old, domain), run_samples(new, domain)),
         residual=change(residual_samples(old, domain), residual_samples(new, domain)),
-        regions=_region_changes(region_samples(old, domain), region_samples(new, domain)),
+        regions=_region_changes(region_samples(old, domain, old_root), region_samples(new, domain, new_root)),
+        headline=_region_changes(headline_samples(old, domain, old_root), headline_samples(new, domain, new_root)),
         operators=operator_changes(old, new, domain),
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
@@ -166,10 +176,24 @@ def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str
         raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
 
 
-def path_of(region_id: str) -> str:
-    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``)."""
-    kind, separator, path = region_id.partition(":")
-    return path if separator else kind
+def path_of(region_id: str, root: str = "") -> str:
+    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``), under ``root`` if given."""
+    return _under(root, region_path(region_id))
+
+
+def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, str]:
+    """The root each side's paths are put under so that the two sides line up; ``""``: as they are.
+
+    Documents that name the same root (or none) line up as they are. Otherwise each side's paths go
+    under its own ``target.root``, so both read from the user's globals: entry mode's ``unet`` of
+    root ``pipe`` becomes ``pipe.unet``, which is what script mode calls it.
+    """
+    roots = (before.get("target", {}).get("root", ""), after.get("target", {}).get("root", ""))
+    return ("", "") if roots[0] == roots[1] else roots
+
+
+def _under(root: str, path: str) -> str:
+    return f"{root}.{path}" if root else path
 
 
 def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
@@ -178,23 +202,32 @@ def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
 
 
 def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
-    """Each measured run's time outside every topmost region in ``domain`` (µs)."""
-    return [run["residual"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+    """Each measured run's time outside every region in ``domain`` (µs): the headline's residual.
+
+    Below regions that span the run, that leaves out their self time, which the document's own
+    ``runs[i].residual`` (at the level below them) holds.
+    """
+    return headline_rows(doc, domain)[-1].times_us
 
 
-def region_samples(doc: Mapping[str, Any], domain: str, nested: bool = True) -> dict[str, tuple[str, list[float]]]:
-    """Per region path: its id and its time in each run (µs; 0 in a run where it did not run).
+def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
+    """Per region path (under ``root``): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
-    top level into a tree still lines up; ``nested=False`` keeps the topmost regions only.
+    top level into a tree still lines up.
     """
     samples: dict[str, tuple[str, list[float]]] = {}
     for index, run in enumerate(doc["runs"]):
-        shares = _walk(run.get("tree") or run["regions"]) if nested else run["regions"]
-        for share in shares:
-            _, times = samples.setdefault(path_of(share["region_id"]), (share["region_id"], [0.0] * len(doc["runs"])))
+        for share in _walk(run.get("tree") or run["regions"]):
+            path = path_of(share["region_id"], root)
+            _, times = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
             times[index] += share.get(f"{domain}_time_us", 0.0)
     return samples
+
+
+def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
+    """Per path of a headline row but the residual (see `aitune.report.headline_rows`): its label and its times (µs)."""
+    return {_under(root, row.path): (row.label, row.times_us) for row in headline_rows(doc, domain)[:-1]}
 
 
 def change(before: Sequence[float], after: Sequence[float]) -> Change:

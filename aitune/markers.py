@@ -25,6 +25,12 @@ def region_id(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
+def region_path(region: str) -> str:
+    """The dotted path of a region, the same whatever its kind: ``aot_module:unet`` → ``unet``."""
+    kind, separator, path = region.partition(":")
+    return path if separator else kind
+
+
 def region_span_name(region: str) -> str:
     """The span name under which a region's calls appear in the trace."""
     return REGION_SPAN_PREFIX + region

@@ -47,3 +47,21 @@ def kernel(name: str, start: float, duration: float, correlation: int) -> dict[s
 
 def trace(*events: dict[str, Any], **metadata: Any) -> dict[str, Any]:
     return {"traceEvents": list(events), "aitune": metadata}
+
+
+GENERATE, MODEL, HEAD = "untuned_module:generate", "untuned_module:model", "untuned_module:lm_head"
+
+
+def decoder_trace(runs=2, model_us=50.0):
+    """Runs of 100 µs: ``generate`` from 1 to 99 µs, ``model`` and ``lm_head`` inside it, then a sampling op."""
+    events = []
+    for index in range(runs):
+        start = index * 1000.0
+        events += [
+            run(index, start, start + 100),
+            region(GENERATE, start + 1, start + 99),
+            region(MODEL, start + 10, start + 10 + model_us),
+            region(HEAD, start + 65, start + 80),
+            op("aten::argmax", start + 85, start + 90),  # sampling: generate's own work
+        ]
+    return trace(*events, config={"measured_runs": runs})

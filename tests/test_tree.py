@@ -6,7 +6,7 @@ from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, median_gap
 from torch import nn
 
 import aitune.torch as ait
-from aitune.report import render_markdown, select_scenario, validate
+from aitune.report import headline_rows, render_markdown, select_scenario, validate
 
 FAST = {"warmup_runs": 1, "measured_runs": 3}
 
@@ -81,22 +81,25 @@ class Generator(nn.Module):
         return x
 
 
-def test_glue_inside_generate_is_generate_self_time_not_residual():
+def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
     model = Generator()
 
     prof = ait.profile(model, torch.ones(1, 4), inference_function=lambda x: model.generate(x), **FAST)
 
-    pairs, residuals = [], []
+    assert prof.data["spanning_regions"] == ["untuned_module:generate"]
+    rows = {row.label: row for row in headline_rows(prof.data)}
+    assert list(rows) == ["untuned_module:body", "untuned_module:generate (self)", "(residual)"]
+    pairs = []
     for index, run in enumerate(prof.data["runs"]):
-        assert [r["region_id"] for r in run["regions"]] == ["untuned_module:generate"]
+        assert [(r["region_id"], r["calls"]) for r in run["regions"]] == [("untuned_module:body", 3)]
         generate = run["tree"][0]
         assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
-        total = run["timing"]["cpu_time_us"]
-        pairs.append((generate["cpu_self_time_us"] / total, model.glue_spent_us[2 + index] / total))
-        residuals.append(run["residual"]["cpu_time_fraction"])
+        assert rows["untuned_module:generate (self)"].times_us[index] == generate["cpu_self_time_us"]
+        glue = model.glue_spent_us[2 + index] / run["timing"]["cpu_time_us"]
+        pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
-    assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is not residual
-    assert sorted(residuals)[1] < 0.05
+    assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is named
+    assert sorted(rows["(residual)"].fractions)[1] < 0.05
 
 
 def test_a_module_called_directly_skipping_its_parent_is_attributed_at_top_level():

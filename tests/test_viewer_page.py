@@ -4,9 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from builders import decoder_trace
 from viewer_docs import HOSTILE, pipeline_doc
 
 from aitune.compare import Change
+from aitune.report import build_profile
 from aitune.viewer import figures, overview, views
 from aitune.viewer.app import RUNS_DIR_ENV, build_page, default_pair, open_initial, query_value, runs_dir_from
 from aitune.viewer.sources import Loaded
@@ -61,6 +63,15 @@ def test_hostile_region_names_reach_the_chart_as_data_and_the_movers_as_text():
     assert any(HOSTILE in line for line in lines)
 
 
+def test_top_movers_name_the_self_time_of_a_region_that_spans_the_run():
+    before, after = build_profile(decoder_trace(model_us=50)), build_profile(decoder_trace(model_us=30))
+    store = ProfileStore(before=Loaded("b.json", before), after=Loaded("a.json", after))
+
+    lines = overview.movers(store.compare_now("cpu"), limit=10)
+
+    assert sorted(line.split(" (both)")[0] for line in lines) == ["generate (self)", "lm_head", "model"]
+
+
 def test_the_speedup_is_before_over_after_with_the_inverted_interval():
     assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60–2.50]"
     assert overview.format_speedup(Change(100.0, None)) == "-"
@@ -87,7 +98,7 @@ def test_top_movers_are_topmost_regions_not_blocks_inside_a_module_tuned_whole()
     store = ProfileStore(runs_dir=SAMPLES)
     assert store.open_names("before-eager.profile.json", "after-tuned.profile.json")
 
-    lines = overview.movers(store.compare_now("cpu"), store.topmost_paths("cpu"), limit=10)
+    lines = overview.movers(store.compare_now("cpu"), limit=10)
 
     paths = [line.split(" (")[0] for line in lines]
     assert "unet" in paths

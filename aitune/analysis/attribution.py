@@ -8,9 +8,10 @@ Invariant: per domain present, Σ topmost-region fractions + residual fraction =
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitune.analysis.events import Span, ThreadKey, TraceEvents
@@ -35,13 +36,22 @@ class RegionNode:
 
 @dataclass
 class AttributedRun:
-    """One measured run: its timing and its topmost regions (disjoint by construction)."""
+    """One measured run: its timing and the disjoint regions its time splits into.
+
+    ``regions`` are the topmost regions, or, after `descend`, the level below the regions that span
+    the run (kept in ``spanning``, outermost first); `roots` is the top of the region tree either way.
+    """
 
     run_index: int
     cpu_time_us: float
     wall_time_us: float | None = None
     device_time_us: float | None = None
     regions: dict[str, RegionNode] = field(default_factory=dict)
+    spanning: tuple[RegionNode, ...] = ()
+
+    def roots(self) -> dict[str, RegionNode]:
+        """The topmost regions of the run's tree: the outermost spanning region, or ``regions``."""
+        return {self.spanning[0].region_id: self.spanning[0]} if self.spanning else self.regions
 
     def residual(self) -> dict[str, float]:
         """Time outside every topmost region per domain present, as µs and fraction (clamped ≥ 0)."""
@@ -64,6 +74,47 @@ class Attribution:
     runs: list[AttributedRun]
     unmapped_region_spans: int
     observed_region_ids: list[str]
+
+
+SPANS_RUN_FRACTION = 0.9
+"""A region alone at its level spans the run when it holds at least this median share of the run's CPU time."""
+
+
+def spanning_regions(runs: Sequence[AttributedRun]) -> list[str]:
+    """The regions inside which every run's time is spent, outermost first; [] when it splits at the top.
+
+    A region spans the run when, in every run, it is the only region at its level, has regions of
+    its own below it, and holds at least `SPANS_RUN_FRACTION` of the run's CPU time (median over
+    the runs): a root entry method such as ``generate``, or a pipeline-like module that calls all
+    the others. Listing it alone says nothing, so the check repeats one level down. Decided once
+    for all runs, so every run lists the same level.
+    """
+    chain: list[str] = []
+    levels = [run.regions for run in runs]
+    while levels and all(len(level) == 1 for level in levels):
+        region = next(iter(levels[0]))
+        if any(region not in level for level in levels):
+            break
+        nodes = [level[region] for level in levels]
+        shares = [fraction(node.cpu_time_us, run.cpu_time_us) for node, run in zip(nodes, runs, strict=True)]
+        if statistics.median(shares) < SPANS_RUN_FRACTION or not all(node.children for node in nodes):
+            break
+        chain.append(region)
+        levels = [node.children for node in nodes]
+    return chain
+
+
+def descend(run: AttributedRun, through: Sequence[str]) -> AttributedRun:
+    """``run`` with ``regions`` at the level below the chain ``through`` (from `spanning_regions`).
+
+    The residual then holds the spanning regions' self time as well as the time outside them.
+    """
+    chain: list[RegionNode] = []
+    level = run.regions
+    for region in through:
+        chain.append(level[region])
+        level = level[region].children
+    return replace(run, regions=dict(level), spanning=tuple(chain))
 
 
 def residual(run_us: float, covered_us: Iterable[float]) -> tuple[float, float]:
@@ -170,8 +221,13 @@ def _group_by_thread(indices: Iterable[int], thread_of: Any) -> dict[ThreadKey, 
     return groups
 
 
+def region_of(span: Span) -> str:
+    """The region id of a region span (``aitune::region::untuned_module:unet`` → ``untuned_module:unet``)."""
+    return span.name[len(REGION_SPAN_PREFIX) :]
+
+
 def _region_ids(spans: Sequence[Span]) -> list[str]:
-    return [span.name[len(REGION_SPAN_PREFIX) :] for span in spans]
+    return [region_of(span) for span in spans]
 
 
 def _work_launched_by_span(

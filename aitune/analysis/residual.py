@@ -7,15 +7,17 @@
 - ``python``: the rest — time in which no operator ran (Python glue, framework overhead).
 
 Only the topmost operators outside every region count, so nothing is counted twice, and the
-causes add up to the CPU residual.
+causes add up to the CPU residual. Regions that span the run (``generate``) are looked through:
+the residual lies at the level below them, so their self time (sampling, cache handling) is
+explained by cause too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from aitune.analysis.attribution import AttributedRun, fraction, run_index_of
+from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
 from aitune.analysis.events import Span, ThreadKey, TraceEvents
 from aitune.analysis.intervals import Columns, columns, innermost_enclosing, parents
 
@@ -52,14 +54,19 @@ def operator_cause(name: str) -> str:
     return "tensor_ops"
 
 
-def residual_causes(events: TraceEvents) -> dict[int, ResidualCauses]:
-    """For each run index, its residual CPU time by cause (before ``python`` is derived)."""
+def residual_causes(events: TraceEvents, spanning: Collection[str] = ()) -> dict[int, ResidualCauses]:
+    """For each run index, its residual CPU time by cause (before ``python`` is derived).
+
+    ``spanning``: the regions that span the run (see `spanning_regions`), whose spans do not count as regions.
+    """
     causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
     by_thread = events.op_indices_by_thread
     for thread in dict.fromkeys([*by_thread, *(run.thread for run in events.runs)]):
         op_indices = by_thread.get(thread, [])
         runs = [run for run in events.runs if run.thread == thread]
-        regions = columns([span for span in events.regions if span.thread == thread])
+        regions = columns(
+            [span for span in events.regions if span.thread == thread and region_of(span) not in spanning]
+        )
         starts = [events.ops.starts_us[i] for i in op_indices]
         outside = [
             i for i, region in zip(op_indices, innermost_enclosing(regions, starts), strict=True) if region is None

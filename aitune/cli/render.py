@@ -10,7 +10,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from aitune.compare import Change, ProfileDiff, region_samples, residual_samples, run_samples
+from aitune.compare import Change, ProfileDiff, run_samples
+from aitune.report.headline import headline_rows
 
 MISSING = "-"
 TOP_REGIONS = 10
@@ -40,19 +41,23 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
 
 
 def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
-    """Top regions by median time per run, with their share of the median run, then the residual and run time."""
+    """The headline's rows by median time per run, with their share of the median run, then the residual and run time.
+
+    The headline is the level where the run's time splits (see `aitune.report.headline`): with the
+    residual it adds up to the run; nested regions are in the Markdown.
+    """
     run_median = statistics.median(run_samples(doc, domain)) if doc["runs"] else 0.0
     table = Table(title=f"Where the time goes ({domain}, median per run)")
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
-    # Topmost regions only: with the residual they add up to the run (nested ones are in the Markdown).
-    rows = sorted(region_samples(doc, domain, nested=False).values(), key=lambda item: -statistics.median(item[1]))
-    for region, times in rows[:limit]:
-        table.add_row(region, *_time_cells(times, run_median))
+    headline = headline_rows(doc, domain) if doc["runs"] else []
+    rows = sorted((row for row in headline if row.role != "residual"), key=lambda row: -statistics.median(row.times_us))
+    for row in rows[:limit]:
+        table.add_row(Text(row.label), *_time_cells(row.times_us, run_median))
     if len(rows) > limit:
         table.add_row(f"… {len(rows) - limit} more region(s)", "", "", "")
-    if doc["runs"]:
-        table.add_row(Text("(residual)", style="italic"), *_time_cells(residual_samples(doc, domain), run_median))
+    for row in headline[-1:]:
+        table.add_row(Text(row.label, style="italic"), *_time_cells(row.times_us, run_median))
     return Group(table, Text(run_time_line(doc, domain)))
 
 

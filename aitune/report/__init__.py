@@ -9,17 +9,20 @@ from aitune.report.document import (
     scenario_names,
     select_scenario,
 )
+from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.io import dumps, load, read_json, read_trace, save
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
 
 __all__ = [
     "SCHEMA_VERSION",
+    "HeadlineRow",
     "ProfileDoc",
     "build_profile",
     "check_adds_up",
     "combine_scenarios",
     "dumps",
+    "headline_rows",
     "load",
     "profile_from_events",
     "read_json",

@@ -71,9 +71,9 @@ class TreeNode(TypedDict, total=False):
 class RunDoc(TypedDict, total=False):
     run_index: Required[int]
     timing: Required[Timing]
-    regions: Required[list[RegionShare]]
-    residual: Required[Residual]
-    tree: list[TreeNode]  # only when some region was entered inside another
+    regions: Required[list[RegionShare]]  # the level below the spanning regions, when some span the run
+    residual: Required[Residual]  # time outside `regions`: the spanning regions' self time included
+    tree: list[TreeNode]  # only when some region was entered inside another; spanning regions at the top
 
 
 class RegionMeta(TypedDict, total=False):
@@ -100,6 +100,7 @@ class ProfileDoc(TypedDict, total=False):
     statistics: dict[str, Any]  # summaries over the runs: see aitune.analysis.statistics.run_statistics
     capture_overhead: dict[str, Any]
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
+    spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
 
 
 def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
@@ -115,8 +116,9 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     """
     meta = events.metadata
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
-    runs = sorted(result.runs, key=lambda run: run.run_index)
-    causes = residual_causes(events)
+    spanning = attribution.spanning_regions(result.runs)
+    runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
+    causes = residual_causes(events, spanning)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -130,6 +132,8 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs)),
     )
+    if spanning:
+        doc["spanning_regions"] = spanning
     if runs:
         doc["statistics"] = run_statistics(runs)
         doc["warnings"] += statistics_warnings(runs)
@@ -157,8 +161,8 @@ def run_doc(run: AttributedRun, causes: ResidualCauses | None = None) -> RunDoc:
     )
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
-    if any(node.children for node in run.regions.values()):
-        doc["tree"] = [tree_node(node, run) for node in run.regions.values()]
+    if any(node.children for node in run.roots().values()):
+        doc["tree"] = [tree_node(node, run) for node in run.roots().values()]
     return doc
 
 
@@ -227,7 +231,17 @@ def _warnings(
     return found
 
 
-SCENARIO_KEYS = ("input", "runs", "profiler", "regions", "warnings", "statistics", "capture_overhead", "trace_file")
+SCENARIO_KEYS = (
+    "input",
+    "runs",
+    "profiler",
+    "regions",
+    "warnings",
+    "statistics",
+    "capture_overhead",
+    "trace_file",
+    "spanning_regions",
+)
 """The keys of a document that differ from one scenario to another."""
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from aitune.analysis.statistics import summarize
 from aitune.report.document import ProfileDoc, scenario_names, select_scenario
+from aitune.report.headline import headline_rows
 
 MISSING = "-"
 
@@ -90,17 +92,24 @@ def _summary(doc: ProfileDoc) -> str:
         for name, summary in stats.get("runs", {}).items()
     ]
     parts = ["## Summary", f"Over {len(doc['runs'])} measured run(s).", table(header, rows)]
+    # The headline's rows: the level where the run's time splits, a spanning region's self time named.
     region_rows = [
-        (region["region_id"], *_spread(region[f"{domain}_time_fraction"], percent))
-        for domain in ("cpu", "device")
-        for region in stats.get("regions", [])
-        if f"{domain}_time_fraction" in region
+        (_label(row.label, row.role), *_spread(summarize(row.fractions), percent))
+        for domain in _domains(doc)
+        for row in headline_rows(doc, domain)
+        if domain == "cpu" or row.role != "residual"
     ]
-    if "cpu_time_fraction" in stats.get("residual", {}):
-        region_rows.append(("_(residual)_", *_spread(stats["residual"]["cpu_time_fraction"], percent)))
     if region_rows:
         parts.append(table(["Region (CPU share, then device share)", "Median", "p10", "p90", "CV"], region_rows))
     return "\n\n".join(parts)
+
+
+def _domains(doc: ProfileDoc) -> list[str]:
+    return ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
+
+
+def _label(label: str, role: str) -> str:
+    return "_(residual)_" if role == "residual" else label
 
 
 def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
@@ -120,7 +129,9 @@ def _residual_causes(doc: ProfileDoc) -> str:
         )
         for cause in causes
     ]
-    return "## Residual by cause\n\nMedian over runs of the CPU time outside every region.\n\n" + table(
+    spanning = ", ".join(doc.get("spanning_regions", []))
+    scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
+    return f"## Residual by cause\n\nMedian over runs of the CPU time outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows
     )
 
@@ -193,25 +204,26 @@ def _regions(doc: ProfileDoc) -> str:
 
 
 def _attribution(doc: ProfileDoc) -> str:
-    rows: list[Sequence[Any]] = []
-    for run in doc["runs"]:
-        for region in run["regions"]:
-            rows.append(_share_row(run["run_index"], region["region_id"], region.get("calls", MISSING), region))
-        rows.append(_share_row(run["run_index"], "_(residual)_", MISSING, run["residual"]))
+    """Each run's headline rows: its regions, the spanning regions' self time, and its residual."""
+    device = "device" in _domains(doc)
+    cpu_rows = headline_rows(doc, "cpu")
+    device_rows = headline_rows(doc, "device") if device else [None] * len(cpu_rows)
+    rows: list[Sequence[Any]] = [
+        (
+            run["run_index"],
+            _label(row.label, row.role),
+            MISSING if row.role == "residual" else row.calls[index],
+            ms(row.times_us[index]),
+            percent(row.fractions[index]),
+            ms(on_device.times_us[index]) if on_device else MISSING,
+            percent(on_device.fractions[index]) if on_device else MISSING,
+        )
+        for index, run in enumerate(doc["runs"])
+        for row, on_device in zip(cpu_rows, device_rows, strict=True)
+        if row.role != "region" or row.calls[index] > 0  # a region the run did not enter gets no row
+    ]
     header = ["Run", "Region", "Calls", "CPU (ms)", "CPU share", "Device (ms)", "Device share"]
     return "## Per-Run Attribution\n\n" + table(header, rows)
-
-
-def _share_row(run_index: int, name: str, calls: Any, times: Mapping[str, Any]) -> Sequence[Any]:
-    return (
-        run_index,
-        name,
-        calls,
-        ms(times.get("cpu_time_us")),
-        percent(times.get("cpu_time_fraction")),
-        ms(times.get("device_time_us")),
-        percent(times.get("device_time_fraction")),
-    )
 
 
 def _key_averages(doc: ProfileDoc) -> str:

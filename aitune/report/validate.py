@@ -48,7 +48,9 @@ def validate(doc: Any) -> list[str]:
         f"{prefix}{problem}"
         for prefix, section in sections
         for index, run in enumerate(section["runs"])
-        for problem in check_adds_up(run, index) + check_tree_adds_up(run, index)
+        for problem in check_adds_up(run, index)
+        + check_tree_adds_up(run, index)
+        + check_split_level(run, section.get("spanning_regions", []), index)
     ]
 
 
@@ -84,6 +86,23 @@ def check_tree_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
                 )
         stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
     return problems
+
+
+def check_split_level(run: Mapping[str, Any], spanning: list[str], index: int = 0) -> list[str]:
+    """With ``spanning_regions``, the run's tree starts with that chain and its ``regions`` are the last one's children.
+
+    That is what keeps the headline adding up: the regions, the spanning regions' self times and
+    the time outside them together are the run.
+    """
+    level = run.get("tree", [])
+    for region in spanning:
+        found = [node["region_id"] for node in level]
+        if found != [region]:
+            return [f"runs[{index}].tree: the spanning region {region} is not alone at its level (found {found})"]
+        level = level[0]["children"]
+    if spanning and sorted(node["region_id"] for node in level) != sorted(r["region_id"] for r in run["regions"]):
+        return [f"runs[{index}].regions: not the children of the spanning region {spanning[-1]} in the run's tree"]
+    return []
 
 
 def non_finite(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:

@@ -65,18 +65,13 @@ def pair_cards(store: ProfileStore, diff: ProfileDiff) -> str:
     )
 
 
-def movers(diff: ProfileDiff, topmost: set[str] | None = None, limit: int = TOP_MOVERS) -> list[str]:
-    """The regions whose median time moved most (either way), as ``path: before → after`` lines.
+def movers(diff: ProfileDiff, limit: int = TOP_MOVERS) -> list[str]:
+    """The headline's rows whose median time moved most (either way), as ``path: before → after`` lines.
 
-    ``topmost`` keeps those paths only, so blocks inside a module tuned as a whole do not crowd out
-    the module itself.
+    The headline's level, so blocks inside a module tuned as a whole do not crowd out the module
+    itself, and a ``generate`` that spans the run shows as its parts and its own self time.
     """
-    rows = [
-        row
-        for row in diff.regions
-        if (row.change.before_us is not None or row.change.after_us is not None)
-        and (topmost is None or row.path in topmost)
-    ]
+    rows = [row for row in diff.headline if row.change.before_us is not None or row.change.after_us is not None]
     rows.sort(key=lambda row: -abs((row.change.after_us or 0.0) - (row.change.before_us or 0.0)))
     return [
         f"{row.path} ({row.status}): {format_ms(row.change.before_us)} → {format_ms(row.change.after_us)}"
@@ -121,6 +116,5 @@ class Overview(StoreView):
         cards = pair_cards(self.store, diff) if diff else single_cards(self.store)
         parts = [text_block(names, "aitune-names"), pn.pane.HTML(f'<div class="aitune-cards">{cards}</div>')]
         if diff:
-            topmost = self.store.topmost_paths(self.selection.domain)
-            parts.append(text_block("Top movers:\n" + "\n".join(movers(diff, topmost))))
+            parts.append(text_block("Top movers:\n" + "\n".join(movers(diff))))
         return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["overview"])

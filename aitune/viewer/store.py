@@ -139,11 +139,6 @@ class ProfileStore(param.Parameterized):
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""
         return self._cached(("warnings", self.comparison("cpu") is not None), self._warnings)
 
-    def topmost_paths(self, domain: str) -> set[str]:
-        """Paths of the regions topmost in some run of either side: the level whose shares add up to 1."""
-        domain = self._domain(domain)
-        return {path for loaded in self.sides().values() for path in compare.region_samples(loaded.doc, domain, False)}
-
     def comparison(self, domain: str) -> compare.ProfileDiff | None:
         """`aitune.compare`'s diff of the pair in ``domain`` once `compare_now` has computed it, else None."""
         return self._cache.get(("diff", self._domain(domain))) if self.is_pair else None

@@ -14,10 +14,11 @@ import pandas as pd
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
-from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, run_span_name
-from aitune.report import ProfileDoc
+from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, region_path, run_span_name
+from aitune.report import ProfileDoc, headline_rows
+from aitune.report.headline import RESIDUAL_LABEL
 
-RESIDUAL = "(residual)"
+RESIDUAL = RESIDUAL_LABEL
 """The path under which the residual (time outside every region) is listed beside the regions."""
 
 MANAGED_KINDS = frozenset({"aot_managed_module", "jit_managed_module"})
@@ -34,11 +35,6 @@ def has_device_time(doc: ProfileDoc) -> bool:
     return any("device_time_us" in run["timing"] for run in doc["runs"])
 
 
-def region_path(region_id: str) -> str:
-    """The dotted path of a region, which stays the same when its kind changes (``aot_module:unet`` → ``unet``)."""
-    return region_id.partition(":")[2] or region_id
-
-
 def _kind(meta_kind: str | None, region_id: str) -> str:
     """``managed`` for AOT/JIT regions (by metadata, else by id prefix), ``untuned`` otherwise."""
     prefix = region_id.partition(":")[0]
@@ -46,38 +42,23 @@ def _kind(meta_kind: str | None, region_id: str) -> str:
 
 
 def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
-    """Per topmost region, the median over runs of its time and fraction in ``domain``; residual last.
+    """Per row of the headline (`aitune.report.headline_rows`), the median over runs of its calls, time and fraction.
 
-    A region missing from a run counts as 0 in that run, so a region seen once is not overstated.
+    A region missing from a run counts as 0 in that run, so a region seen once is not overstated;
+    a spanning region's self time is a row of its own, and the residual comes last.
     """
-    time_key, fraction_key = f"{domain}_time_us", f"{domain}_time_fraction"
-    runs = doc["runs"]
-    by_run = [{share["region_id"]: share for share in run["regions"]} for run in runs]
     kinds = {meta["id"]: meta["kind"] for meta in doc["regions"]}
-    rows = []
-    for region in dict.fromkeys(region for shares_of_run in by_run for region in shares_of_run):
-        shares = [shares_of_run.get(region, {}) for shares_of_run in by_run]
-        rows.append(
-            {
-                "path": region_path(region),
-                "region_id": region,
-                "kind": _kind(kinds.get(region), region),
-                "calls": _median(share.get("calls", 0) for share in shares),
-                "time_us": _median(share.get(time_key, 0.0) for share in shares),
-                "fraction": _median(share.get(fraction_key, 0.0) for share in shares),
-            }
-        )
-    residual = [run["residual"] for run in runs]
-    rows.append(
+    rows = [
         {
-            "path": RESIDUAL,
-            "region_id": RESIDUAL,
-            "kind": "residual",
-            "calls": 0,
-            "time_us": _median(part.get(time_key, 0.0) for part in residual),
-            "fraction": _median(part.get(fraction_key, 0.0) for part in residual),
+            "path": row.path,
+            "region_id": row.label,
+            "kind": "residual" if row.region_id is None else _kind(kinds.get(row.region_id), row.region_id),
+            "calls": _median(row.calls),
+            "time_us": _median(row.times_us),
+            "fraction": _median(row.fractions),
         }
-    )
+        for row in headline_rows(doc, domain)
+    ]
     return pd.DataFrame(rows, columns=REGION_COLUMNS)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from aitune.markers import region_path
 from aitune.report import ProfileDoc
-from aitune.viewer.tables import region_path
 
 INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
 NODE_COLUMNS = ["calls", "total_us", "self_us"]
