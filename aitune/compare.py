@@ -74,6 +74,12 @@ class RegionChange:
             return "added"
         return "removed" if self.after_id is None else "both"
 
+    @property
+    def kind_changed(self) -> bool:
+        """On both sides, under different kinds (``untuned_module:unet`` → ``aot_module:unet``)."""
+        kinds = {region.partition(":")[0] for region in (self.before_id, self.after_id) if region is not None}
+        return self.status == "both" and len(kinds) > 1
+
 
 @dataclass(frozen=True)
 class OperatorChange:

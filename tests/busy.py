@@ -38,7 +38,7 @@ class Busy(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Reached through ``decode``, which calls ``self(...)``: one region, entered twice."""
+    """Reached through ``decode``, which calls ``self(...)``: the forward is a region nested in ``decode``'s."""
 
     def __init__(self, ms: float) -> None:
         super().__init__()

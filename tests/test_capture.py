@@ -94,7 +94,7 @@ def test_every_module_is_restored_when_the_workload_raises_mid_run():
     assert snapshot(model) == before
 
 
-def test_decode_method_is_its_own_region_and_its_inner_forward_is_not_counted_twice():
+def test_decode_method_is_its_own_region_and_the_forward_it_calls_is_nested_inside_it():
     class Pipe:
         def __init__(self):
             self.vae = Decoder(1)
@@ -104,9 +104,41 @@ def test_decode_method_is_its_own_region_and_its_inner_forward_is_not_counted_tw
 
     prof = ait.profile(Pipe(), torch.ones(1, 4), **FAST)
 
-    regions = prof.data["runs"][0]["regions"]
-    assert [(r["region_id"], r["calls"]) for r in regions] == [("untuned_module:vae.decode", 1)]
+    (decode,) = prof.data["runs"][0]["tree"]
+    assert (decode["region_id"], decode["calls"]) == ("untuned_module:vae.decode", 1)
+    assert [(c["region_id"], c["calls"]) for c in decode["children"]] == [("untuned_module:vae", 1)]
+    assert [c["region_id"] for c in decode["children"][0]["children"]] == ["untuned_module:vae.body"]
     assert prof.data["regions"][0]["module_type"] == "busy.Decoder"
+    # decode is all this pipeline does, so the headline looks through it and its forward
+    assert prof.data["spanning_regions"] == ["untuned_module:vae.decode", "untuned_module:vae"]
+
+
+def test_a_method_the_forward_calls_itself_is_part_of_the_forward():
+    class Embedder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = Busy(1)
+
+        def forward(self, x):
+            return self.body(self.embed_time(x))
+
+        def embed_time(self, x):  # public, as a UNet's get_time_embed: an entry method when called from outside
+            return x * 2
+
+    class Pipe:
+        def __init__(self):
+            self.unet = Embedder()
+
+        def __call__(self, x):
+            return self.unet(x)
+
+    prof = ait.profile(Pipe(), torch.ones(1, 4), **FAST)
+
+    unet = prof.data["runs"][0]["tree"][0]
+    assert (unet["region_id"], [c["region_id"] for c in unet["children"]]) == (
+        "untuned_module:unet",
+        ["untuned_module:unet.body"],
+    )
 
 
 def test_wrapped_methods_keep_their_signature_during_capture():
@@ -194,7 +226,9 @@ def test_a_managed_region_nested_in_another_is_not_a_top_level_region():
 
     prof = ait.profile(model, torch.ones(1, 4), registry=registry, **FAST)
 
-    assert [(r["region_id"], r["calls"]) for r in prof.data["runs"][0]["regions"]] == [("aot_module:outer", 1)]
+    (outer,) = prof.data["runs"][0]["tree"]
+    assert (outer["region_id"], outer["calls"]) == ("aot_module:outer", 1)
+    assert [(c["region_id"], c["calls"]) for c in outer["children"]] == [("aot_module:inner", 1)]
     del keep
 
 

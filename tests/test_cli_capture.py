@@ -23,6 +23,7 @@ def test_entry_capture_writes_profile_markdown_and_trace(entry_capture):
     doc = load(out / "profile.json")
     assert len(doc["runs"]) == 2
     assert region_ids(doc) == ["untuned_module:text_encoder", "untuned_module:unet", "untuned_module:vae.decode"]
+    assert doc["target"] == {"type": "pipeline_app.Pipeline", "root": "pipe"}  # the paths start from `pipe`
     assert (out / "profile.md").read_text().startswith("# aitune performance profile")
 
 
@@ -53,6 +54,7 @@ def test_script_capture_runs_the_main_block_as_one_run_with_owned_paths(script_c
         "untuned_module:pipe.vae",
     ]
     assert doc["config"]["capture_mode"] == "script"
+    assert "root" not in doc["target"]  # the paths start from the script's globals
     assert "SINGLE_RUN_SCRIPT_CAPTURE" in [warning["code"] for warning in doc["warnings"]]
     assert "SINGLE_RUN_SCRIPT_CAPTURE" in (out / "profile.md").read_text()
 

@@ -39,6 +39,7 @@ def test_regions_line_up_by_path_whatever_their_kind():
 
     unet = next(row for row in diff.regions if row.path == "unet")
     assert (unet.before_id, unet.after_id, unet.status) == ("untuned_module:unet", "aot_module:unet", "both")
+    assert unet.kind_changed
     assert unet.change == Change(100.0, 50.0, 0.5, 0.5, 0.5)
     assert diff.run_time.ratio == pytest.approx(110 / 160)
 
@@ -56,6 +57,21 @@ def test_nested_regions_line_up_with_their_flat_selves():
         ("pipe", "added", None),
         ("unet", "both", 0.8),
     ]
+
+
+def test_paths_go_under_each_sides_root_when_the_roots_differ():
+    entry = profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 20.0}] * 2)
+    entry["target"] = {"type": "pipeline_app.Pipeline", "root": "pipe"}
+    script = profile([{"untuned_module:pipe.unet": 90.0, "untuned_module:pipe.vae": 20.0}] * 2)
+
+    diff = compare_profiles(entry, script)
+
+    assert [(row.path, row.status, row.kind_changed) for row in diff.regions] == [
+        ("pipe.unet", "both", False),
+        ("pipe.vae", "added", False),
+        ("pipe.vae.decode", "removed", False),
+    ]
+    assert [row.path for row in compare_profiles(entry, entry).regions] == ["unet", "vae.decode"]
 
 
 def test_added_and_removed_regions_and_one_sided_warnings_are_reported():
@@ -187,3 +203,17 @@ def test_a_workload_made_30_percent_slower_fails_the_5_percent_gate(busy_capture
     assert diff["gate"] == {"fail_if_slower_pct": 5.0, "failed": True}
     assert 1.15 < diff["run_time"]["ratio"] < 1.5  # 1.3 on an idle machine; preemptions blur a busy one
     assert diff["run_time"]["ci_low"] > 1
+
+
+def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_region(entry_capture, script_capture):
+    entry, script = entry_capture[0] / "profile.json", script_capture[0] / "profile.json"
+
+    result = run_cli("compare", str(entry), str(script), "--json")
+
+    assert result.returncode == 0, result.stderr
+    both = {row["path"]: row["before_id"] for row in json.loads(result.stdout)["regions"] if row["status"] == "both"}
+    assert both == {  # script mode sees forwards only: vae is the forward that vae.decode calls
+        "pipe.text_encoder": "untuned_module:text_encoder",
+        "pipe.unet": "untuned_module:unet",
+        "pipe.vae": "untuned_module:vae",
+    }

@@ -101,7 +101,7 @@ def diff_view(diff: ProfileDiff) -> Group:
     table.add_row(Text("run time", style="bold"), *_change_cells(diff.run_time), "")
     table.add_row(Text("(residual)", style="italic"), *_change_cells(diff.residual), "")
     for row in diff.regions:
-        label = row.path if row.before_id == row.after_id or row.status != "both" else f"{row.path} (kind changed)"
+        label = Text(f"{row.path} (kind changed)" if row.kind_changed else row.path)
         table.add_row(label, *_change_cells(row.change), row.status)
     parts: list[Any] = [table]
     if diff.operators:

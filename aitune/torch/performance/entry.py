@@ -39,10 +39,14 @@ def capture_entry(
             raise CaptureError(
                 f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
             )
-        root = module_global(module, source, obj, "object") if obj is not None else discovery_root(module)
+        if obj is not None:
+            root, root_name = module_global(module, source, obj, "object"), obj
+        else:
+            root, root_name = discovery_root(module)
         input_data = module_global(module, source, input_name, "input") if input_name is not None else None
+        call = _counted(function, on_call)
         try:
-            return profile(root, input_data, _counted(function, on_call), warmup_runs, measured_runs, trace_file)
+            return profile(root, input_data, call, warmup_runs, measured_runs, trace_file, obj_name=root_name)
         except CaptureError as error:
             cause = error.__cause__
             if cause is None or isinstance(cause, (AituneError, OSError)):
@@ -60,15 +64,16 @@ def module_global(module: ModuleType, source: str, name: str, role: str) -> Any:
     raise CaptureError(f"{source} has no global named {name!r} to use as the {role}{hint}.")
 
 
-def discovery_root(module: ModuleType) -> Any:
-    """The one ``nn.Module`` or pipeline-like global, or a namespace of all of them when there are several.
+def discovery_root(module: ModuleType) -> tuple[Any, str | None]:
+    """The one ``nn.Module`` or pipeline-like global and its name, or a namespace of all of them and None.
 
     A pipeline-like object is a plain instance holding ``nn.Module`` attributes; with several
-    roots, a pipeline's modules keep its name as prefix (``pipe.unet``).
+    roots, a pipeline's modules keep its name as prefix (``pipe.unet``), so the paths already start
+    from the module's globals and there is no root name to record.
     """
     roots = {name: value for name, value in vars(module).items() if not name.startswith("_") and _is_root(value)}
     if len(roots) == 1:
-        return next(iter(roots.values()))
+        return next(iter(roots.values())), next(iter(roots))
     namespace = SimpleNamespace()
     for name, value in roots.items():
         if isinstance(value, nn.Module):
@@ -77,7 +82,7 @@ def discovery_root(module: ModuleType) -> Any:
         for attribute, child in vars(value).items():
             if isinstance(child, nn.Module) and not attribute.startswith("_"):
                 setattr(namespace, f"{name}.{attribute}", child)
-    return namespace
+    return namespace, None
 
 
 def _is_root(value: Any) -> bool:

@@ -26,10 +26,11 @@ Undo = Callable[[], None]
 
 
 class _RegionState:
-    """The open span of one module and how deep its entries are nested.
+    """The open span of one module entry point (its forward, or its methods) and how deep it is nested.
 
-    A depth counter, not a flag: ``vae.decode()`` may call ``vae()`` on the same module, and only
-    the outermost entry may open a span or the inner call's time would be counted twice.
+    A depth counter, not a flag: ``forward`` may call itself, and ``generate()`` may call
+    ``prepare_inputs_for_generation()``; only the outermost entry opens a span, the inner ones are
+    its own time.
     """
 
     __slots__ = ("depth", "span")
@@ -68,13 +69,13 @@ class Instrumented:
     def __enter__(self) -> Instrumented:
         try:
             for target in self.targets:
-                state = _RegionState()
-                self._states.append(state)
+                forward, methods = _RegionState(), _RegionState()
+                self._states += [forward, methods]
                 if target.hook_forward:
-                    self._undo.append(_install_hooks(target.module, region_span_name(target.region), state))
+                    self._undo.append(_install_hooks(target.module, region_span_name(target.region), forward))
                 for method in target.methods:
                     name = region_span_name(target.method_region(method))
-                    self._undo.append(_wrap_method(target.module, method, name, state))
+                    self._undo.append(_wrap_method(target.module, method, name, methods, forward))
         except BaseException:
             self._restore()
             raise
@@ -127,13 +128,22 @@ def _install_hooks(module: nn.Module, span_name: str, state: _RegionState) -> Un
     return undo
 
 
-def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionState) -> Undo:
+def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionState, forward: _RegionState) -> Undo:
+    """Wrap ``module.method`` so it opens a span, unless the module's own forward is running.
+
+    Methods and forward count apart on purpose: ``vae.decode()`` calling ``self()`` opens the
+    ``vae`` region inside ``vae.decode``, so ``vae`` is the same region whichever entry point
+    reaches it (script mode, which sees forwards only, names it so too). A method the forward calls
+    itself (a UNet's ``get_time_embed``) is part of the forward's time.
+    """
     had_override = method in vars(module)
     previous = vars(module).get(method)
     original = getattr(module, method)
 
     @functools.wraps(original)  # keeps inspect.signature() of the bound method for frameworks that read it
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if forward.depth:
+            return original(*args, **kwargs)
         state.enter(span_name)
         try:
             return original(*args, **kwargs)

@@ -79,6 +79,7 @@ def profile(
     registry: ModuleRegistry | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
+    obj_name: str | None = None,
 ) -> PerformanceProfile:
     """Profile ``inference_function(input)`` (or ``obj(input)``) and attribute its time to regions of ``obj``.
 
@@ -87,6 +88,9 @@ def profile(
     input in turn; the document then holds one section per scenario under ``scenarios`` (the first
     one also at the top level, so single-input readers still work), and each scenario gets its own
     trace file (``trace.json`` → ``trace.<name>.json``). ``max_depth=1`` gives AITune's flat regions.
+    ``obj_name``, the name ``obj`` has in the user's code (``pipe``), is recorded as ``target.root``:
+    region paths start from it, and compare puts them under it to meet a script-mode capture's
+    ``pipe.unet``.
 
     Example::
 
@@ -115,7 +119,7 @@ def profile(
             "record_shapes": record_shapes,
             "with_stack": with_stack,
         },
-        "target": {"type": qualified_type(obj)},
+        "target": {"type": qualified_type(obj), **({"root": obj_name} if obj_name else {})},
         "profiler": {"activities": [activity.name for activity in profiler_activities()]},
         "regions": region_metadata(targets),
         "environment": environment(),
