@@ -18,6 +18,8 @@ TRACE_METADATA_KEY = "aitune"
 AOT_REGION_KIND = "aot_module"
 JIT_REGION_KIND = "jit_module"
 UNTUNED_REGION_KIND = "untuned_module"
+COMPILED_REGION_KIND = "compiled_module"
+"""A module the user compiled with ``torch.compile``: one region, its inside not walked; also its document kind."""
 
 
 def region_id(kind: str, name: str) -> str:

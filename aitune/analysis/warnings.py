@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
+from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIND
+
 
 class ProfileWarning(TypedDict):
     code: str
@@ -53,7 +55,23 @@ def unregistered_regions(observed: Iterable[str], known: Mapping[str, Any]) -> l
             "its state is reported as 'unknown'.",
         )
         for region in observed
-        if region not in known and not region.startswith("untuned_module:")
+        if region not in known and region.partition(":")[0] in (AOT_REGION_KIND, JIT_REGION_KIND)
+    ]
+
+
+def compiled_regions(observed: Iterable[str]) -> list[ProfileWarning]:
+    """Modules the user compiled with ``torch.compile``: each is one region, with nothing inside it."""
+    compiled = [region for region in observed if region.partition(":")[0] == COMPILED_REGION_KIND]
+    if not compiled:
+        return []
+    return [
+        warning(
+            "COMPILED_MODULE_NOT_WALKED",
+            f"{', '.join(compiled)} ran compiled by torch.compile: each is one region with no regions inside it, "
+            "since hooks inside a compiled graph are not seen and hooks on its submodules would break the graph; "
+            "its operators are in the operator table, and a profile of the module before compiling shows its parts.",
+            source="capture",
+        )
     ]
 
 

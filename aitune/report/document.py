@@ -17,12 +17,16 @@ from aitune.analysis.operators import key_averages
 from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
+from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIND
 
 SCHEMA_VERSION = 1
 
 AOT_KIND = "aot_managed_module"
 JIT_KIND = "jit_managed_module"
 UNTUNED_KIND = "untuned_module"
+COMPILED_KIND = COMPILED_REGION_KIND  # a module the user compiled: see aitune.markers
+KIND_OF_PREFIX = {AOT_REGION_KIND: AOT_KIND, JIT_REGION_KIND: JIT_KIND, COMPILED_REGION_KIND: COMPILED_KIND}
+"""The document kind of a region, by the kind prefix of its id (anything else is untuned)."""
 
 
 class Timing(TypedDict, total=False):
@@ -190,9 +194,9 @@ def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMe
     if region in known:
         return RegionMeta(**known[region])  # type: ignore[typeddict-item]
     prefix, _, name = region.partition(":")
-    kind = {"aot_module": AOT_KIND, "jit_module": JIT_KIND}.get(prefix, UNTUNED_KIND)
+    kind = KIND_OF_PREFIX.get(prefix, UNTUNED_KIND)
     meta = RegionMeta(id=region, name=name, kind=kind)
-    if kind != UNTUNED_KIND:
+    if kind in (AOT_KIND, JIT_KIND):
         meta["wrapper_state"] = "unknown"
     return meta
 
@@ -226,6 +230,7 @@ def _warnings(
     if expected is not None:
         found += warnings.run_count_mismatch(expected, run_count)
     found += warnings.unregistered_regions(result.observed_region_ids, known)
+    found += warnings.compiled_regions(result.observed_region_ids)
     if not result.observed_region_ids:
         found += warnings.no_regions_observed(len(known), run_count)
     return found

@@ -6,19 +6,22 @@ the topmost modules under ``obj`` that are not managed and hold nothing managed:
 still get regions, and dedups aliases by identity (the first path wins). Below each topmost
 region, its descendants become nested regions down to ``max_depth`` (containers not counted);
 torch's own leaf layers (``nn.Linear``, ``nn.Conv2d``, …) are left to the operator table, where
-they show anyway, since a span around each would cost more than it tells.
+they show anyway, since a span around each would cost more than it tells. A module the user
+compiled (``torch.compile`` → ``OptimizedModule``) is one region of its own kind, never walked:
+hooks inside a compiled graph are not seen, and hooks on its submodules would break the graph.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
-from aitune.markers import UNTUNED_REGION_KIND, region_id
+from aitune.markers import COMPILED_REGION_KIND, UNTUNED_REGION_KIND, region_id
 from aitune.torch.registry import ModuleRegistry
 
 _NN_MODULE_NAMES = frozenset(dir(nn.Module))
@@ -29,7 +32,7 @@ class RegionTarget:
     """One module to instrument: its forward opens the region span, and so do its entry methods."""
 
     region: str  # e.g. "untuned_module:vae"
-    kind: str  # document kind: untuned_module, aot_managed_module, jit_managed_module
+    kind: str  # document kind: untuned_module, compiled_module, aot_managed_module, jit_managed_module
     path: str
     module: nn.Module
     module_type: str
@@ -55,6 +58,8 @@ def discover_targets(obj: Any, registry: ModuleRegistry, max_depth: int = DEFAUL
     targets = [_managed_target(entry) for entry in registry]
     if obj is None:
         return targets
+    if is_compiled(obj) and id(obj) not in managed_ids:  # nothing inside can be walked: the whole is one region
+        return [*targets, _untuned_target(type(obj._orig_mod).__name__, obj, None)]
     if isinstance(obj, nn.Module) and id(obj) not in managed_ids:
         targets += _root_methods(obj)
     return targets + discover_untuned(obj, managed_ids, max_depth)
@@ -73,6 +78,16 @@ def discover_untuned(obj: Any, managed_ids: set[int], max_depth: int = DEFAULT_M
             targets.append(top)
             targets += _nested(top, max_depth - 1, seen)
     return targets
+
+
+def is_compiled(module: Any) -> bool:
+    """Whether ``module`` is a ``torch.compile`` wrapper (``OptimizedModule``).
+
+    ``torch._dynamo`` is looked up, never imported: importing it costs seconds, and no module can
+    have been compiled before it was imported.
+    """
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return eval_frame is not None and isinstance(module, eval_frame.OptimizedModule)
 
 
 def qualified_type(obj: Any) -> str:
@@ -121,20 +136,22 @@ def _topmost_clean(module: nn.Module, path: str, managed_ids: set[int]) -> Itera
 
 
 def _untuned_target(path: str, module: nn.Module, parent: str | None, methods: tuple[str, ...] = ()) -> RegionTarget:
+    """An untuned region, or a compiled one: its forward only (what it forwards to ``_orig_mod`` runs uncompiled)."""
+    kind = COMPILED_REGION_KIND if is_compiled(module) else UNTUNED_REGION_KIND
     return RegionTarget(
-        region=region_id(UNTUNED_REGION_KIND, path),
-        kind="untuned_module",
+        region=region_id(kind, path),
+        kind=kind,
         path=path,
         module=module,
-        module_type=qualified_type(module),
-        methods=methods,
+        module_type=qualified_type(module._orig_mod if kind == COMPILED_REGION_KIND else module),
+        methods=() if kind == COMPILED_REGION_KIND else methods,
         parent=parent,
     )
 
 
 def _nested(parent: RegionTarget, depth_left: int, seen: set[int]) -> list[RegionTarget]:
-    """Nested regions under ``parent`` (a clean module, so nothing below is managed)."""
-    if depth_left <= 0:
+    """Nested regions under ``parent`` (a clean module, so nothing below is managed; nothing below a compiled one)."""
+    if depth_left <= 0 or parent.kind == COMPILED_REGION_KIND:
         return []
     found: list[RegionTarget] = []
     for path, child in _children_through_containers(parent.module, parent.path):

@@ -14,6 +14,7 @@ import runpy
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,13 +31,20 @@ from torch.profiler import ProfilerActivity
 import aitune
 from aitune.analysis.warnings import warning
 from aitune.errors import CaptureError, UserCodeError
-from aitune.markers import TRACE_METADATA_KEY, UNTUNED_REGION_KIND, region_id, region_span_name, run_span_name
+from aitune.markers import (
+    COMPILED_REGION_KIND,
+    TRACE_METADATA_KEY,
+    UNTUNED_REGION_KIND,
+    region_id,
+    region_span_name,
+    run_span_name,
+)
 from aitune.report import profile_from_events
 from aitune.torch.performance.capture import profiler_activities
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.profile import PerformanceProfile, collecting_profiles
-from aitune.torch.performance.regions import qualified_type
+from aitune.torch.performance.regions import is_compiled, qualified_type
 from aitune.torch.performance.usercode import importable_from, script_argv, user_code_error
 
 SINGLE_RUN_SCRIPT_CAPTURE = "SINGLE_RUN_SCRIPT_CAPTURE"
@@ -99,6 +107,11 @@ class OutermostModuleSpans:
         self._handles: list[Any] = []
 
     def __enter__(self) -> OutermostModuleSpans:
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        # torch warns that global hooks fire once more around a compiled module; these count depth,
+        # so that call opens no second span, and the warning would only puzzle the script's user.
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
         self._handles.append(register_module_forward_pre_hook(self._enter))
         self._handles.append(register_module_forward_hook(self._leave, always_call=True))
         return self
@@ -108,11 +121,17 @@ class OutermostModuleSpans:
             handle.remove()
         self._handles.clear()
         self._close_span()
+        self._warnings.__exit__(*exc)
 
     def regions(self) -> list[dict[str, Any]]:
         """The ``regions`` metadata of every module that opened a span, in first-call order."""
         return [
-            {"id": region, "name": region.partition(":")[2], "kind": "untuned_module", "module_type": qualified_type(m)}
+            {
+                "id": region,
+                "name": region.partition(":")[2],
+                "kind": region.partition(":")[0],  # untuned_module, or compiled_module: the id's kind is the kind
+                "module_type": qualified_type(m._orig_mod if is_compiled(m) else m),
+            }
             for m, region in self._known.values()
         ]
 
@@ -147,7 +166,7 @@ class OutermostModuleSpans:
             number += 1
             unique = f"{path}#{number}"
         self._paths.add(unique)
-        region = region_id(UNTUNED_REGION_KIND, unique)
+        region = region_id(COMPILED_REGION_KIND if is_compiled(module) else UNTUNED_REGION_KIND, unique)
         self._known[id(module)] = (module, region)  # the module is kept alive so its id is never reused
         return region
 
