@@ -1,0 +1,89 @@
+"""Tiny Hugging Face models (transformers, diffusers) under capture: regions, tree, headline, Σ = 1, same outputs."""
+
+import functools
+
+import pytest
+import torch
+from hf_models import WORKLOADS
+
+import aitune.torch as ait
+from aitune.report import headline_rows, validate
+
+
+@functools.cache
+def captured(name):
+    """The profile of one workload (1 warmup, 2 runs), its output without capture, and its outputs under capture."""
+    obj, input_data, infer = WORKLOADS[name]()
+    call = infer or obj
+    plain = call(input_data)
+    outputs = []
+    prof = ait.profile(obj, input_data, lambda x: outputs.append(call(x)), warmup_runs=1, measured_runs=2)
+    return prof.data, plain, outputs
+
+
+def children(node):
+    return [child["region_id"] for child in node["children"]]
+
+
+def headline_paths(doc):
+    return [row.path for row in headline_rows(doc)]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_every_workload_gives_a_valid_profile_whose_headline_adds_up(name):
+    doc, _, _ = captured(name)
+
+    assert validate(doc) == []
+    rows = headline_rows(doc)
+    for index in range(len(doc["runs"])):
+        assert sum(row.fractions[index] for row in rows) == pytest.approx(1)
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_outputs_are_bitwise_identical_with_and_without_capture(name):
+    _, plain, outputs = captured(name)
+
+    assert len(outputs) == 4  # 1 user warmup, 1 profiler warmup, 2 measured runs
+    assert all(torch.equal(plain, output) for output in outputs)
+
+
+def test_the_llama_decoder_has_model_and_lm_head_under_generate_and_the_headline_shows_them():
+    doc, _, _ = captured("llama")
+
+    assert "untuned_module:generate" in [meta["id"] for meta in doc["regions"]]  # the root's entry method
+    (generate,) = doc["runs"][0]["tree"]
+    assert generate["region_id"] == "untuned_module:generate"
+    assert children(generate) == ["untuned_module:model", "untuned_module:lm_head"]
+    assert [child["calls"] for child in generate["children"]] == [4, 4]  # one forward per new token
+    assert doc["spanning_regions"] == ["untuned_module:generate"]
+    assert [share["region_id"] for share in doc["runs"][0]["regions"]] == children(generate)  # AITune's flat view
+    assert headline_paths(doc) == ["model", "lm_head", "generate (self)", "(residual)"]
+
+
+def test_the_t5_encoder_decoder_runs_the_encoder_once_and_the_decoder_per_token_under_generate():
+    doc, _, _ = captured("t5")
+
+    (generate,) = doc["runs"][0]["tree"]
+    calls = {child["region_id"]: child["calls"] for child in generate["children"]}
+    assert calls == {"untuned_module:encoder": 1, "untuned_module:decoder": 4, "untuned_module:lm_head": 4}
+    assert headline_paths(doc) == ["encoder", "decoder", "lm_head", "generate (self)", "(residual)"]
+
+
+def test_the_bert_encoders_time_splits_at_the_top_so_nothing_is_looked_through():
+    doc, _, _ = captured("bert")
+
+    assert "spanning_regions" not in doc
+    assert headline_paths(doc) == ["embeddings", "encoder", "pooler", "(residual)"]
+    encoder = next(node for node in doc["runs"][0]["tree"] if node["region_id"] == "untuned_module:encoder")
+    assert children(encoder) == ["untuned_module:encoder.layer.0", "untuned_module:encoder.layer.1"]
+
+
+def test_the_diffusion_pipeline_finds_the_unet_in_its_loop_and_vae_decode():
+    doc, _, _ = captured("diffusion")
+
+    top = {node["region_id"]: node for node in doc["runs"][0]["tree"]}
+    assert list(top) == ["untuned_module:unet", "untuned_module:vae.decode"]
+    assert top["untuned_module:unet"]["calls"] == 3  # one per denoising step
+    assert "untuned_module:unet.mid_block" in children(top["untuned_module:unet"])
+    assert children(top["untuned_module:vae.decode"]) == ["untuned_module:vae.decoder"]
+    assert headline_paths(doc) == ["unet", "vae.decode", "(residual)"]  # the unet has a sibling: no look-through
