@@ -148,6 +148,7 @@ def compare_profiles(
         _check_has_domain(doc, domain, name)
     old, new = sides["before"], sides["after"]
     old_root, new_root = aligning_roots(old, new)
+    known: dict[tuple[str, tuple[float, ...], tuple[float, ...]], Change] = {}  # the headline repeats most regions
     warnings_before, warnings_after = _one_sided_warnings(old.get("warnings", []), new.get("warnings", []))
     return ProfileDiff(
         domain=domain,
@@ -155,8 +156,10 @@ def compare_profiles(
         runs=(len(old["runs"]), len(new["runs"])),
         run_time=change(run_samples(old, domain), run_samples(new, domain)),
         residual=change(residual_samples(old, domain), residual_samples(new, domain)),
-        regions=_region_changes(region_samples(old, domain, old_root), region_samples(new, domain, new_root)),
-        headline=_region_changes(headline_samples(old, domain, old_root), headline_samples(new, domain, new_root)),
+        regions=_region_changes(region_samples(old, domain, old_root), region_samples(new, domain, new_root), known),
+        headline=_region_changes(
+            headline_samples(old, domain, old_root), headline_samples(new, domain, new_root), known
+        ),
         operators=operator_changes(old, new, domain),
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
@@ -301,13 +304,19 @@ def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str,
 
 
 def _region_changes(
-    before: Mapping[str, tuple[str, list[float]]], after: Mapping[str, tuple[str, list[float]]]
+    before: Mapping[str, tuple[str, list[float]]],
+    after: Mapping[str, tuple[str, list[float]]],
+    known: dict[tuple[str, tuple[float, ...], tuple[float, ...]], Change],
 ) -> list[RegionChange]:
+    """One row per path of either side, largest first; ``known`` bootstraps a path with the same samples once."""
     rows = []
     for path in before.keys() | after.keys():
         old_id, old = before.get(path, (None, []))
         new_id, new = after.get(path, (None, []))
-        rows.append(RegionChange(path, old_id, new_id, change(old, new)))
+        key = (path, tuple(old), tuple(new))
+        if key not in known:
+            known[key] = change(old, new)
+        rows.append(RegionChange(path, old_id, new_id, known[key]))
     rows.sort(key=lambda row: (-max(row.change.before_us or 0.0, row.change.after_us or 0.0), row.path))
     return rows
 
