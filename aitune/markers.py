@@ -57,6 +57,11 @@ MODULE_CALL_PREFIX = "nn.Module: "
 """With ``with_stack=True`` torch writes each module call as a python_function event
 ``nn.Module: <Class>_<k>``, k counting the instances of that class."""
 
+MARKER_KEY_PREFIXES = (SPAN_PREFIX, AITUNE_06_SPAN_PREFIX, "ProfilerStep")
+"""Operator-table keys that are run or region markers, not operators (torch's key averages list
+annotations too: AITune's tables hold ``ProfilerStep*`` and its own spans)."""
+
+
 def user_span_region_id(name: str) -> str:
     """The region of a span a plain torch trace holds: the user's ``record_function("encoder")`` is
     ``untuned_module:encoder``, a module call ``nn.Module: Linear_1`` is ``untuned_module:Linear_1``."""

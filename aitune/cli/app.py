@@ -153,9 +153,10 @@ def compare(
 @guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
-    from aitune.report import read_json
+    from aitune.report import read_json, written_by
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
+    from aitune.report.key_averages import AITUNE
 
     raw = read_json(profile)
     check_profile_header(raw, profile)
@@ -167,7 +168,9 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
             console.print(f"{profile}: {problem}", markup=False)
         console.print(f"{len(problems)} problem(s).")
     else:
-        console.print(f"{profile}: valid profile (schema_version {raw['schema_version']}).", markup=False)
+        author = written_by(raw)
+        label = "profile" if author == AITUNE else f"{author} profile"
+        console.print(f"{profile}: valid {label} (schema_version {raw['schema_version']}).", markup=False)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 
