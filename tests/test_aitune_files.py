@@ -71,6 +71,19 @@ def test_a_wrong_operator_table_is_one_short_line_per_problem():
     ]
 
 
+def test_validate_prints_each_problem_on_one_line_and_exits_1(tmp_path):
+    doc = aitune_profile()
+    doc["profiler"]["key_averages"]["cpu_time_total"]["events"][2]["count"] = -1
+    doc["runs"][1]["regions"] = {"rows": doc["profiler"]["key_averages"]["cpu_time_total"]["events"]}
+    broken = tmp_path / "a-profile-whose-name-is-long-enough-to-need-the-whole-line.json"
+    broken.write_text(json.dumps(doc))
+
+    result = run_cli("validate", str(broken))
+
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [*(f"{broken}: {problem}" for problem in validate(doc)), "2 problem(s)."]
+
+
 def test_markdown_shows_its_runs_regions_and_operators():
     markdown = render_markdown(aitune_profile())
 

@@ -164,13 +164,14 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
     if as_json:
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
-        for problem in problems:
-            console.print(f"{profile}: {problem}", markup=False)
+        for problem in problems:  # one line each, however narrow the terminal: tools grep these
+            console.print(f"{profile}: {problem}", markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
         author = written_by(raw)
         label = "profile" if author == AITUNE else f"{author} profile"
-        console.print(f"{profile}: valid {label} (schema_version {raw['schema_version']}).", markup=False)
+        verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
+        console.print(verdict, markup=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 
