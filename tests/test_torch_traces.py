@@ -5,10 +5,12 @@ Every trace here is recorded by the test, with plain torch.profiler, on a small 
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
-from cli_helpers import run_cli
+from cli_helpers import ROOT, run_cli
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
@@ -192,3 +194,14 @@ def test_a_trace_without_run_markers_is_one_sentence_and_exit_2(traces):
         "torch.profiler.profile(schedule=...) and call prof.step() after each iteration, "
         "or capture it with `aitune-profile capture`.\n"
     )
+
+
+def test_the_example_script_writes_a_trace_that_analyze_reads(tmp_path):
+    path = tmp_path / "plain_trace.json"
+    script = ROOT / "examples" / "plain_torch_profiler.py"
+
+    subprocess.run([sys.executable, str(script), "--out", str(path), "--steps", "2"], check=True, capture_output=True)
+
+    doc = build_profile(read_trace(path))
+    assert len(doc["runs"]) == 2
+    assert [region["id"] for region in doc["regions"]] == ["untuned_module:encoder", "untuned_module:head"]
