@@ -102,7 +102,7 @@ class TraceEvents:
     launches: list[Launch] = field(default_factory=list)
     device: list[DeviceActivity] = field(default_factory=list)
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    annotations: list[Span] = field(default_factory=list)  # other tools' user annotations, ProfilerStep#N included
+    annotations: list[Span] = field(default_factory=list)  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
     module_calls: list[Span] = field(default_factory=list)  # "nn.Module: <Class>_<k>" events of with_stack traces
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
 
