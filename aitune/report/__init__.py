@@ -11,6 +11,7 @@ from aitune.report.document import (
 )
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.io import dumps, load, read_json, read_trace, save
+from aitune.report.key_averages import operator_rows, operator_views, written_by
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
 
@@ -24,6 +25,8 @@ __all__ = [
     "dumps",
     "headline_rows",
     "load",
+    "operator_rows",
+    "operator_views",
     "profile_from_events",
     "read_json",
     "read_trace",
@@ -32,4 +35,5 @@ __all__ = [
     "scenario_names",
     "select_scenario",
     "validate",
+    "written_by",
 ]

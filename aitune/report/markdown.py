@@ -8,6 +8,7 @@ from typing import Any
 from aitune.analysis.statistics import summarize
 from aitune.report.document import ProfileDoc, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
+from aitune.report.key_averages import operator_views
 
 MISSING = "-"
 
@@ -227,7 +228,7 @@ def _attribution(doc: ProfileDoc) -> str:
 
 
 def _key_averages(doc: ProfileDoc) -> str:
-    views = doc.get("profiler", {}).get("key_averages", {})
+    views = operator_views(doc)
     parts = []
     for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
         rows = [
