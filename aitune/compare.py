@@ -3,8 +3,8 @@
 Regions line up by *path*, the region id without its kind prefix, so ``untuned_module:unet`` before
 and ``aot_module:unet`` after are one row, and a region that moved into a nested tree still meets
 its old self. A document may name the object its paths start from (``target.root``: entry mode's
-``pipe``); when the two sides differ in that, each side's paths are put under its own root, so an
-entry capture's ``unet`` meets a script capture's ``pipe.unet``.
+``pipe``); that root is stripped from the paths of a side that names none, so an entry capture's
+``unet`` meets a script capture's ``pipe.unet`` (and an AITune profile's ``unet``).
 
 Every ratio is after ÷ before of the median over the measured runs. Its confidence interval is a
 percentile bootstrap of the ratio of medians: each side's per-run samples are resampled with
@@ -187,23 +187,26 @@ def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str
 
 
 def path_of(region_id: str, root: str = "") -> str:
-    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``), under ``root`` if given."""
-    return _under(root, region_path(region_id))
+    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``), relative to ``root``.
+
+    ``path_of("untuned_module:pipe.unet", "pipe") == "unet"``; a path outside ``root`` stays as it is.
+    """
+    return _relative(region_path(region_id), root)
 
 
 def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, str]:
-    """The root each side's paths are put under so that the two sides line up; ``""``: as they are.
+    """The root to strip from each side's paths so that the two sides line up; ``""``: none.
 
-    Documents that name the same root (or none) line up as they are. Otherwise each side's paths go
-    under its own ``target.root``, so both read from the user's globals: entry mode's ``unet`` of
-    root ``pipe`` becomes ``pipe.unet``, which is what script mode calls it.
+    Entry mode names the object its paths start from (``target.root``, e.g. ``pipe``: paths such as
+    ``unet``); script mode names none, its paths starting from the script's globals (``pipe.unet``).
+    A side that names no root has the other side's stripped, so both read ``unet``.
     """
     roots = (before.get("target", {}).get("root", ""), after.get("target", {}).get("root", ""))
-    return ("", "") if roots[0] == roots[1] else roots
+    return ("" if roots[0] else roots[1], "" if roots[1] else roots[0])
 
 
-def _under(root: str, path: str) -> str:
-    return f"{root}.{path}" if root else path
+def _relative(path: str, root: str) -> str:
+    return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
 
 
 def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
@@ -221,7 +224,7 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
 
 
 def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
-    """Per region path (under ``root``): its id and its time in each run (µs; 0 in a run where it did not run).
+    """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
     top level into a tree still lines up.
@@ -237,7 +240,7 @@ def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[
 
 def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
     """Per path of a headline row but the residual (see `aitune.report.headline_rows`): its label and its times (µs)."""
-    return {_under(root, row.path): (row.label, row.times_us) for row in headline_rows(doc, domain)[:-1]}
+    return {_relative(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain)[:-1]}
 
 
 def change(before: Sequence[float], after: Sequence[float]) -> Change:

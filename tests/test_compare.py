@@ -59,18 +59,19 @@ def test_nested_regions_line_up_with_their_flat_selves():
     ]
 
 
-def test_paths_go_under_each_sides_root_when_the_roots_differ():
+def test_a_root_one_side_names_is_stripped_from_the_other_sides_paths():
     entry = profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 20.0}] * 2)
     entry["target"] = {"type": "pipeline_app.Pipeline", "root": "pipe"}
     script = profile([{"untuned_module:pipe.unet": 90.0, "untuned_module:pipe.vae": 20.0}] * 2)
 
     diff = compare_profiles(entry, script)
 
-    assert [(row.path, row.status, row.kind_changed) for row in diff.regions] == [
-        ("pipe.unet", "both", False),
-        ("pipe.vae", "added", False),
-        ("pipe.vae.decode", "removed", False),
+    assert [(row.path, row.before_id, row.after_id) for row in diff.regions] == [
+        ("unet", "untuned_module:unet", "untuned_module:pipe.unet"),
+        ("vae", None, "untuned_module:pipe.vae"),
+        ("vae.decode", "untuned_module:vae.decode", None),
     ]
+    assert not diff.regions[0].kind_changed
     assert [row.path for row in compare_profiles(entry, entry).regions] == ["unet", "vae.decode"]
 
 
@@ -213,7 +214,7 @@ def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_reg
     assert result.returncode == 0, result.stderr
     both = {row["path"]: row["before_id"] for row in json.loads(result.stdout)["regions"] if row["status"] == "both"}
     assert both == {  # script mode sees forwards only: vae is the forward that vae.decode calls
-        "pipe.text_encoder": "untuned_module:text_encoder",
-        "pipe.unet": "untuned_module:unet",
-        "pipe.vae": "untuned_module:vae",
+        "text_encoder": "untuned_module:text_encoder",
+        "unet": "untuned_module:unet",
+        "vae": "untuned_module:vae",
     }

@@ -89,8 +89,7 @@ def profile(
     one also at the top level, so single-input readers still work), and each scenario gets its own
     trace file (``trace.json`` → ``trace.<name>.json``). ``max_depth=1`` gives AITune's flat regions.
     ``obj_name``, the name ``obj`` has in the user's code (``pipe``), is recorded as ``target.root``:
-    region paths start from it, and compare puts them under it to meet a script-mode capture's
-    ``pipe.unet``.
+    region paths start from it, and compare strips it from a script-mode capture's ``pipe.unet``.
 
     Example::
 
