@@ -43,7 +43,9 @@ def headline_rows(doc: Mapping[str, Any], domain: str = "cpu") -> list[HeadlineR
     key = f"{domain}_time_us"
     totals = [run["timing"].get(key, 0.0) for run in runs]
 
-    def row(label: str, path: str, role: str, region: str | None, nodes: Sequence[Mapping[str, Any]], time_key: str):
+    def row(
+        label: str, path: str, role: str, region: str | None, nodes: Sequence[Mapping[str, Any]], time_key: str
+    ) -> HeadlineRow:
         times = [node.get(time_key, 0.0) for node in nodes]
         calls = [node.get("calls", 0) for node in nodes]
         fractions = [fraction(time, total) for time, total in zip(times, totals, strict=True)]
