@@ -46,7 +46,9 @@ def test_an_operator_and_the_ones_it_calls_count_once_under_the_outer_name():
         op("aten::gelu", 40, 45),
     )
 
-    assert mixes == {(0, ("untuned_module:mlp",)): {"count": 2, "categories": {"matmul": 20.0, "elementwise_norm": 5.0}}}
+    assert mixes == {
+        (0, ("untuned_module:mlp",)): {"count": 2, "categories": {"matmul": 20.0, "elementwise_norm": 5.0}}
+    }
 
 
 def test_operators_belong_to_the_innermost_region_and_outside_ones_to_none():

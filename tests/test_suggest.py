@@ -1,4 +1,4 @@
-"""Tuning suggestions: ranking, bounds, predictions, reason codes and levels, on hand-built profiles and real captures."""
+"""Tuning suggestions: ranking, bounds, predictions, reasons and levels, on hand-built profiles and real captures."""
 
 import json
 from pathlib import Path

@@ -141,8 +141,10 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
         title=Text(f"Tuning targets ({suggestions.domain}, median run {ms(suggestions.run_time_us)} ms{scenario})"),
         caption="bound: end to end if the region took no time · predicted: with the speedups measured on CPU",
     )
-    for header in ("Path", "Share", "Time/run (ms)", "Calls/run", "Bound", "Predicted", "Verdict"):
-        table.add_column(header, justify="left" if header in ("Path", "Verdict") else "right", overflow="fold")
+    table.add_column("Path", no_wrap=True)
+    for header in ("Share", "Time/run (ms)", "Calls/run", "Bound", "Predicted"):
+        table.add_column(header, justify="right")
+    table.add_column("Verdict", overflow="fold")
     for target in suggestions.targets[:limit]:
         table.add_row(
             Text(target.path),

@@ -37,6 +37,9 @@ __all__ = ["MEASURED_SPEEDUPS", "UPPER_BOUND_CAP", "Advice", "Reason", "Suggesti
 
 SCHEMA_VERSION = 1
 KIND = "aitune-suggestions"
+RANK_DIGITS = 3
+"""Predicted speedups equal to this many decimals rank by share: a parent that adds nothing the
+benchmarks speed up to its child's gain then comes first, and tuning it covers the child too."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ def suggest(
     found = gather(doc, domain)
     targets = sorted(
         (_target(candidate, found, run_times, domain) for candidate in found.candidates.values()),
-        key=lambda t: (not t.recommended, -t.predicted_speedup, -t.share, t.path),
+        key=lambda t: (not t.recommended, -round(t.predicted_speedup, RANK_DIGITS), -t.share, t.path),
     )
     return Suggestions(
         domain=domain,
