@@ -11,12 +11,13 @@ the self time is spent between operators (Python in ``forward``). Host synchroni
 the runtime outside any operator (``cudaStreamSynchronize`` from ``torch.cuda.synchronize()``)
 count as ``sync``; they are not operators, so not in the count.
 
-One start-sorted sweep per thread over its runs, region spans, operators and synchronising runtime
-calls (`aitune.analysis.intervals.parents`) finds every span's immediate parent, which says all of it.
+Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
+(`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,10 +25,12 @@ from functools import cache
 from typing import Any
 
 from aitune.analysis.attribution import run_index_of
-from aitune.analysis.events import ThreadKey, TraceEvents
-from aitune.analysis.intervals import parents
+from aitune.analysis.events import Span, TraceEvents
+from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
 from aitune.analysis.residual import operator_cause
 from aitune.markers import REGION_SPAN_PREFIX
+
+_EPSILON_US = 0.002  # as in aitune.analysis.intervals: timestamps are rounded to the nanosecond
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
@@ -96,57 +99,72 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     """The operator mix of every region-tree node of every measured run (nodes without operators left out)."""
     mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
     by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys([*(span.thread for span in events.regions), *by_thread]):
-        _fold_thread(events, thread, by_thread.get(thread, []), mixes)
+    for thread in dict.fromkeys(span.thread for span in events.regions):
+        runs = [span for span in events.runs if span.thread == thread]
+        regions = [span for span in events.regions if span.thread == thread]
+        keys = _node_keys(runs, regions)
+        ops, names = _topmost_operators(events, by_thread.get(thread, []))
+        syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
+        calls = [c for c in syncs if not _inside(ops, c.start_us)]
+        points = [*ops[0], *(c.start_us for c in calls)]
+        owners = innermost_enclosing(columns(regions), points)
+        for index, owner in enumerate(owners):
+            key = keys[owner] if owner is not None else None
+            if key is None:
+                continue  # outside every region (the residual's), or in a region outside every run
+            if index < len(names):
+                mixes[key].add(operator_category(names[index]), ops[1][index])
+            else:
+                mixes[key].add("sync", calls[index - len(names)].duration_us, operator=False)
     return dict(mixes)
 
 
-def _fold_thread(events: TraceEvents, thread: ThreadKey, op_indices: Sequence[int], mixes: dict[NodeKey, Any]) -> None:
-    runs = [span for span in events.runs if span.thread == thread]
-    regions = [span for span in events.regions if span.thread == thread]
-    if not runs or not regions:
-        return
-    syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
-    ops = events.ops
-    # One column list: runs, then regions, then operators, then runtime calls; on equal start and
-    # length a stable sort keeps that order, so a region comes out as the parent of an operator.
-    starts = [s.start_us for s in runs] + [s.start_us for s in regions] + [ops.starts_us[i] for i in op_indices]
-    durations = [s.duration_us for s in runs] + [s.duration_us for s in regions]
-    durations += [ops.durations_us[i] for i in op_indices]
-    starts += [call.start_us for call in syncs]
-    durations += [call.duration_us for call in syncs]
-    parent_of = parents((starts, durations))
-
-    first_region, first_op = len(runs), len(runs) + len(regions)
-    first_call = first_op + len(op_indices)
-    keys: dict[int, NodeKey | None] = {}
-
-    def node_key(index: int) -> NodeKey | None:
-        """The tree node of region span ``index``: its run and the region ids above it (memoised)."""
-        if index in keys:
-            return keys[index]
-        parent = parent_of[index]
-        while parent is not None and parent >= first_op:  # a region opened inside an operator: look past it
-            parent = parent_of[parent]
-        region = regions[index - first_region].name[len(REGION_SPAN_PREFIX) :]
-        if parent is None:
-            key = None
-        elif parent < first_region:
-            key = (run_index_of(runs[parent]), (region,))
-        else:
-            above = node_key(parent)
-            key = None if above is None else (above[0], (*above[1], region))
-        keys[index] = key
-        return key
-
-    for index in range(first_op, len(starts)):
-        parent = parent_of[index]
-        if parent is None or not first_region <= parent < first_op:
-            continue  # outside every region (the residual's), or inside another operator
-        key = node_key(parent)
-        if key is None:
+def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
+    """For each region span (all on one thread), its tree node; None outside every run."""
+    spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
+    parent_of = parents(columns(spans))
+    keys: list[NodeKey | None] = [None] * len(spans)
+    for index in nesting_order(columns(spans)):  # parents before children
+        if index < len(runs):
             continue
-        if index < first_call:
-            mixes[key].add(operator_category(ops.names[op_indices[index - first_op]]), durations[index])
-        else:
-            mixes[key].add("sync", durations[index], operator=False)
+        parent = parent_of[index]
+        region = spans[index].name[len(REGION_SPAN_PREFIX) :]
+        if parent is not None and parent < len(runs):
+            keys[index] = (run_index_of(runs[parent]), (region,))
+        elif parent is not None and (above := keys[parent]) is not None:
+            keys[index] = (above[0], (*above[1], region))
+    return keys[len(runs) :]
+
+
+def _topmost_operators(events: TraceEvents, indices: Sequence[int]) -> tuple[Columns, list[str]]:
+    """The operators of one thread that no other operator encloses, in start order, and their names.
+
+    The hot part (~10⁵ operators a capture): traces list a thread's operators by start already, so
+    the sort is skipped when they are, and one pass that remembers where the last topmost operator
+    ends finds the rest.
+    """
+    ops = events.ops
+    starts = [ops.starts_us[i] for i in indices]
+    durations = [ops.durations_us[i] for i in indices]
+    in_order = starts == sorted(starts) and len(set(starts)) == len(starts)  # ties need the length order
+    order: Sequence[int] = range(len(starts)) if in_order else nesting_order((starts, durations))
+    top_starts: list[float] = []
+    top_durations: list[float] = []
+    names: list[str] = []
+    reach = float("-inf")
+    for local in order:
+        start = starts[local]
+        if start >= reach - _EPSILON_US:
+            duration = durations[local]
+            top_starts.append(start)
+            top_durations.append(duration)
+            names.append(ops.names[indices[local]])
+            reach = start + duration
+    return (top_starts, top_durations), names
+
+
+def _inside(ops: Columns, point_us: float) -> bool:
+    """True when ``point_us`` falls inside one of the disjoint, start-ordered spans ``ops``."""
+    starts, durations = ops
+    index = bisect_right(starts, point_us) - 1
+    return index >= 0 and point_us < starts[index] + durations[index]
