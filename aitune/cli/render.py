@@ -142,9 +142,9 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
         caption="bound: end to end if the region took no time · predicted: with the speedups measured on CPU",
     )
     table.add_column("Path", no_wrap=True)
-    for header in ("Share", "Time/run (ms)", "Calls/run", "Bound", "Predicted"):
+    for header in ("Share", "ms/run", "Calls", "Bound", "Predicted"):
         table.add_column(header, justify="right")
-    table.add_column("Verdict", overflow="fold")
+    table.add_column("Verdict", no_wrap=True)
     for target in suggestions.targets[:limit]:
         table.add_row(
             Text(target.path),
