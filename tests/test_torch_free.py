@@ -9,7 +9,8 @@ def test_analysis_and_report_import_without_torch():
         "import sys; sys.modules['torch'] = None\n"
         "import aitune.analysis, aitune.report, aitune.markers, aitune.errors\n"
         "from aitune.report import build_profile, render_markdown\n"
-        "doc = build_profile({'traceEvents': [], 'aitune': {'config': {'measured_runs': 0}}})\n"
+        "run = {'ph': 'X', 'cat': 'user_annotation', 'name': 'aitune::run::0', 'ts': 0, 'dur': 10}\n"
+        "doc = build_profile({'traceEvents': [run], 'aitune': {'config': {'measured_runs': 1}}})\n"
         "print(render_markdown(doc).splitlines()[0])\n"
     )
 

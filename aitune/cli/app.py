@@ -176,9 +176,10 @@ def suggest(
 @guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
-    from aitune.report import read_json
+    from aitune.report import read_json, written_by
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
+    from aitune.report.key_averages import AITUNE
 
     raw = read_json(profile)
     check_profile_header(raw, profile)
@@ -186,11 +187,14 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
     if as_json:
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
-        for problem in problems:
-            console.print(f"{profile}: {problem}", markup=False)
+        for problem in problems:  # one line each, however narrow the terminal: tools grep these
+            console.print(f"{profile}: {problem}", markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
-        console.print(f"{profile}: valid profile (schema_version {raw['schema_version']}).", markup=False)
+        author = written_by(raw)
+        label = "profile" if author == AITUNE else f"{author} profile"
+        verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
+        console.print(verdict, markup=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 

@@ -18,6 +18,7 @@ from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operat
 from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
+from aitune.errors import ProfileError
 
 SCHEMA_VERSION = 1
 
@@ -112,9 +113,20 @@ class ProfileDoc(TypedDict, total=False):
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
 
 
-def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
-    """Derive the profile document from a Chrome trace written by an aitune capture."""
-    return profile_from_events(read_trace_events(trace))
+def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> ProfileDoc:
+    """Derive the profile document from a Chrome trace: an aitune capture's, NVIDIA AITune 0.6's, or
+    any torch.profiler trace recorded with a schedule (``prof.step()`` after each iteration).
+
+    `ProfileError`, naming ``source``, when the trace holds no run marker of any of these kinds.
+    """
+    events = read_trace_events(trace)
+    if not events.runs:
+        raise ProfileError(
+            f"{source}: no ProfilerStep#N or aitune run spans in this trace; record it with "
+            "torch.profiler.profile(schedule=...) and call prof.step() after each iteration, "
+            "or capture it with `aitune-profile capture`."
+        )
+    return profile_from_events(events)
 
 
 def profile_from_events(events: TraceEvents) -> ProfileDoc:
@@ -139,7 +151,7 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         runs=[run_doc(run, causes.get(run.run_index), mixes) for run in runs],
         profiler=_profiler_section(events, meta),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
-        warnings=_warnings(result, meta, known, len(runs)),
+        warnings=_warnings(result, meta, known, len(runs), events.trace_kind),
     )
     if runs:
         doc["statistics"] = run_statistics(runs)
@@ -237,12 +249,14 @@ def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, 
 
 def _profiler_section(events: TraceEvents, meta: Mapping[str, Any]) -> dict[str, Any]:
     profiler = dict(meta.get("profiler", {}))
+    profiler.setdefault("activities", ["CPU", "CUDA"] if events.has_device_data else ["CPU"])  # as the trace shows
+    profiler["trace_kind"] = events.trace_kind
     profiler["key_averages"] = key_averages(events)
     return profiler
 
 
 def _warnings(
-    result: attribution.Attribution, meta: Mapping[str, Any], known: Mapping[str, Any], run_count: int
+    result: attribution.Attribution, meta: Mapping[str, Any], known: Mapping[str, Any], run_count: int, trace_kind: str
 ) -> list[ProfileWarning]:
     found: list[ProfileWarning] = list(meta.get("warnings", ()))
     found += warnings.unmapped_region_spans(result.unmapped_region_spans)
@@ -251,7 +265,7 @@ def _warnings(
         found += warnings.run_count_mismatch(expected, run_count)
     found += warnings.unregistered_regions(result.observed_region_ids, known)
     if not result.observed_region_ids:
-        found += warnings.no_regions_observed(len(known), run_count)
+        found += warnings.no_regions_observed(len(known), run_count, trace_kind)
     return found
 
 
