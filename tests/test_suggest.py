@@ -9,10 +9,10 @@ from builders import kernel, launch, op, region, run, trace
 from cli_helpers import run_cli
 
 from aitune.errors import ProfileError
-from aitune.report import build_profile, combine_scenarios, read_json, save, validate
+from aitune.report import build_profile, combine_scenarios, load, read_trace, save, validate
 from aitune.suggest import MEASURED_SPEEDUPS, UPPER_BOUND_CAP, suggest
 
-AITUNE_PROFILE = Path(__file__).parent / "data" / "aitune-0.6.0" / "aitune-0.6.0-pipeline.profile.json"
+AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
 TICK_US = 10.0  # layouts are written in ticks of 10 µs: operators of realistic size, short numbers
 RUN_TICKS = 1000
 CONV = MEASURED_SPEEDUPS["conv"].speedup
@@ -292,13 +292,24 @@ def test_on_a_pipeline_the_targets_are_its_modules():
 
 
 def test_an_aitune_profile_gives_the_pipeline_modules_with_unet_first():
-    suggestions = suggest(read_json(AITUNE_PROFILE))
+    suggestions = suggest(load(AITUNE_FILES / "aitune-0.6.0-pipeline.profile.json"))
 
     assert {t.path for t in suggestions.targets} == {"unet", "vae", "text_encoder"}
     assert suggestions.targets[0].path == "unet"
     assert "ENTRY_METHOD" in codes(suggestions, "vae")
     assert "NO_OPERATOR_MIX" in codes(suggestions, "unet")
     assert [a.code for a in suggestions.advice] == ["RESIDUAL"]  # AITune's residual has no causes
+
+
+def test_an_aitune_trace_analysed_offline_is_predicted_from_its_operator_mix():
+    doc = build_profile(read_trace(AITUNE_FILES / "aitune-0.6.0-pipeline.trace.json.gz"))
+
+    suggestions = suggest(doc)
+
+    assert [t.path for t in suggestions.recommended()] == ["unet", "vae"]
+    unet = target(suggestions, "unet")
+    assert "COMPUTE_HEAVY" in codes(suggestions, "unet") and "NO_OPERATOR_MIX" not in codes(suggestions, "unet")
+    assert 1.0 < unet.predicted_region_speedup <= CONV
 
 
 # --- domains, scenarios, advice, JSON ---

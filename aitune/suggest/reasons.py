@@ -109,8 +109,9 @@ def _mix(candidate: Candidate, region_speedup: float, domain: str) -> Iterable[t
     """What its operators say about the gain: no mix, nothing measured, dispatch-bound, compute-heavy, fusible."""
     if not candidate.has_mix:
         yield "NO_OPERATOR_MIX", (
-            "the profile holds no operator mix for it (AITune's files, older captures): predicted with the "
-            f"smallest gain measured on any module, {MEASURED_SPEEDUPS['dispatch'].speedup:.2f}×."
+            "the profile holds no operator mix for it (AITune's profiles, older captures; `aitune-profile "
+            "analyze` of its trace adds one): predicted with the smallest gain measured on any module, "
+            f"{MEASURED_SPEEDUPS['dispatch'].speedup:.2f}×."
         )
         return
     if region_speedup < MIN_REGION_SPEEDUP:
