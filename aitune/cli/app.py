@@ -1,4 +1,4 @@
-"""``aitune-profile``: capture, analyze, report, compare, validate and bundle profiles from a terminal or CI.
+"""``aitune-profile``: capture, analyze, report, compare, suggest, validate and bundle profiles from a terminal or CI.
 
 Every command parses its options, makes one core call, renders, and picks the exit code (see
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
@@ -17,7 +17,7 @@ from rich.console import Console
 import aitune
 from aitune.cli import outputs
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, warnings_table
+from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, suggestions_view, warnings_table
 
 app = typer.Typer(
     name="aitune-profile",
@@ -147,6 +147,29 @@ def compare(
             console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time {ratio_text(diff.run_time)})")
     if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+@guarded
+def suggest(
+    profile: ProfilePath,
+    top: Annotated[int | None, typer.Option(help="Recommend at most K targets.", metavar="K")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Time domain: cpu or device (default: device when the profile has it).")
+    ] = None,
+    scenario: Annotated[str | None, typer.Option(help="Suggest for this scenario of a multi-scenario profile.")] = None,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Rank the regions worth tuning, with the end-to-end gain each could bring and the reasons why."""
+    from aitune.report import load
+    from aitune.suggest import suggest as suggest_targets
+
+    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario)
+    if as_json:
+        outputs.print_json(suggestions.to_dict())
+    else:
+        console.print(suggestions_view(suggestions))
 
 
 @app.command()

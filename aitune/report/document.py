@@ -14,6 +14,7 @@ from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.operators import key_averages
+from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
@@ -36,6 +37,13 @@ class Timing(TypedDict, total=False):
     device_time_us: float
 
 
+class OperatorsInside(TypedDict):
+    """The operators that ran directly inside a region in one run (see `aitune.analysis.region_operators`)."""
+
+    count: int
+    categories: dict[str, float]  # CPU µs by category; part of the region's CPU self time
+
+
 class RegionShare(TypedDict, total=False):
     region_id: Required[str]
     calls: Required[int]
@@ -44,6 +52,7 @@ class RegionShare(TypedDict, total=False):
     device_time_us: float  # absent, not None, when the run has no device data
     device_time_fraction: float
     device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
+    operators: OperatorsInside  # in runs without a tree; with one, on the tree's nodes
 
 
 class Residual(TypedDict, total=False):
@@ -70,6 +79,7 @@ class TreeNode(TypedDict, total=False):
     device_self_time_us: float
     device_time_fraction: float
     device_busy_time_us: float
+    operators: OperatorsInside
     children: Required[list[TreeNode]]
 
 
@@ -135,6 +145,7 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     spanning = attribution.spanning_regions(result.runs)
     runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
     causes = residual_causes(events, spanning)
+    mixes = region_operator_mixes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -143,7 +154,7 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         config=dict(meta.get("config", {})),
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
-        runs=[run_doc(run, causes.get(run.run_index)) for run in runs],
+        runs=[run_doc(run, causes.get(run.run_index), mixes) for run in runs],
         profiler=_profiler_section(events, meta),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs), events.trace_kind),
@@ -162,29 +173,42 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     return doc
 
 
-def run_doc(run: AttributedRun, causes: ResidualCauses | None = None) -> RunDoc:
-    """The JSON shape of one attributed run; device keys only when the run has device data."""
+def run_doc(
+    run: AttributedRun, causes: ResidualCauses | None = None, mixes: Mapping[NodeKey, OperatorMix] | None = None
+) -> RunDoc:
+    """The JSON shape of one attributed run; device keys only when the run has device data.
+
+    ``mixes`` (from `region_operator_mixes`) adds each region's ``operators``: on the tree's nodes
+    when the run has a tree, else on its regions; a region without operators gets a count of 0.
+    """
     timing = Timing(cpu_time_us=run.cpu_time_us)
     if run.wall_time_us is not None:
         timing["wall_time_us"] = run.wall_time_us
     if run.device_time_us is not None:
         timing["device_time_us"] = run.device_time_us
+    has_tree = any(node.children for node in run.roots().values())
     doc = RunDoc(
         run_index=run.run_index,
         timing=timing,
-        regions=[_region_share(node, run) for node in run.regions.values()],
+        regions=[_region_share(node, run, None if has_tree else mixes) for node in run.regions.values()],
         residual=Residual(**run.residual()),  # type: ignore[typeddict-item]
     )
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
-    if any(node.children for node in run.roots().values()):
-        doc["tree"] = [tree_node(node, run) for node in run.roots().values()]
+    if has_tree:
+        doc["tree"] = [tree_node(node, run, mixes) for node in run.roots().values()]
     return doc
 
 
-def tree_node(node: RegionNode, run: AttributedRun) -> TreeNode:
-    """One node of a run's region tree, its children included."""
-    children = [tree_node(child, run) for child in node.children.values()]
+def tree_node(
+    node: RegionNode,
+    run: AttributedRun,
+    mixes: Mapping[NodeKey, OperatorMix] | None = None,
+    above: tuple[str, ...] = (),
+) -> TreeNode:
+    """One node of a run's region tree, its children included; ``above``: the region ids of its ancestors."""
+    path = (*above, node.region_id)
+    children = [tree_node(child, run, mixes, path) for child in node.children.values()]
     tree = TreeNode(
         region_id=node.region_id,
         calls=node.calls,
@@ -197,6 +221,8 @@ def tree_node(node: RegionNode, run: AttributedRun) -> TreeNode:
         tree["device_self_time_us"] = max(0.0, node.device_time_us - sum(c["device_time_us"] for c in children))
         tree["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
         tree["device_busy_time_us"] = node.device_busy_us
+    if mixes is not None:
+        tree["operators"] = mixes.get((run.run_index, path), OperatorMix()).to_dict()
     tree["children"] = children
     return tree
 
@@ -213,7 +239,7 @@ def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMe
     return meta
 
 
-def _region_share(node: RegionNode, run: AttributedRun) -> RegionShare:
+def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, OperatorMix] | None) -> RegionShare:
     share = RegionShare(
         region_id=node.region_id,
         calls=node.calls,
@@ -224,6 +250,8 @@ def _region_share(node: RegionNode, run: AttributedRun) -> RegionShare:
         share["device_time_us"] = node.device_time_us
         share["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
         share["device_busy_time_us"] = node.device_busy_us
+    if mixes is not None:
+        share["operators"] = mixes.get((run.run_index, (node.region_id,)), OperatorMix()).to_dict()
     return share
 
 

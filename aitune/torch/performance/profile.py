@@ -207,12 +207,12 @@ def analyze_trace(path: str | Path) -> PerformanceProfile:
 
 
 def region_metadata(targets: list[RegionTarget]) -> list[dict[str, Any]]:
-    """The ``regions`` entries of every instrumented region, entry-method regions included."""
+    """The ``regions`` entries of every instrumented region; an entry-method region names its ``method``."""
     regions: list[dict[str, Any]] = []
     for target in targets:
         if target.hook_forward:
             regions.append(_meta(target.region, target))
-        regions += [_meta(target.method_region(method), target) for method in target.methods]
+        regions += [{**_meta(target.method_region(method), target), "method": method} for method in target.methods]
     return regions
 
 
