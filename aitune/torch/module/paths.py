@@ -6,7 +6,7 @@ Paths are the ones profiles use: ``unet``, ``unet.blocks.0`` (a ``ModuleList``/`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, MutableSequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
 from torch import nn
@@ -21,21 +21,40 @@ def wrap(obj: Any, paths: str | Iterable[str], **options: Any) -> dict[str, Modu
     ``options`` go to every ``Module`` (strategy, strategies, dynamic_shapes, registry). If one path
     fails, the wrappers already made are closed and their modules put back.
     """
+    return replace_modules(
+        obj,
+        [paths] if isinstance(paths, str) else list(paths),
+        lambda path, module: Module(module, name=path, **options),
+    )
+
+
+def replace_modules(obj: Any, paths: Iterable[str], make: Callable[[str, nn.Module], Module]) -> dict[str, Module]:
+    """Put ``make(path, module)`` in place of the module at each path, all or nothing.
+
+    If one path fails (nothing there, not a module, already wrapped, ``make`` raised), the wrappers
+    already made are closed and their modules put back before the error propagates.
+    """
     done: dict[str, Module] = {}
     try:
-        for path in [paths] if isinstance(paths, str) else list(paths):
+        for path in paths:
             parent, key = _parent_and_key(obj, path)
             module = _get(parent, key, path)
             if not isinstance(module, nn.Module) or isinstance(module, Module):
                 kind = "already an aitune.torch.Module" if isinstance(module, Module) else type(module).__name__
                 raise TuningError(f"'{path}' is {kind}, not a module to wrap; pass the path of an nn.Module.")
-            wrapper = Module(module, name=path, **options)
+            wrapper = make(path, module)
             _set(parent, key, wrapper)
             done[path] = wrapper
     except BaseException:
         unwrap(obj, done)
         raise
     return done
+
+
+def module_at(obj: Any, path: str) -> Any:
+    """What sits at the dotted ``path`` under ``obj``; `TuningError` naming the missing part."""
+    parent, key = _parent_and_key(obj, path)
+    return _get(parent, key, path)
 
 
 def unwrap(obj: Any, paths: str | Iterable[str]) -> None:

@@ -73,9 +73,7 @@ def capture_trace(
     ]
     with (
         Instrumented(targets),
-        profile(
-            activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack
-        ) as profiler,
+        profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
     ):
         _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation; discarded
         profiler.step()

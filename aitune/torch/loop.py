@@ -1,0 +1,205 @@
+"""The closed loop: capture before → suggest → wrap and tune → capture after → compare, and a plan to apply later.
+
+Every decision is made by the parts it joins: `aitune.suggest` ranks the regions, `aitune.torch.tune`
+records and tunes them behind the correctness gate, `aitune.compare` measures the gain and
+`aitune.gains` sets it beside the forecast. A region whose tuning fails, loses or fails the gate is
+put back as it was (its wrapper removed), so the after capture shows it untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aitune.compare import ProfileDiff, compare_profiles
+from aitune.errors import TuningError
+from aitune.gains import RegionGain, region_gains, speedup
+from aitune.report import ProfileDoc
+from aitune.suggest import Suggestions, suggest
+from aitune.torch.module.paths import unwrap, wrap
+from aitune.torch.module.wrapper import Module
+from aitune.torch.performance.entry import counted
+from aitune.torch.performance.profile import profile
+from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.api import record, tune_recorded
+from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.plan import apply_plan, load_plan, make_plan
+from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
+
+Tick = Callable[[], None]
+PhaseHook = Callable[[str, int | None], Tick]
+"""``on_phase(name, calls)`` is told each phase as it starts (with its number of workload calls, when known)
+and returns what to call after each of them: a progress bar's advance."""
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """How the loop captures, chooses and tunes; ``targets`` (paths) overrides suggest's choice of ``top``."""
+
+    top: int = 3
+    targets: tuple[str, ...] | None = None
+    strategy: TuneStrategy | None = None  # None: min-latency over the default backends, with ``tolerance``
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    warmup_runs: int = 3
+    measured_runs: int = 10
+    record_calls: int = 2  # workload calls recorded for tuning (each wrapper keeps up to 8 samples per graph)
+
+
+@dataclass
+class LoopResult:
+    """Both profiles, what suggest said, the tuning report, the diff, the gain per region and the plan."""
+
+    before: ProfileDoc
+    after: ProfileDoc
+    suggestions: dict[str, Any] | None  # None when a plan chose the regions
+    tuning: dict[str, Any] | None  # None when a plan was applied
+    diff: ProfileDiff
+    gains: list[RegionGain]
+    plan: dict[str, Any]
+    wrappers: dict[str, Module]  # the tuned wrappers left in the target, by path
+
+    def comparison(self) -> dict[str, Any]:
+        """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
+        value, low, high = speedup(self.diff.run_time)
+        return {
+            **self.diff.to_dict(),
+            "speedup": {"value": value, "ci_low": low, "ci_high": high},
+            "tuned_regions": [gain.to_dict() for gain in self.gains],
+        }
+
+    def restore(self, obj: Any) -> None:
+        """Take the tuned wrappers out of ``obj`` again: its modules run as before the loop."""
+        unwrap(obj, list(self.wrappers))
+        self.wrappers = {}
+
+
+def optimize(
+    obj: Any,
+    input_data: Any = None,
+    inference_function: Callable[..., Any] | None = None,
+    *,
+    config: LoopConfig | None = None,
+    plan: str | Path | Mapping[str, Any] | None = None,
+    trace_files: tuple[Path, Path] | None = None,
+    on_phase: PhaseHook | None = None,
+) -> LoopResult:
+    """Profile ``inference_function(input)`` on ``obj``, tune what suggest ranks highest, and prove the gain.
+
+    With ``plan`` (a path or the loaded dict written by an earlier loop), the regions and backends
+    come from the plan instead: nothing is searched, only the chosen backends are built. The tuned
+    wrappers stay in ``obj`` (call ``result.restore(obj)`` to take them out); ``trace_files`` keeps
+    the before and after Chrome traces.
+
+    Example::
+
+        result = aitune.torch.optimize(pipe, {"token_ids": ids}, infer, config=LoopConfig(top=2))
+        result.comparison()["speedup"]  # {"value": 1.4, "ci_low": 1.3, "ci_high": 1.5}
+    """
+    config = config or LoopConfig()
+    function = inference_function if inference_function is not None else obj
+    phase = on_phase or _silent
+    traces = trace_files or (None, None)
+
+    before = _capture(obj, input_data, function, config, traces[0], phase("capture before", _calls(config)))
+    if plan is not None:
+        saved = load_plan(plan)
+        phase("apply plan", None)
+        wrappers = apply_plan(obj, saved).wrappers
+        suggestions, report = None, None
+        outcomes = {path: (_winner(wrapper), None) for path, wrapper in wrappers.items()}
+    else:
+        found = suggest(before)
+        suggestions = found.to_dict()
+        paths = list(config.targets) if config.targets else _chosen(found, config.top)
+        wrappers, report, outcomes = _tune(obj, function, input_data, paths, config, phase)
+        saved = make_plan(qualified_type(obj), wrappers, report, config.tolerance.to_dict())
+    try:
+        after = _capture(obj, input_data, function, config, traces[1], phase("capture after", _calls(config)))
+    except BaseException:
+        unwrap(obj, list(wrappers))
+        raise
+    diff = compare_profiles(before, after)
+    gains = region_gains(suggestions or {}, diff, outcomes)
+    return LoopResult(before, after, suggestions, report, diff, gains, saved, wrappers)
+
+
+def _chosen(found: Suggestions, top: int) -> list[str]:
+    chosen = [target.path for target in found.recommended(top)]
+    if not chosen:
+        reasons = "; ".join(f"{t.path}: {t.reasons[0].message}" for t in found.targets[:3] if t.reasons)
+        raise TuningError(
+            f"suggest found no region worth tuning ({reasons or 'no tunable region'}); "
+            "pass the paths to tune with --targets to tune some anyway."
+        )
+    return chosen
+
+
+def _tune(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    paths: Iterable[str],
+    config: LoopConfig,
+    phase: PhaseHook,
+) -> tuple[dict[str, Module], dict[str, Any], dict[str, tuple[str, str | None]]]:
+    """Wrap ``paths``, record and tune them; the ones no backend won for are unwrapped again."""
+    wrappers = wrap(obj, list(paths))
+    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    try:
+        record(
+            counted(function, phase("record", config.record_calls)),
+            [input_data] * config.record_calls,
+            list(wrappers.values()),
+        )
+        tick = phase("tune", len(wrappers))
+        report = tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
+    except BaseException:
+        unwrap(obj, list(wrappers))
+        raise
+    outcomes = {path: (_winner(wrapper), _lost_because(wrapper.tuning_report)) for path, wrapper in wrappers.items()}
+    lost = [path for path, (winner, _) in outcomes.items() if winner == "eager"]
+    unwrap(obj, lost)
+    return {path: w for path, w in wrappers.items() if path not in lost}, report, outcomes
+
+
+def _winner(wrapper: Module) -> str:
+    """The backend of the wrapper's most sampled graph that did not stay eager, or ``eager``."""
+    report = wrapper.tuning_report or {}
+    won = [graph for graph in report.get("graphs", ()) if graph.get("winner") != "eager"]
+    if won:
+        return max(won, key=lambda graph: graph.get("samples", 0))["winner"]
+    backends = wrapper.to_dict()["tuned_backends"].values()  # a wrapper restored from a plan has no report
+    return next((backend["name"] for backend in backends if backend["name"] != "eager"), "eager")
+
+
+def _lost_because(entry: Mapping[str, Any] | None) -> str | None:
+    """Why no candidate won: each candidate's reason, joined (None when one won)."""
+    if entry is None or any(graph.get("winner") != "eager" for graph in entry.get("graphs", ())):
+        return None
+    reasons = [
+        f"{candidate['backend']}: {candidate['reason']}"
+        for graph in entry.get("graphs", ())
+        for candidate in graph.get("candidates", ())
+        if candidate.get("reason")
+    ]
+    return "; ".join(dict.fromkeys(reasons)) or "no candidate backend passed the gate"
+
+
+def _capture(
+    obj: Any, input_data: Any, function: Callable[..., Any], config: LoopConfig, trace: Path | None, tick: Tick
+) -> ProfileDoc:
+    prof = profile(obj, input_data, counted(function, tick), config.warmup_runs, config.measured_runs, trace)
+    doc = prof.data
+    if trace is not None:
+        doc["trace_file"] = trace.name
+    return doc
+
+
+def _calls(config: LoopConfig) -> int:
+    return config.warmup_runs + 1 + config.measured_runs  # +1: the profiler's warmup run
+
+
+def _silent(_name: str, _calls: int | None) -> Tick:
+    return lambda: None
