@@ -157,6 +157,7 @@ def tune(
     targets: Annotated[
         str | None, typer.Option(help="Tune these paths instead (comma-separated, e.g. unet,vae).", metavar="PATHS")
     ] = None,
+    mode: Annotated[str, typer.Option(help="aot (wrap and tune once) or jit (tune on the workload's calls).")] = "aot",
     strategy: Annotated[str, typer.Option(help="min-latency (fastest beating eager) or first-wins.")] = "min-latency",
     backends: Annotated[
         str | None, typer.Option(help="Candidate backends, comma-separated (default: all that run here).")
@@ -188,11 +189,14 @@ def tune(
     if not function:
         fail(f"tune needs an entry function: write {target}:infer (the function that runs one inference).")
     check_run_counts(warmup, runs)
+    if mode not in ("aot", "jit"):
+        fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
     config = LoopConfig(
         top=top,
         targets=tuple(_words(targets)) or None,
+        mode=mode,
         strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), time_budget),
         warmup_runs=warmup,
         measured_runs=runs,

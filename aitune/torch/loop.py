@@ -8,7 +8,7 @@ put back as it was (its wrapper removed), so the after capture shows it untouche
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +18,19 @@ from aitune.errors import TuningError
 from aitune.gains import RegionGain, region_gains, speedup
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.jit import JitConfig, register_for_jit_tuning
+from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import unwrap, wrap
-from aitune.torch.module.wrapper import Module
+from aitune.torch.module.wrapper import saved_form
 from aitune.torch.performance.entry import counted
+from aitune.torch.performance.environment import environment
+from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.profile import profile
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.plan import apply_plan, load_plan, make_plan
+from aitune.torch.tuning.plan import TunedRegion, apply_plan, load_plan, make_plan
+from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 
 Tick = Callable[[], None]
@@ -40,6 +45,7 @@ class LoopConfig:
 
     top: int = 3
     targets: tuple[str, ...] | None = None
+    mode: str = "aot"  # aot: wrap by path and tune once; jit: register by path, tune on the workload's own calls
     strategy: TuneStrategy | None = None  # None: min-latency over the default backends, with ``tolerance``
     tolerance: Tolerance = field(default_factory=Tolerance)
     warmup_runs: int = 3
@@ -58,7 +64,8 @@ class LoopResult:
     diff: ProfileDiff
     gains: list[RegionGain]
     plan: dict[str, Any]
-    wrappers: dict[str, Module]  # the tuned wrappers left in the target, by path
+    tuned: list[TunedRegion]  # left tuned in the target
+    undo: Callable[[], None] = field(repr=False, default=lambda: None)
 
     def comparison(self) -> dict[str, Any]:
         """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
@@ -69,10 +76,10 @@ class LoopResult:
             "tuned_regions": [gain.to_dict() for gain in self.gains],
         }
 
-    def restore(self, obj: Any) -> None:
-        """Take the tuned wrappers out of ``obj`` again: its modules run as before the loop."""
-        unwrap(obj, list(self.wrappers))
-        self.wrappers = {}
+    def restore(self) -> None:
+        """Take the tuned wrappers (or JIT registration) out of the target again: its modules run as before."""
+        self.undo()
+        self.undo, self.tuned = (lambda: None), []
 
 
 def optimize(
@@ -103,26 +110,36 @@ def optimize(
     traces = trace_files or (None, None)
 
     before = _capture(obj, input_data, function, config, traces[0], phase("capture before", _calls(config)))
+    suggestions: dict[str, Any] | None = None
     if plan is not None:
         saved = load_plan(plan)
         phase("apply plan", None)
-        wrappers = apply_plan(obj, saved).wrappers
-        suggestions, report = None, None
-        outcomes = {path: (_winner(wrapper), None) for path, wrapper in wrappers.items()}
+        tuning = _applied(obj, saved)
     else:
         found = suggest(before)
         suggestions = found.to_dict()
         paths = list(config.targets) if config.targets else _chosen(found, config.top)
-        wrappers, report, outcomes = _tune(obj, function, input_data, paths, config, phase)
-        saved = make_plan(qualified_type(obj), wrappers, report, config.tolerance.to_dict())
+        tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
+        tuning = tune_paths(obj, function, input_data, paths, config, phase)
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
     try:
         after = _capture(obj, input_data, function, config, traces[1], phase("capture after", _calls(config)))
     except BaseException:
-        unwrap(obj, list(wrappers))
+        tuning.undo()
         raise
     diff = compare_profiles(before, after)
-    gains = region_gains(suggestions or {}, diff, outcomes)
-    return LoopResult(before, after, suggestions, report, diff, gains, saved, wrappers)
+    gains = region_gains(suggestions or {}, diff, tuning.outcomes)
+    return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, tuning.undo)
+
+
+@dataclass(frozen=True)
+class _Tuning:
+    """What one way of tuning left: the tuned regions, the report, each path's winner and reason, and its undo."""
+
+    tuned: list[TunedRegion]
+    report: dict[str, Any] | None
+    outcomes: dict[str, tuple[str, str | None]]
+    undo: Callable[[], None]
 
 
 def _chosen(found: Suggestions, top: int) -> list[str]:
@@ -136,42 +153,76 @@ def _chosen(found: Suggestions, top: int) -> list[str]:
     return chosen
 
 
-def _tune(
-    obj: Any,
-    function: Callable[..., Any],
-    input_data: Any,
-    paths: Iterable[str],
-    config: LoopConfig,
-    phase: PhaseHook,
-) -> tuple[dict[str, Module], dict[str, Any], dict[str, tuple[str, str | None]]]:
+def _tune_aot(
+    obj: Any, function: Callable[..., Any], input_data: Any, paths: list[str], config: LoopConfig, phase: PhaseHook
+) -> _Tuning:
     """Wrap ``paths``, record and tune them; the ones no backend won for are unwrapped again."""
-    wrappers = wrap(obj, list(paths))
+    wrappers = wrap(obj, paths)
     strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
     try:
-        record(
-            counted(function, phase("record", config.record_calls)),
-            [input_data] * config.record_calls,
-            list(wrappers.values()),
-        )
+        recording = counted(function, phase("record", config.record_calls))
+        record(recording, [input_data] * config.record_calls, list(wrappers.values()))
         tick = phase("tune", len(wrappers))
         report = tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
     except BaseException:
-        unwrap(obj, list(wrappers))
+        unwrap(obj, paths)
         raise
-    outcomes = {path: (_winner(wrapper), _lost_because(wrapper.tuning_report)) for path, wrapper in wrappers.items()}
-    lost = [path for path, (winner, _) in outcomes.items() if winner == "eager"]
-    unwrap(obj, lost)
-    return {path: w for path, w in wrappers.items() if path not in lost}, report, outcomes
+    outcomes = {path: (_winner(w.tuning_report), _lost_because(w.tuning_report)) for path, w in wrappers.items()}
+    kept = [path for path, (winner, _) in outcomes.items() if winner != "eager"]
+    unwrap(obj, [path for path in paths if path not in kept])
+    tuned = [
+        TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), wrappers[path].tuning_report)
+        for path in kept
+    ]
+    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept))
 
 
-def _winner(wrapper: Module) -> str:
-    """The backend of the wrapper's most sampled graph that did not stay eager, or ``eager``."""
-    report = wrapper.tuning_report or {}
-    won = [graph for graph in report.get("graphs", ()) if graph.get("winner") != "eager"]
+def _tune_jit(
+    obj: Any, function: Callable[..., Any], input_data: Any, paths: list[str], config: LoopConfig, phase: PhaseHook
+) -> _Tuning:
+    """Register ``paths`` for JIT tuning and run the workload until each has tuned (or stayed eager)."""
+    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    registration = register_for_jit_tuning(
+        paths, JitConfig(tune_after=config.record_calls, strategy=strategy), root=obj
+    )
+    args, kwargs = normalize_input(input_data)
+    settling = (JitState.INIT, JitState.RECORDING)
+    try:
+        tick = phase("record and tune", config.record_calls + 1)
+        # Each target runs at least once a call, so record_calls calls reach tune_after; one more lets it tune.
+        for _ in range(config.record_calls + 1):
+            function(*args, **kwargs)
+            tick()
+            if not any(patched.state in settling for patched in registration.patched):
+                break
+    except BaseException:
+        registration.detach()
+        raise
+    entries = [patched.report_entry() for patched in registration.patched]
+    outcomes, tuned = {}, []
+    for path, patched, entry in zip(paths, registration.patched, entries, strict=True):
+        if patched.state is JitState.TUNED:
+            saved = saved_form(path, "tuned", list(patched.recording.graphs.values()), patched.runners)
+            tuned.append(TunedRegion(path, "jit", patched.module, saved, entry))
+        outcomes[path] = (_winner(entry), None if patched.state is JitState.TUNED else patched.reason)
+    report = tuning_report([entry for entry in entries if entry is not None], environment())
+    return _Tuning(tuned, report, outcomes, registration.detach)
+
+
+def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
+    applied = apply_plan(obj, plan)
+    tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
+    outcomes = {region.path: (_winner(None, region.backends), None) for region in tuned}
+    return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)))
+
+
+def _winner(entry: Mapping[str, Any] | None, backends: Mapping[str, Any] | None = None) -> str:
+    """The winner of the most sampled graph that did not stay eager (from a report entry, else the saved
+    backends of a plan), or ``eager``."""
+    won = [graph for graph in (entry or {}).get("graphs", ()) if graph.get("winner") != "eager"]
     if won:
         return max(won, key=lambda graph: graph.get("samples", 0))["winner"]
-    backends = wrapper.to_dict()["tuned_backends"].values()  # a wrapper restored from a plan has no report
-    return next((backend["name"] for backend in backends if backend["name"] != "eager"), "eager")
+    return next((backend["name"] for backend in (backends or {}).values()), "eager")
 
 
 def _lost_because(entry: Mapping[str, Any] | None) -> str | None:

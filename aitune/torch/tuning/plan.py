@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import torch
+from torch import nn
 
 import aitune
 from aitune.errors import TuningError
@@ -33,6 +34,22 @@ ENVIRONMENT_KEYS = ("torch", "cuda", "devices", "machine")
 
 
 @dataclass(frozen=True)
+class TunedRegion:
+    """One region a loop tuned: its path, how (``aot`` or ``jit``), the module and its saved graphs and backends."""
+
+    path: str
+    mode: str
+    module: nn.Module
+    saved: dict[str, Any]  # the `Module.to_dict` form
+    report: Mapping[str, Any] | None  # its tuning report entry
+
+    @property
+    def backends(self) -> dict[str, Any]:
+        """The non-eager backend of each graph, by graph id."""
+        return {graph: backend for graph, backend in self.saved["tuned_backends"].items() if backend["name"] != "eager"}
+
+
+@dataclass(frozen=True)
 class AppliedPlan:
     """The wrappers a plan put in place, by path, and the environment differences it warned about."""
 
@@ -40,30 +57,20 @@ class AppliedPlan:
     environment_differences: list[str]
 
 
-def make_plan(
-    target_type: str,
-    wrappers: Mapping[str, Module],
-    tuning_report: Mapping[str, Any],
-    tolerance: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The plan of the tuned ``wrappers`` (by path); a wrapper whose every graph kept eager is left out."""
-    speedups = {module["name"]: _best_speedup(module) for module in tuning_report.get("modules", ())}
-    regions = []
-    for path, wrapper in wrappers.items():
-        saved = wrapper.to_dict()
-        backends = {graph: backend for graph, backend in saved["tuned_backends"].items() if backend["name"] != "eager"}
-        if not backends:
-            continue
-        regions.append(
-            {
-                "path": path,
-                "mode": "aot",
-                "module_type": qualified_type(wrapper.module),
-                "backends": backends,
-                "speedup_vs_eager": speedups.get(wrapper.name),
-                "wrapper": saved,
-            }
-        )
+def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out."""
+    regions = [
+        {
+            "path": region.path,
+            "mode": region.mode,
+            "module_type": qualified_type(region.module),
+            "backends": region.backends,
+            "speedup_vs_eager": _best_speedup(region.report or {}),
+            "wrapper": region.saved,
+        }
+        for region in tuned
+        if region.backends
+    ]
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "kind": PLAN_KIND,
@@ -107,6 +114,9 @@ def apply_plan(
     obj: Any, plan: str | Path | Mapping[str, Any], *, device: torch.device | str | None = None
 ) -> AppliedPlan:
     """Put the plan's tuned wrappers into ``obj`` by path, building only each region's chosen backends.
+
+    Every region comes back as an ``aitune.torch.Module`` (``aot_module:<path>`` in profiles), also one
+    the loop tuned in JIT mode: the plan holds its graphs and backends, so nothing is left to discover.
 
     Refuses, before anything is changed, when a path is missing under ``obj`` or holds a module of
     another type than the plan was made on; warns (``UserWarning``) when the environment differs
