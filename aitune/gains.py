@@ -100,3 +100,28 @@ def _end_to_end(run_before: float | None, before: float | None, after: float | N
         return None
     remaining = run_before - (before - after)
     return run_before / remaining if remaining > 0 else None
+
+
+def combined_speedup(targets: Sequence[Mapping[str, Any]]) -> float | None:
+    """The predicted end-to-end speedup of tuning all ``targets`` (disjoint, suggest's dicts) together:
+    ``1 / ((1 - Σ share) + Σ share / predicted_region_speedup)``; None for no targets.
+
+    >>> round(combined_speedup([{"share": 0.5, "predicted_region_speedup": 2.0},
+    ...                         {"share": 0.3, "predicted_region_speedup": 3.0}]), 3)
+    1.818
+    """
+    if not targets:
+        return None
+    shares = sum(target["share"] for target in targets)
+    remaining = max(0.0, 1.0 - shares) + sum(t["share"] / t["predicted_region_speedup"] for t in targets)
+    return 1.0 / remaining if remaining > 0 else None
+
+
+def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The targets no other target contains (``blocks.0`` is inside ``blocks``), in their order."""
+    paths = {target["path"] for target in targets}
+    return [
+        target
+        for target in targets
+        if target["path"] and not any(target["path"].startswith(f"{other}.") for other in paths if other)
+    ]

@@ -9,18 +9,20 @@ put back as it was (its wrapper removed), so the after capture shows it untouche
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torch import nn
+
 from aitune.compare import ProfileDiff, compare_profiles
 from aitune.errors import TuningError
-from aitune.gains import RegionGain, region_gains, speedup
+from aitune.gains import RegionGain, combined_speedup, outermost, region_gains, speedup
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
-from aitune.torch.module.paths import unwrap, wrap
+from aitune.torch.module.paths import WHOLE, unwrap, wrap
 from aitune.torch.module.wrapper import saved_form
 from aitune.torch.performance.entry import counted
 from aitune.torch.performance.environment import environment
@@ -65,6 +67,7 @@ class LoopResult:
     gains: list[RegionGain]
     plan: dict[str, Any]
     tuned: list[TunedRegion]  # left tuned in the target
+    whole_model: WholeModel | None = None  # how the whole model weighed against the separate regions
     undo: Callable[[], None] = field(repr=False, default=lambda: None)
 
     def comparison(self) -> dict[str, Any]:
@@ -74,6 +77,7 @@ class LoopResult:
             **self.diff.to_dict(),
             "speedup": {"value": value, "ci_low": low, "ci_high": high},
             "tuned_regions": [gain.to_dict() for gain in self.gains],
+            "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
         }
 
     def restore(self) -> None:
@@ -96,7 +100,7 @@ def optimize(
 
     With ``plan`` (a path or the loaded dict written by an earlier loop), the regions and backends
     come from the plan instead: nothing is searched, only the chosen backends are built. The tuned
-    wrappers stay in ``obj`` (call ``result.restore(obj)`` to take them out); ``trace_files`` keeps
+    wrappers stay in ``obj`` (call ``result.restore()`` to take them out); ``trace_files`` keeps
     the before and after Chrome traces.
 
     Example::
@@ -110,17 +114,12 @@ def optimize(
     traces = trace_files or (None, None)
 
     before = _capture(obj, input_data, function, config, traces[0], phase("capture before", _calls(config)))
-    suggestions: dict[str, Any] | None = None
     if plan is not None:
         saved = load_plan(plan)
         phase("apply plan", None)
-        tuning = _applied(obj, saved)
+        suggestions, whole, tuning = None, None, _applied(obj, saved)
     else:
-        found = suggest(before)
-        suggestions = found.to_dict()
-        paths = list(config.targets) if config.targets else _chosen(found, config.top)
-        tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
-        tuning = tune_paths(obj, function, input_data, paths, config, phase)
+        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase)
         saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
     try:
         after = _capture(obj, input_data, function, config, traces[1], phase("capture after", _calls(config)))
@@ -129,7 +128,22 @@ def optimize(
         raise
     diff = compare_profiles(before, after)
     gains = region_gains(suggestions or {}, diff, tuning.outcomes)
-    return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, tuning.undo)
+    return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, whole, tuning.undo)
+
+
+def _search(
+    obj: Any, function: Callable[..., Any], input_data: Any, before: ProfileDoc, config: LoopConfig, phase: PhaseHook
+) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
+    """Suggest, choose the paths (or the whole model), and tune them in the configured mode."""
+    found = suggest(before)
+    suggestions = found.to_dict()
+    paths = list(config.targets) if config.targets else _chosen(found, config.top)
+    # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
+    whole = None if config.targets or config.mode == "jit" else weigh_whole_model(obj, suggestions, paths)
+    tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
+    if whole is not None and whole.chosen:
+        return suggestions, whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths)
+    return suggestions, whole, tune_paths(obj, function, input_data, paths, config, phase)
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,55 @@ class _Tuning:
     report: dict[str, Any] | None
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class WholeModel:
+    """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
+
+    Both predictions combine suggest's per-region forecasts (`aitune.gains.combined_speedup`): the
+    whole model covers every module under the root, the separate regions only the chosen ones. It is
+    chosen when it is predicted at least as fast, for one build instead of several; if it then fails
+    or loses, the separate regions are tuned instead.
+    """
+
+    predicted_speedup: float | None
+    separate_predicted_speedup: float | None
+    separate_paths: tuple[str, ...]
+    chosen: bool
+    reason: str
+
+
+def weigh_whole_model(obj: Any, suggestions: Mapping[str, Any], paths: list[str]) -> WholeModel | None:
+    """How tuning ``obj`` whole compares with tuning ``paths``; None when ``obj`` is no module or one path
+    was chosen."""
+    if not isinstance(obj, nn.Module) or len(paths) < 2:
+        return None
+    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
+    whole = combined_speedup(outermost(targets))
+    separate = combined_speedup([target for target in targets if target["path"] in paths])
+    chosen = whole is not None and (separate is None or whole >= separate)
+    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
+    reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
+    return WholeModel(whole, separate, tuple(paths), chosen, reason)
+
+
+def _tune_whole_first(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    paths: list[str],
+    config: LoopConfig,
+    phase: PhaseHook,
+    tune_paths: Callable[..., _Tuning],
+) -> _Tuning:
+    """Tune ``obj`` whole; if no backend wins for it, tune the separate ``paths`` instead."""
+    whole = tune_paths(obj, function, input_data, [WHOLE], config, phase)
+    if whole.tuned:
+        return whole
+    separate = tune_paths(obj, function, input_data, paths, config, phase)
+    report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
+    return _Tuning(separate.tuned, report, {**whole.outcomes, **separate.outcomes}, separate.undo)
 
 
 def _chosen(found: Suggestions, top: int) -> list[str]:

@@ -1,7 +1,9 @@
 """Wrap modules of a model or pipeline by dotted path, writing the wrappers back into their parents.
 
 Paths are the ones profiles use: ``unet``, ``unet.blocks.0`` (a ``ModuleList``/``Sequential`` index),
-``heads.text`` (a ``ModuleDict`` key), also through plain objects, lists and dicts of a pipeline.
+``heads.text`` (a ``ModuleDict`` key), also through plain objects, lists and dicts of a pipeline. The
+empty path (`WHOLE`) is ``obj`` itself, a model tuned whole: its wrapper patches ``obj.forward`` in
+place, so ``obj`` stays the object its callers hold and its own methods (``generate``) reach the wrapper.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from torch import nn
 from aitune.errors import TuningError
 from aitune.torch.module.wrapper import Module
 
+WHOLE = ""
+"""The path of the object itself."""
+
 
 def wrap(obj: Any, paths: str | Iterable[str], **options: Any) -> dict[str, Module]:
     """Wrap each module at ``paths`` under ``obj`` in an ``aitune.torch.Module`` named by its path.
@@ -24,7 +29,7 @@ def wrap(obj: Any, paths: str | Iterable[str], **options: Any) -> dict[str, Modu
     return replace_modules(
         obj,
         [paths] if isinstance(paths, str) else list(paths),
-        lambda path, module: Module(module, name=path, **options),
+        lambda path, module: Module(module, name=path or None, **options),
     )
 
 
@@ -37,14 +42,13 @@ def replace_modules(obj: Any, paths: Iterable[str], make: Callable[[str, nn.Modu
     done: dict[str, Module] = {}
     try:
         for path in paths:
-            parent, key = _parent_and_key(obj, path)
-            module = _get(parent, key, path)
-            if not isinstance(module, nn.Module) or isinstance(module, Module):
-                kind = "already an aitune.torch.Module" if isinstance(module, Module) else type(module).__name__
+            module = module_at(obj, path)
+            if not isinstance(module, nn.Module) or isinstance(module, Module) or _in_place_wrapper(module):
+                kind = "already an aitune.torch.Module" if isinstance(module, nn.Module) else type(module).__name__
                 raise TuningError(f"'{path}' is {kind}, not a module to wrap; pass the path of an nn.Module.")
-            wrapper = make(path, module)
-            _set(parent, key, wrapper)
-            done[path] = wrapper
+            done[path] = make(path, module)
+            if path != WHOLE:
+                _set(*_parent_and_key(obj, path), done[path])
     except BaseException:
         unwrap(obj, done)
         raise
@@ -52,7 +56,9 @@ def replace_modules(obj: Any, paths: Iterable[str], make: Callable[[str, nn.Modu
 
 
 def module_at(obj: Any, path: str) -> Any:
-    """What sits at the dotted ``path`` under ``obj``; `TuningError` naming the missing part."""
+    """What sits at the dotted ``path`` under ``obj`` (``obj`` for `WHOLE`); `TuningError` naming the missing part."""
+    if path == WHOLE:
+        return obj
     parent, key = _parent_and_key(obj, path)
     return _get(parent, key, path)
 
@@ -60,10 +66,21 @@ def module_at(obj: Any, path: str) -> Any:
 def unwrap(obj: Any, paths: str | Iterable[str]) -> None:
     """Close the wrappers at ``paths`` and put the original modules back into their parents."""
     for path in [paths] if isinstance(paths, str) else list(paths):
+        if path == WHOLE:
+            wrapper = _in_place_wrapper(obj)
+            if wrapper is not None:
+                wrapper.close()
+            continue
         parent, key = _parent_and_key(obj, path)
         wrapper = _get(parent, key, path)
         if isinstance(wrapper, Module):
             _set(parent, key, wrapper.close())
+
+
+def _in_place_wrapper(module: Any) -> Module | None:
+    """The ``aitune.torch.Module`` whose dispatch is ``module``'s forward, if one wraps it."""
+    owner = getattr(getattr(module, "forward", None), "__self__", None)
+    return owner if isinstance(owner, Module) else None
 
 
 def _parent_and_key(obj: Any, path: str) -> tuple[Any, str]:
