@@ -147,7 +147,7 @@ def loop_view(result: LoopResult) -> Group:
     for gain in result.gains:
         note = gain.reason or ("" if gain.tuned else "kept as it was")
         table.add_row(
-            Text(gain.path),
+            Text(gain.path or "(whole model)"),
             Text(gain.winner),
             _times(gain.predicted_speedup),
             _times(gain.realised_speedup),
