@@ -25,6 +25,7 @@ import numpy as np
 
 from aitune.errors import ProfileError
 from aitune.report import document
+from aitune.report.key_averages import operator_views
 
 DOMAINS = ("cpu", "device")
 BOOTSTRAP_RESAMPLES = 2000
@@ -252,9 +253,8 @@ def operator_changes(
 
 def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
     runs = max(1, len(doc["runs"]))
-    views = doc.get("profiler", {}).get("key_averages", {})
     times: dict[tuple[str, str], float] = {}
-    for row in (row for view in views.values() for row in view):
+    for row in (row for view in operator_views(doc).values() for row in view):
         value = row.get(f"self_{domain}_time_total_us")
         if value is not None:
             times[(row["key"], row.get("device_type", ""))] = value / runs

@@ -1,6 +1,8 @@
 """Names that capture writes into a trace and analysis reads back: the contract between the two.
 
 Every span aitune opens carries one fixed prefix, so any saved trace can be re-analysed offline.
+The markers other tools write (NVIDIA AITune 0.6, a plain torch.profiler session) are named here
+too: analysis translates them into aitune's names when it reads such a trace.
 """
 
 SPAN_PREFIX = "aitune::"
@@ -33,3 +35,34 @@ def region_span_name(region: str) -> str:
 def run_span_name(run_index: int) -> str:
     """The span name of measured run ``run_index``."""
     return f"{RUN_SPAN_PREFIX}{run_index}"
+
+
+TRACE_KIND_AITUNE = "aitune"
+TRACE_KIND_AITUNE_06 = "aitune-0.6"
+TRACE_KIND_TORCH = "torch.profiler"
+TRACE_KINDS = (TRACE_KIND_AITUNE, TRACE_KIND_AITUNE_06, TRACE_KIND_TORCH)
+"""What a document's ``profiler.trace_kind`` says its events came from: an aitune capture, NVIDIA
+AITune 0.6's ``aitune.torch.profile``, or a user's own torch.profiler session."""
+
+AITUNE_06_SPAN_PREFIX = "aitune.performance."
+"""NVIDIA AITune 0.6 names a region call ``aitune.performance.<region id>`` (its region ids are ours)."""
+
+AITUNE_06_RUN_SPAN = "aitune.performance.profiled_run"
+"""NVIDIA AITune 0.6's span around one measured run (inside torch's ``ProfilerStep#N``)."""
+
+PROFILER_STEP_PREFIX = "ProfilerStep#"
+"""torch.profiler's span from one ``prof.step()`` to the next: one run of a plain torch trace."""
+
+MODULE_CALL_PREFIX = "nn.Module: "
+"""With ``with_stack=True`` torch writes each module call as a python_function event
+``nn.Module: <Class>_<k>``, k counting the instances of that class."""
+
+MARKER_KEY_PREFIXES = (SPAN_PREFIX, AITUNE_06_SPAN_PREFIX, "ProfilerStep")
+"""Operator-table keys that are run or region markers, not operators (torch's key averages list
+annotations too: AITune's tables hold ``ProfilerStep*`` and its own spans)."""
+
+
+def user_span_region_id(name: str) -> str:
+    """The region of a span a plain torch trace holds: the user's ``record_function("encoder")`` is
+    ``untuned_module:encoder``, a module call ``nn.Module: Linear_1`` is ``untuned_module:Linear_1``."""
+    return region_id(UNTUNED_REGION_KIND, name.removeprefix(MODULE_CALL_PREFIX))

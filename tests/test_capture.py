@@ -183,6 +183,7 @@ def test_managed_modules_are_aot_regions_and_their_siblings_stay_untuned():
         "kind": "aot_managed_module",
         "module_type": "busy.Busy",
         "wrapper_state": "tuned",
+        "input_shapes": {"distinct": 1, "examples": [{"args[0]": [1, 4]}]},
     }
     del keep
 
@@ -224,6 +225,36 @@ def test_input_signature_lists_tensors_without_values():
         "kwargs": ["token_ids"],
         "signature": [{"path": "kwargs.token_ids", "shape": [2, 16], "dtype": "int64", "device": "cpu"}],
     }
+
+
+def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hooks_seen = []
+
+        def forward(self, x, mask=None):
+            self.hooks_seen.append(len(self._forward_pre_hooks))
+            return x * 2
+
+    class Growing:
+        def __init__(self):
+            self.step = Counting()
+
+        def __call__(self, x):
+            for length in (3, 4, 4):
+                self.step(x[:, :length], mask=torch.ones(length, length))
+
+    pipe = Growing()
+
+    prof = ait.profile(pipe, torch.ones(1, 8), warmup_runs=1, measured_runs=2)
+
+    assert prof.data["regions"][0]["input_shapes"] == {
+        "distinct": 2,
+        "examples": [{"args[0]": [1, 3], "kwargs.mask": [3, 3]}, {"args[0]": [1, 4], "kwargs.mask": [4, 4]}],
+    }
+    # user warmup: nothing installed; profiler warmup: span and shape hooks; measured runs: the span hook alone
+    assert pipe.step.hooks_seen == [0] * 3 + [2] * 3 + [1] * 6
 
 
 def test_environment_names_versions_and_never_the_host():

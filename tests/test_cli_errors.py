@@ -49,9 +49,11 @@ CASES = {
         ["analyze", "{bad}/truncated.json.gz"],
         "{bad}/truncated.json.gz: the gzip data is truncated or corrupt; copy the file again.",
     ),
-    "trace without aitune runs": (
+    "trace without run markers": (
         ["analyze", "{bad}/plain.json.gz"],
-        "{bad}/plain.json.gz: no aitune measured run in this trace; analyze a trace written by a capture.",
+        "{bad}/plain.json.gz: no ProfilerStep#N or aitune run spans in this trace; record it with "
+        "torch.profiler.profile(schedule=...) and call prof.step() after each iteration, or capture it with "
+        "`aitune-profile capture`.",
     ),
     "unknown report format": (
         ["report", "{bad}/future.json", "--format", "xml"],

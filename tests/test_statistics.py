@@ -73,6 +73,7 @@ def test_capture_overhead_compares_the_fastest_run_with_the_fastest_warm_uninstr
         "captured_wall_time_us": 108.0,
         "ratio": pytest.approx(108 / 100),
         "plain_samples": 2,
+        "first_wall_time_us": 50.0,
     }
 
 

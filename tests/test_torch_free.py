@@ -9,7 +9,8 @@ def test_analysis_and_report_import_without_torch():
         "import sys; sys.modules['torch'] = None\n"
         "import aitune.analysis, aitune.report, aitune.markers, aitune.errors\n"
         "from aitune.report import build_profile, render_markdown\n"
-        "doc = build_profile({'traceEvents': [], 'aitune': {'config': {'measured_runs': 0}}})\n"
+        "run = {'ph': 'X', 'cat': 'user_annotation', 'name': 'aitune::run::0', 'ts': 0, 'dur': 10}\n"
+        "doc = build_profile({'traceEvents': [run], 'aitune': {'config': {'measured_runs': 1}}})\n"
         "print(render_markdown(doc).splitlines()[0])\n"
     )
 
@@ -18,10 +19,10 @@ def test_analysis_and_report_import_without_torch():
     assert result.stdout == "# aitune performance profile\n"
 
 
-def test_compare_bundle_and_the_cli_import_without_torch():
+def test_compare_suggest_bundle_and_the_cli_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import aitune.compare, aitune.report.bundle, aitune.cli\n"
+        "import aitune.compare, aitune.suggest, aitune.report.bundle, aitune.cli\n"
         "print(sorted(name for name in sys.modules if name.startswith('torch')))\n"
     )
 

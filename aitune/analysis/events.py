@@ -1,7 +1,11 @@
 """The events model: a Chrome trace read once into small frozen records (µs floats, no torch).
 
-Only what analysis needs is kept: aitune's run and region spans, CPU operator spans, host-side
-launches of device work, and the device activities (kernels, copies, sets) they started.
+Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
+device work, and the device activities (kernels, copies, sets) they started.
+
+Runs and regions are always named in aitune's vocabulary (`aitune.markers`), whichever tool wrote
+the trace: the markers of NVIDIA AITune 0.6 and of a plain torch.profiler session are translated
+once, after the read (see `detect_trace_kind`), so every analysis reads one model.
 """
 
 from __future__ import annotations
@@ -12,7 +16,22 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX, SPAN_PREFIX, TRACE_METADATA_KEY
+from aitune.markers import (
+    AITUNE_06_RUN_SPAN,
+    AITUNE_06_SPAN_PREFIX,
+    MODULE_CALL_PREFIX,
+    PROFILER_STEP_PREFIX,
+    REGION_SPAN_PREFIX,
+    RUN_SPAN_PREFIX,
+    SPAN_PREFIX,
+    TRACE_KIND_AITUNE,
+    TRACE_KIND_AITUNE_06,
+    TRACE_KIND_TORCH,
+    TRACE_METADATA_KEY,
+    region_span_name,
+    run_span_name,
+    user_span_region_id,
+)
 
 ThreadKey = tuple[Any, Any]
 """(pid, tid) of the thread a CPU span ran on."""
@@ -83,6 +102,9 @@ class TraceEvents:
     launches: list[Launch] = field(default_factory=list)
     device: list[DeviceActivity] = field(default_factory=list)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    annotations: list[Span] = field(default_factory=list)  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
+    module_calls: list[Span] = field(default_factory=list)  # "nn.Module: <Class>_<k>" events of with_stack traces
+    trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
 
     @property
     def has_device_data(self) -> bool:
@@ -120,6 +142,11 @@ class TraceEvents:
             ops.starts_us.append(start_us)
             ops.durations_us.append(duration_us)
             ops.threads.append(thread)
+        elif category == "user_annotation":
+            self.annotations.append(Span(name, start_us, duration_us, thread))
+        elif category == "python_function":
+            if name.startswith(MODULE_CALL_PREFIX):
+                self.module_calls.append(Span(name, start_us, duration_us, thread))
         elif correlation is None:
             return
         elif category in LAUNCH_CATEGORIES:
@@ -131,7 +158,9 @@ class TraceEvents:
 def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     """Read a Chrome trace document (``{"traceEvents": [...], "aitune": {...}}``) into `TraceEvents`.
 
-    One pass over the events; events other than complete ones ("ph": "X") are skipped.
+    One pass over the events; events other than complete ones ("ph": "X") are skipped. A trace that
+    another tool wrote has its run and region markers translated into aitune's (see `detect_trace_kind`);
+    one without any run marker comes back with no runs.
     """
     events = TraceEvents(metadata=trace.get(TRACE_METADATA_KEY) or {})
     add = events.add
@@ -147,4 +176,62 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
                 (raw.get("pid"), raw.get("tid")),
                 int(correlation) if correlation is not None else None,
             )
+    kind = detect_trace_kind(events)
+    if kind in _FOREIGN_MARKERS:
+        events.runs, events.regions = _FOREIGN_MARKERS[kind](events)
+        events.trace_kind = kind
     return events
+
+
+def detect_trace_kind(events: TraceEvents) -> str | None:
+    """Which tool's run markers the events hold; None when they hold none.
+
+    aitune's come first: its captures run under a profiler schedule, so they hold ProfilerStep#N
+    spans too, and AITune 0.6 wraps each of its runs in one.
+    """
+    if events.runs or events.metadata:
+        return TRACE_KIND_AITUNE
+    names = {span.name for span in events.annotations}
+    if AITUNE_06_RUN_SPAN in names:
+        return TRACE_KIND_AITUNE_06
+    if any(name.startswith(PROFILER_STEP_PREFIX) for name in names):
+        return TRACE_KIND_TORCH
+    return None
+
+
+Markers = tuple[list[Span], list[Span]]
+"""(runs, regions) named in aitune's vocabulary."""
+
+
+def _aitune_06_markers(events: TraceEvents) -> Markers:
+    """Runs from AITune's ``profiled_run`` spans, regions from its ``aitune.performance.<region id>`` spans."""
+    runs = [span for span in events.annotations if span.name == AITUNE_06_RUN_SPAN]
+    regions = [
+        span._replace(name=region_span_name(span.name[len(AITUNE_06_SPAN_PREFIX) :]))
+        for span in events.annotations
+        if span.name.startswith(AITUNE_06_SPAN_PREFIX) and span.name != AITUNE_06_RUN_SPAN
+    ]
+    return _numbered(runs), _in_time_order(regions)
+
+
+def _torch_profiler_markers(events: TraceEvents) -> Markers:
+    """Runs from ``ProfilerStep#N``; regions from every other user annotation and from module calls."""
+    runs = [span for span in events.annotations if span.name.startswith(PROFILER_STEP_PREFIX)]
+    regions = [
+        span._replace(name=region_span_name(user_span_region_id(span.name)))
+        for span in (*events.annotations, *events.module_calls)
+        if not span.name.startswith(PROFILER_STEP_PREFIX)
+    ]
+    return _numbered(runs), _in_time_order(regions)
+
+
+_FOREIGN_MARKERS = {TRACE_KIND_AITUNE_06: _aitune_06_markers, TRACE_KIND_TORCH: _torch_profiler_markers}
+
+
+def _numbered(runs: list[Span]) -> list[Span]:
+    """Runs in time order, named ``aitune::run::<i>``: the i-th run recorded, whatever the step number."""
+    return [span._replace(name=run_span_name(index)) for index, span in enumerate(_in_time_order(runs))]
+
+
+def _in_time_order(spans: list[Span]) -> list[Span]:
+    return sorted(spans, key=lambda span: span.start_us)

@@ -157,7 +157,8 @@ def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[fl
 
     Minimums, not medians: warmups still carry first-call costs (allocations, kernel selection) and a
     busy machine stretches single calls, and both only ever add time, so the fastest call of each
-    kind is the fairest estimate of its cost.
+    kind is the fairest estimate of its cost. The cold first warmup is kept as ``first_wall_time_us``:
+    what it took beyond the fastest warm call is the workload's first-call cost.
     """
     plain = list(warmup_walls_us[1:])
     if not plain or not run_walls_us:
@@ -168,6 +169,7 @@ def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[fl
         "captured_wall_time_us": captured_us,
         "ratio": captured_us / plain_us if plain_us > 0 else 1.0,
         "plain_samples": len(plain),
+        "first_wall_time_us": warmup_walls_us[0],
     }
 
 

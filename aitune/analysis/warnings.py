@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
+from aitune.markers import TRACE_KIND_AITUNE
+
 
 class ProfileWarning(TypedDict):
     code: str
@@ -57,9 +59,20 @@ def unregistered_regions(observed: Iterable[str], known: Mapping[str, Any]) -> l
     ]
 
 
-def no_regions_observed(instrumented: int, runs: int) -> list[ProfileWarning]:
+def no_regions_observed(instrumented: int, runs: int, trace_kind: str = TRACE_KIND_AITUNE) -> list[ProfileWarning]:
+    """No region ran: nothing was found to instrument, nothing instrumented ran, or another tool's trace has none."""
     if runs == 0:
         return []
+    if trace_kind != TRACE_KIND_AITUNE:
+        return [
+            warning(
+                "NO_REGIONS_IN_TRACE",
+                f"this {trace_kind} trace holds no region spans, so all time is residual; wrap the parts to "
+                'measure in torch.profiler.record_function("name"), record with with_stack=True for a region '
+                "per module call, or capture with `aitune-profile capture`.",
+                source="analysis",
+            )
+        ]
     if instrumented == 0:
         return [
             warning(

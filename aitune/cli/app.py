@@ -1,4 +1,4 @@
-"""``aitune-profile``: capture, analyze, report, compare, validate and bundle profiles from a terminal or CI.
+"""``aitune-profile``: capture, analyze, report, compare, suggest, validate and bundle profiles from a terminal or CI.
 
 Every command parses its options, makes one core call, renders, and picks the exit code (see
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
@@ -17,7 +17,7 @@ from rich.console import Console
 import aitune
 from aitune.cli import outputs
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, warnings_table
+from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, suggestions_view, warnings_table
 
 app = typer.Typer(
     name="aitune-profile",
@@ -151,6 +151,29 @@ def compare(
 
 @app.command()
 @guarded
+def suggest(
+    profile: ProfilePath,
+    top: Annotated[int | None, typer.Option(help="Recommend at most K targets.", metavar="K")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Time domain: cpu or device (default: device when the profile has it).")
+    ] = None,
+    scenario: Annotated[str | None, typer.Option(help="Suggest for this scenario of a multi-scenario profile.")] = None,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Rank the regions worth tuning, with the end-to-end gain each could bring and the reasons why."""
+    from aitune.report import load
+    from aitune.suggest import suggest as suggest_targets
+
+    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario)
+    if as_json:
+        outputs.print_json(suggestions.to_dict())
+    else:
+        console.print(suggestions_view(suggestions))
+
+
+@app.command()
+@guarded
 def tune(
     target: Annotated[str, typer.Argument(help="app.py:infer or pkg.module:infer, as for capture.")],
     top: Annotated[int, typer.Option(help="Tune the K regions suggest ranks highest.", metavar="K")] = 3,
@@ -218,9 +241,10 @@ def tune(
 @guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
-    from aitune.report import read_json
+    from aitune.report import read_json, written_by
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
+    from aitune.report.key_averages import AITUNE
 
     raw = read_json(profile)
     check_profile_header(raw, profile)
@@ -228,11 +252,14 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
     if as_json:
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
-        for problem in problems:
-            console.print(f"{profile}: {problem}", markup=False)
+        for problem in problems:  # one line each, however narrow the terminal: tools grep these
+            console.print(f"{profile}: {problem}", markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
-        console.print(f"{profile}: valid profile (schema_version {raw['schema_version']}).", markup=False)
+        author = written_by(raw)
+        label = "profile" if author == AITUNE else f"{author} profile"
+        verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
+        console.print(verdict, markup=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 

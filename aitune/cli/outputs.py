@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from aitune.cli.edge import without_profiler_lines
-from aitune.errors import CaptureError, ProfileError
+from aitune.errors import CaptureError
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
 
 TRACE_NAME = "trace.json.gz"
@@ -120,10 +120,11 @@ def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Pat
 
 
 def analyze_trace(trace: Path) -> ProfileDoc:
-    """The profile document derived from a saved trace; `ProfileError` when it holds no aitune run."""
-    doc = build_profile(read_trace(trace))  # torch-free, unlike aitune.torch.analyze_trace which imports torch
-    if not doc["runs"]:
-        raise ProfileError(f"{trace}: no aitune measured run in this trace; analyze a trace written by a capture.")
+    """The profile document derived from a saved trace (aitune's, AITune 0.6's or a plain torch.profiler one).
+
+    `ProfileError` when it holds no run marker.
+    """
+    doc = build_profile(read_trace(trace), str(trace))  # torch-free, unlike aitune.torch.analyze_trace
     doc["trace_file"] = trace.name
     return doc
 

@@ -1,4 +1,4 @@
-"""Terminal views (rich) of a profile and of a profile diff: pure functions from data to renderables."""
+"""Terminal views (rich) of a profile, a diff and tuning suggestions: pure functions from data to renderables."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, region_samples, residual_samples, run_samples
+from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
 MISSING = "-"
 TOP_REGIONS = 10
+TOP_TARGETS = 15
 
 
 def ms(value_us: float | None) -> str:
@@ -126,3 +128,77 @@ def _time_cells(times: list[float], run_median: float) -> tuple[str, str, str]:
     median = statistics.median(times)
     share = f"{median / run_median:.1%}" if run_median > 0 else MISSING
     return ms(median), share, f"{ms(min(times))}–{ms(max(times))}"
+
+
+def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Group:
+    """The ranked targets as a table, then what to tune with the reasons why, then the advice beyond modules.
+
+    Paths, types and messages come from the profile: they are shown as `Text`, never as markup.
+    """
+    picked = suggestions.recommended()
+    scenario = f", scenario {suggestions.scenario}" if suggestions.scenario else ""
+    table = Table(
+        title=Text(f"Tuning targets ({suggestions.domain}, median run {ms(suggestions.run_time_us)} ms{scenario})"),
+        caption="bound: end to end if the region took no time · predicted: with the speedups measured on CPU",
+    )
+    table.add_column("Path", no_wrap=True)
+    for header in ("Share", "ms/run", "Calls", "Bound", "Predicted"):
+        table.add_column(header, justify="right")
+    table.add_column("Verdict", no_wrap=True)
+    for target in suggestions.targets[:limit]:
+        table.add_row(
+            Text(target.path),
+            f"{target.share:.1%}",
+            ms(target.time_per_run_us),
+            f"{target.calls_per_run:g}",
+            _speedup(target.upper_bound_speedup),
+            _speedup(target.predicted_speedup),
+            Text(_verdict(target, picked)),
+        )
+    if len(suggestions.targets) > limit:
+        table.add_row(Text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
+    return Group(table, *_recommendation_lines(suggestions, picked), *_advice_lines(suggestions))
+
+
+def _speedup(value: float) -> str:
+    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
+
+
+def _verdict(target: Target, picked: list[Target]) -> str:
+    """``tune``; for a recommended target not picked, the picked one it overlaps; else its first blocking code."""
+    if target in picked:
+        return "tune"
+    if not target.recommended:
+        return next((reason.code for reason in target.reasons if reason.blocking), MISSING)
+    for other in picked:
+        if target.path.startswith(other.path + "."):
+            return f"inside {other.path}"
+        if other.path.startswith(target.path + "."):
+            return f"around {other.path}"
+    return "beyond --top"
+
+
+def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
+    if not picked:
+        return [Text("Nothing to tune: no region passes; the Verdict column says why for each.")]
+    lines = [Text("Tune, best first:", style="bold")]
+    for rank, target in enumerate(picked, 1):
+        lines.append(
+            Text(
+                f"{rank}. {target.path} — {target.share:.1%} of the run, {ms(target.time_per_run_us)} ms a run in "
+                f"{target.calls_per_run:g} call(s): predicted {target.predicted_speedup:.3f}× end to end "
+                f"({target.predicted_region_speedup:.2f}× for it), at most {_speedup(target.upper_bound_speedup)}."
+            )
+        )
+        lines += [Text(f"   {reason.code}: {reason.message}") for reason in target.reasons]
+    predicted, bound = suggestions.combined(picked)
+    if len(picked) > 1:
+        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {_speedup(bound)}."
+        lines.append(Text(together))
+    return lines
+
+
+def _advice_lines(suggestions: Suggestions) -> list[Text]:
+    if not suggestions.advice:
+        return []
+    return [Text("Beyond modules:", style="bold")] + [Text(f"- {a.code}: {a.message}") for a in suggestions.advice]

@@ -10,6 +10,7 @@ from aitune.report.document import (
     select_scenario,
 )
 from aitune.report.io import dumps, load, read_json, read_trace, save
+from aitune.report.key_averages import operator_rows, operator_views, written_by
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
 
@@ -21,6 +22,8 @@ __all__ = [
     "combine_scenarios",
     "dumps",
     "load",
+    "operator_rows",
+    "operator_views",
     "profile_from_events",
     "read_json",
     "read_trace",
@@ -29,4 +32,5 @@ __all__ = [
     "scenario_names",
     "select_scenario",
     "validate",
+    "written_by",
 ]

@@ -14,9 +14,11 @@ from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.operators import key_averages
+from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
+from aitune.errors import ProfileError
 
 SCHEMA_VERSION = 1
 
@@ -31,6 +33,13 @@ class Timing(TypedDict, total=False):
     device_time_us: float
 
 
+class OperatorsInside(TypedDict):
+    """The operators that ran directly inside a region in one run (see `aitune.analysis.region_operators`)."""
+
+    count: int
+    categories: dict[str, float]  # CPU µs by category; part of the region's CPU self time
+
+
 class RegionShare(TypedDict, total=False):
     region_id: Required[str]
     calls: Required[int]
@@ -39,6 +48,7 @@ class RegionShare(TypedDict, total=False):
     device_time_us: float  # absent, not None, when the run has no device data
     device_time_fraction: float
     device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
+    operators: OperatorsInside  # in runs without a tree; with one, on the tree's nodes
 
 
 class Residual(TypedDict, total=False):
@@ -65,6 +75,7 @@ class TreeNode(TypedDict, total=False):
     device_self_time_us: float
     device_time_fraction: float
     device_busy_time_us: float
+    operators: OperatorsInside
     children: Required[list[TreeNode]]
 
 
@@ -102,9 +113,20 @@ class ProfileDoc(TypedDict, total=False):
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
 
 
-def build_profile(trace: Mapping[str, Any]) -> ProfileDoc:
-    """Derive the profile document from a Chrome trace written by an aitune capture."""
-    return profile_from_events(read_trace_events(trace))
+def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> ProfileDoc:
+    """Derive the profile document from a Chrome trace: an aitune capture's, NVIDIA AITune 0.6's, or
+    any torch.profiler trace recorded with a schedule (``prof.step()`` after each iteration).
+
+    `ProfileError`, naming ``source``, when the trace holds no run marker of any of these kinds.
+    """
+    events = read_trace_events(trace)
+    if not events.runs:
+        raise ProfileError(
+            f"{source}: no ProfilerStep#N or aitune run spans in this trace; record it with "
+            "torch.profiler.profile(schedule=...) and call prof.step() after each iteration, "
+            "or capture it with `aitune-profile capture`."
+        )
+    return profile_from_events(events)
 
 
 def profile_from_events(events: TraceEvents) -> ProfileDoc:
@@ -117,6 +139,7 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
     runs = sorted(result.runs, key=lambda run: run.run_index)
     causes = residual_causes(events)
+    mixes = region_operator_mixes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -125,10 +148,10 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         config=dict(meta.get("config", {})),
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
-        runs=[run_doc(run, causes.get(run.run_index)) for run in runs],
+        runs=[run_doc(run, causes.get(run.run_index), mixes) for run in runs],
         profiler=_profiler_section(events, meta),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
-        warnings=_warnings(result, meta, known, len(runs)),
+        warnings=_warnings(result, meta, known, len(runs), events.trace_kind),
     )
     if runs:
         doc["statistics"] = run_statistics(runs)
@@ -142,29 +165,42 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     return doc
 
 
-def run_doc(run: AttributedRun, causes: ResidualCauses | None = None) -> RunDoc:
-    """The JSON shape of one attributed run; device keys only when the run has device data."""
+def run_doc(
+    run: AttributedRun, causes: ResidualCauses | None = None, mixes: Mapping[NodeKey, OperatorMix] | None = None
+) -> RunDoc:
+    """The JSON shape of one attributed run; device keys only when the run has device data.
+
+    ``mixes`` (from `region_operator_mixes`) adds each region's ``operators``: on the tree's nodes
+    when the run has a tree, else on its regions; a region without operators gets a count of 0.
+    """
     timing = Timing(cpu_time_us=run.cpu_time_us)
     if run.wall_time_us is not None:
         timing["wall_time_us"] = run.wall_time_us
     if run.device_time_us is not None:
         timing["device_time_us"] = run.device_time_us
+    has_tree = any(node.children for node in run.regions.values())
     doc = RunDoc(
         run_index=run.run_index,
         timing=timing,
-        regions=[_region_share(node, run) for node in run.regions.values()],
+        regions=[_region_share(node, run, None if has_tree else mixes) for node in run.regions.values()],
         residual=Residual(**run.residual()),  # type: ignore[typeddict-item]
     )
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
-    if any(node.children for node in run.regions.values()):
-        doc["tree"] = [tree_node(node, run) for node in run.regions.values()]
+    if has_tree:
+        doc["tree"] = [tree_node(node, run, mixes) for node in run.regions.values()]
     return doc
 
 
-def tree_node(node: RegionNode, run: AttributedRun) -> TreeNode:
-    """One node of a run's region tree, its children included."""
-    children = [tree_node(child, run) for child in node.children.values()]
+def tree_node(
+    node: RegionNode,
+    run: AttributedRun,
+    mixes: Mapping[NodeKey, OperatorMix] | None = None,
+    above: tuple[str, ...] = (),
+) -> TreeNode:
+    """One node of a run's region tree, its children included; ``above``: the region ids of its ancestors."""
+    path = (*above, node.region_id)
+    children = [tree_node(child, run, mixes, path) for child in node.children.values()]
     tree = TreeNode(
         region_id=node.region_id,
         calls=node.calls,
@@ -177,6 +213,8 @@ def tree_node(node: RegionNode, run: AttributedRun) -> TreeNode:
         tree["device_self_time_us"] = max(0.0, node.device_time_us - sum(c["device_time_us"] for c in children))
         tree["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
         tree["device_busy_time_us"] = node.device_busy_us
+    if mixes is not None:
+        tree["operators"] = mixes.get((run.run_index, path), OperatorMix()).to_dict()
     tree["children"] = children
     return tree
 
@@ -193,7 +231,7 @@ def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMe
     return meta
 
 
-def _region_share(node: RegionNode, run: AttributedRun) -> RegionShare:
+def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, OperatorMix] | None) -> RegionShare:
     share = RegionShare(
         region_id=node.region_id,
         calls=node.calls,
@@ -204,17 +242,21 @@ def _region_share(node: RegionNode, run: AttributedRun) -> RegionShare:
         share["device_time_us"] = node.device_time_us
         share["device_time_fraction"] = attribution.fraction(node.device_time_us, run.device_time_us)
         share["device_busy_time_us"] = node.device_busy_us
+    if mixes is not None:
+        share["operators"] = mixes.get((run.run_index, (node.region_id,)), OperatorMix()).to_dict()
     return share
 
 
 def _profiler_section(events: TraceEvents, meta: Mapping[str, Any]) -> dict[str, Any]:
     profiler = dict(meta.get("profiler", {}))
+    profiler.setdefault("activities", ["CPU", "CUDA"] if events.has_device_data else ["CPU"])  # as the trace shows
+    profiler["trace_kind"] = events.trace_kind
     profiler["key_averages"] = key_averages(events)
     return profiler
 
 
 def _warnings(
-    result: attribution.Attribution, meta: Mapping[str, Any], known: Mapping[str, Any], run_count: int
+    result: attribution.Attribution, meta: Mapping[str, Any], known: Mapping[str, Any], run_count: int, trace_kind: str
 ) -> list[ProfileWarning]:
     found: list[ProfileWarning] = list(meta.get("warnings", ()))
     found += warnings.unmapped_region_spans(result.unmapped_region_spans)
@@ -223,7 +265,7 @@ def _warnings(
         found += warnings.run_count_mismatch(expected, run_count)
     found += warnings.unregistered_regions(result.observed_region_ids, known)
     if not result.observed_region_ids:
-        found += warnings.no_regions_observed(len(known), run_count)
+        found += warnings.no_regions_observed(len(known), run_count, trace_kind)
     return found
 
 

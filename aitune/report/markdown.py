@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitune.report.document import ProfileDoc, scenario_names, select_scenario
+from aitune.report.key_averages import operator_views
 
 MISSING = "-"
 
@@ -215,7 +216,7 @@ def _share_row(run_index: int, name: str, calls: Any, times: Mapping[str, Any]) 
 
 
 def _key_averages(doc: ProfileDoc) -> str:
-    views = doc.get("profiler", {}).get("key_averages", {})
+    views = operator_views(doc)
     parts = []
     for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
         rows = [

@@ -1,7 +1,8 @@
 """Validation of a profile document against the package's JSON Schema, plus the invariants a schema cannot say.
 
 Each problem is one line that starts with its JSON path, e.g.
-``runs[0].residual.cpu_time_fraction: -0.2 is less than the minimum of 0``.
+``runs[0].residual.cpu_time_fraction: -0.2 is less than the minimum of 0``; a value quoted in it is
+cut to `QUOTED_CHARS` characters, so a wrong table reads as one short line, not the whole table.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ ADDS_UP_TOLERANCE = 1e-3
 TREE_TOLERANCE_US = 0.01
 """A child may seem to outlast its parent by a few ns of timestamp rounding, clamping the self time at 0."""
 
+QUOTED_CHARS = 40
+"""Longest value quoted in a problem; the JSON path says where the whole value is."""
+
 
 @cache
 def schema() -> dict[str, Any]:
@@ -37,7 +41,7 @@ def validate(doc: Any) -> list[str]:
     """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
     validator = _validator()
     problems = [
-        f"{json_path(error.absolute_path)}: {error.message}"
+        schema_problem(error)
         for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     ]
     problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
@@ -50,6 +54,27 @@ def validate(doc: Any) -> list[str]:
         for index, run in enumerate(section["runs"])
         for problem in check_adds_up(run, index) + check_tree_adds_up(run, index)
     ]
+
+
+def schema_problem(error: jsonschema.ValidationError) -> str:
+    """One schema violation as ``<JSON path>: <what is wrong>``, the offending value shortened.
+
+    jsonschema starts most messages with the value's repr (``{...} is not of type 'array'``), which
+    for a table is thousands of characters.
+    """
+    message, quoted = error.message, repr(error.instance)
+    if message.startswith(quoted):
+        message = shortened(quoted) + message[len(quoted) :]
+    return f"{json_path(error.absolute_path)}: {message}"
+
+
+def shortened(text: str, limit: int = QUOTED_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis.
+
+    >>> shortened("{'sort_by': 'cpu_time_total', 'row_limit': 20, 'events': []}", 24)
+    "{'sort_by': 'cpu_time_t…"
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:

@@ -7,8 +7,7 @@ run); anything that compares two profiles belongs to `aitune.compare`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -16,6 +15,7 @@ from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
 from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, run_span_name
 from aitune.report import ProfileDoc
+from aitune.report.key_averages import operator_rows
 
 RESIDUAL = "(residual)"
 """The path under which the residual (time outside every region) is listed beside the regions."""
@@ -102,10 +102,8 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
 
 
 def operator_table(doc: ProfileDoc) -> pd.DataFrame:
-    """The document's key-averages rows (the CPU-sorted view, or the first view present)."""
-    views: Mapping[str, list[dict[str, Any]]] = doc["profiler"].get("key_averages", {})
-    rows = views.get("cpu_time_total") or next(iter(views.values()), [])
-    frame = pd.DataFrame(rows)
+    """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
+    frame = pd.DataFrame(operator_rows(doc))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
 
 

@@ -64,10 +64,43 @@ def test_non_tensor_arguments_are_part_of_the_graph_identity(wrapped):
     assert [spec.sample_count for spec in wrapper.graph_specs] == [2, 1]
 
 
-def test_tune_before_recording_names_the_module_and_the_fix(wrapped):
+def test_the_first_call_of_a_new_wrapper_starts_recording(wrapped):
     wrapper = wrapped(tiny_mlp(), name="mlp")
 
-    with pytest.raises(TuningError, match=r"module 'mlp' has no recorded calls; call enable_recording\(\)"):
+    wrapper(torch.randn(2, 8))
+    wrapper(torch.randn(3, 8))
+
+    assert wrapper.state is ait.ModuleState.RECORDING
+    assert [spec.sample_count for spec in wrapper.graph_specs] == [2]
+
+
+def test_wrap_call_tune_works_as_with_aitune(wrapped):
+    module = tiny_mlp()
+    x = torch.randn(2, 8)
+    expected = module(x)
+
+    m = wrapped(module, name="mlp")
+    m(x)
+    report = m.tune(strategy=eager_strategy())
+
+    assert m.state is ait.ModuleState.TUNED
+    assert report["graphs"][0]["winner"] == "eager"
+    assert torch.equal(m(x), expected)
+
+
+def test_tune_before_any_call_names_the_module_and_the_fix(wrapped):
+    wrapper = wrapped(tiny_mlp(), name="mlp")
+
+    with pytest.raises(TuningError, match=r"^module 'mlp' has no recorded calls; run it on representative inputs"):
+        wrapper.tune(strategy=eager_strategy())
+
+
+def test_tune_in_passthrough_says_to_enable_recording_first(wrapped):
+    wrapper = wrapped(tiny_mlp(), name="mlp")
+    wrapper.enable_passthrough()
+    wrapper(torch.randn(2, 8))
+
+    with pytest.raises(TuningError, match=r"no recorded calls; call enable_recording\(\), then run it on"):
         wrapper.tune(strategy=eager_strategy())
 
 

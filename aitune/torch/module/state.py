@@ -8,7 +8,8 @@ from aitune.errors import TuningError
 
 
 class ModuleState(Enum):
-    """``init`` → ``recording`` → ``tuned``; ``passthrough`` behaves exactly like the original module."""
+    """``init`` → ``recording`` (at the first call, or ``enable_recording()``) → ``tuned``;
+    ``passthrough`` behaves exactly like the original module."""
 
     INIT = "init"
     PASSTHROUGH = "passthrough"

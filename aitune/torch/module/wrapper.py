@@ -2,8 +2,9 @@
 
 The wrapper installs one dispatching ``forward`` on the user's module instance, so ``nn.Module.__call__``
 still runs the user's hooks exactly once and only the body of ``forward`` changes with the state:
-the original forward (init, passthrough), the original forward after recording the call (recording),
-or the tuned backend of the call's graph (tuned). ``close()`` restores the module as it was.
+the original forward (passthrough), the original forward after recording the call (recording; the
+first call of a new wrapper, in init, starts recording, as AITune's wrapper does), or the tuned
+backend of the call's graph (tuned). ``close()`` restores the module as it was.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ class Module(wrapt.ObjectProxy):
     Example::
 
         block = aitune.torch.Module(model.block, name="block")
-        block.enable_recording()
-        model(x)                      # records the calls that reach block
+        model(x)                      # the first call starts recording; every call that reaches block is recorded
         report = block.tune()         # picks a backend per recorded graph, behind a correctness gate
     """
 
@@ -126,9 +126,9 @@ class Module(wrapt.ObjectProxy):
         if self._self_state is ModuleState.TUNED:
             raise TuningError(f"module '{self.name}' is already tuned; call enable_recording(force=True) to re-tune.")
         if not self._self_recording.samples:
+            how = "call enable_recording(), then " if self._self_state is ModuleState.PASSTHROUGH else ""
             raise TuningError(
-                f"module '{self.name}' has no recorded calls; call enable_recording() and run it on"
-                " representative inputs before tune()."
+                f"module '{self.name}' has no recorded calls; {how}run it on representative inputs before tune()."
             )
         target = self._target(torch.device(device) if device is not None else self.device)
         strategies = self._strategies_for(strategy)
@@ -186,6 +186,8 @@ class Module(wrapt.ObjectProxy):
         state = self._self_state
         if state is ModuleState.TUNED:
             return run_tuned(self._self_runners, self._self_forward, self._self_name, args, kwargs)
+        if state is ModuleState.INIT:  # AITune's rule: wrap, call, tune() — no enable_recording() needed
+            self._self_state = state = ModuleState.RECORDING
         if state is ModuleState.RECORDING:
             self._self_recording.record(args, kwargs)
         return self._self_forward(*args, **kwargs)

@@ -3,8 +3,9 @@ written out as a self-describing Chrome trace).
 
 Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
 plain baseline), one profiler warmup whose events are discarded (it absorbs the profiler's buffer
-allocation), then ``measured_runs`` runs, each inside a run span. CPU activity always; CUDA activity
-and synchronisation around each run when CUDA is there.
+allocation, and records the input shapes each region sees), then ``measured_runs`` runs, each
+inside a run span. CPU activity always; CUDA activity and synchronisation around each run when
+CUDA is there.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from aitune.analysis.events import TraceEvents
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
-from aitune.torch.performance.instrument import Instrumented
+from aitune.torch.performance.instrument import InputShapes, Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
 
@@ -61,6 +62,7 @@ def capture_trace(
     the capture's overhead is judged against. Wall times (µs) join ``metadata`` as
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
+    The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -75,7 +77,8 @@ def capture_trace(
         Instrumented(targets),
         profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
     ):
-        _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation; discarded
+        with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
+            _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
         profiler.step()
         run_walls = []
         for index in range(measured_runs):
@@ -83,7 +86,12 @@ def capture_trace(
             run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
             if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
                 profiler.step()
-        meta = {**metadata, "warmup_wall_times_us": warmup_walls, "run_wall_times_us": run_walls}
+        meta = {
+            **metadata,
+            "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
+            "warmup_wall_times_us": warmup_walls,
+            "run_wall_times_us": run_walls,
+        }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     if trace_path is not None:
         try:
@@ -91,6 +99,16 @@ def capture_trace(
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
     return events_from_profiler(profiler, meta)
+
+
+def with_input_shapes(
+    regions: Sequence[Mapping[str, Any]], shapes: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Copies of the region entries, each with the ``input_shapes`` its region was seen with (if called)."""
+    return [
+        {**region, "input_shapes": shapes[region["id"]]} if region["id"] in shapes else dict(region)
+        for region in regions
+    ]
 
 
 def _timed(call: Callable[[], Any], synchronize: Callable[[], None], which: str, span: str | None = None) -> float:

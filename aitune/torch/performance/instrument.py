@@ -1,4 +1,5 @@
-"""Instrumentation for one capture: forward hooks and entry-method wrappers that open region spans.
+"""Instrumentation for one capture: forward hooks and entry-method wrappers that open region spans,
+and the input-shape recorder installed for the profiler warmup run only.
 
 Everything installed is undone on exit, also when the workload raised: hooks removed, method
 overrides restored (or deleted when the class defined the method), open spans closed. No state is
@@ -20,6 +21,7 @@ except ImportError:  # an older or newer torch without it: the public, slower eq
 
 from aitune.errors import CaptureError
 from aitune.markers import region_span_name
+from aitune.torch.performance.inputs import input_summary
 from aitune.torch.performance.regions import RegionTarget
 
 Undo = Callable[[], None]
@@ -84,18 +86,72 @@ class Instrumented:
         self._restore()
 
     def _restore(self) -> None:
-        """Run every undo (newest first) even when some fail; the failures are raised together."""
-        failures: list[BaseException] = []
-        for state in self._states:
-            _collect(state.close, failures)
-        for undo in reversed(self._undo):
-            _collect(undo, failures)
-        self._undo.clear()
+        _restore_all(self._undo, [state.close for state in self._states])
         self._states.clear()
-        if failures:
-            details = "; ".join(f"{type(error).__name__}: {error}" for error in failures)
-            message = f"restoring {len(failures)} instrumented module part(s) failed: {details}"
-            raise CaptureError(message) from failures[0]
+
+
+EXAMPLE_SHAPES = 3
+"""Shape signatures kept as examples per region; the count of distinct ones is always complete."""
+
+
+class InputShapes:
+    """Context manager recording the distinct tensor-shape signatures each region's calls receive.
+
+    A signature is the (path, shape, dtype) of every tensor among a call's positional and keyword
+    arguments (nested lists, tuples and dicts included). Installed around the profiler warmup run
+    only, which is discarded, so the measured runs pay nothing for it.
+    """
+
+    def __init__(self, targets: Sequence[RegionTarget]) -> None:
+        self.targets = list(targets)
+        self._seen: dict[str, dict[tuple[Any, ...], dict[str, list[int]]]] = {}
+        self._undo: list[Undo] = []
+
+    def __enter__(self) -> InputShapes:
+        try:
+            for target in self.targets:
+                if target.hook_forward:
+                    self._undo.append(_install_shape_hook(target.module, self._recorder(target.region)))
+                for method in target.methods:
+                    record = self._recorder(target.method_region(method))
+                    self._undo.append(_override_method(target.module, method, _recording(record)))
+        except BaseException:
+            _restore_all(self._undo)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _restore_all(self._undo)
+
+    def by_region(self) -> dict[str, dict[str, Any]]:
+        """Per region that was called: ``{"distinct": n, "examples": [{argument path: shape}, ...]}``."""
+        return {
+            region: {"distinct": len(seen), "examples": list(seen.values())[:EXAMPLE_SHAPES]}
+            for region, seen in self._seen.items()
+        }
+
+    def _recorder(self, region: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+        seen = self._seen.setdefault(region, {})
+
+        def record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            tensors = input_summary(args, kwargs)["signature"]
+            key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
+            if key not in seen:
+                seen[key] = {t["path"]: t["shape"] for t in tensors}
+
+        return record
+
+
+def _restore_all(undo: list[Undo], first: Sequence[Undo] = ()) -> None:
+    """Run ``first``, then every undo (newest first), even when some fail; the failures are raised together."""
+    failures: list[BaseException] = []
+    for action in [*first, *reversed(undo)]:
+        _collect(action, failures)
+    undo.clear()
+    if failures:
+        details = "; ".join(f"{type(error).__name__}: {error}" for error in failures)
+        message = f"restoring {len(failures)} instrumented module part(s) failed: {details}"
+        raise CaptureError(message) from failures[0]
 
 
 def _collect(action: Undo, failures: list[BaseException]) -> None:
@@ -127,20 +183,45 @@ def _install_hooks(module: nn.Module, span_name: str, state: _RegionState) -> Un
     return undo
 
 
+def _install_shape_hook(module: nn.Module, record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Undo:
+    def pre_hook(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        record(args, kwargs)
+
+    return module.register_forward_pre_hook(pre_hook, with_kwargs=True).remove
+
+
 def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionState) -> Undo:
+    def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            state.enter(span_name)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                state.leave()
+
+        return wrapper
+
+    return _override_method(module, method, spanning)
+
+
+def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            record(args, kwargs)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    return recording
+
+
+def _override_method(module: nn.Module, method: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Undo:
+    """Set ``wrap(bound method)`` on the instance; the undo puts back what was there (or deletes it)."""
     had_override = method in vars(module)
     previous = vars(module).get(method)
     original = getattr(module, method)
-
-    @functools.wraps(original)  # keeps inspect.signature() of the bound method for frameworks that read it
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        state.enter(span_name)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            state.leave()
-
-    setattr(module, method, wrapper)
+    # functools.wraps keeps inspect.signature() of the bound method for frameworks that read it.
+    setattr(module, method, functools.wraps(original)(wrap(original)))
 
     def undo() -> None:
         if had_override:

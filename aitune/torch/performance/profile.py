@@ -191,20 +191,25 @@ def _scenario_trace(trace_file: str | Path | None, name: str) -> Path | None:
 
 
 def analyze_trace(path: str | Path) -> PerformanceProfile:
-    """Re-derive the profile from a Chrome trace saved by a capture (plain or gzipped); no capture runs."""
+    """Re-derive the profile from a saved Chrome trace (plain or gzipped); no capture runs.
+
+    The trace may come from an aitune capture, NVIDIA AITune 0.6, or the user's own torch.profiler
+    session with a schedule (runs from its ``ProfilerStep#N`` spans, regions from its
+    ``record_function`` annotations and, with ``with_stack=True``, its module calls).
+    """
     source = Path(path)
-    doc = build_profile(read_trace(source))
+    doc = build_profile(read_trace(source), str(source))
     doc["trace_file"] = source.name
     return PerformanceProfile(data=doc, trace_file=source.resolve())
 
 
 def region_metadata(targets: list[RegionTarget]) -> list[dict[str, Any]]:
-    """The ``regions`` entries of every instrumented region, entry-method regions included."""
+    """The ``regions`` entries of every instrumented region; an entry-method region names its ``method``."""
     regions: list[dict[str, Any]] = []
     for target in targets:
         if target.hook_forward:
             regions.append(_meta(target.region, target))
-        regions += [_meta(target.method_region(method), target) for method in target.methods]
+        regions += [{**_meta(target.method_region(method), target), "method": method} for method in target.methods]
     return regions
 
 

@@ -1,0 +1,220 @@
+"""Each region's operator mix: CPU time of the operators that ran directly inside it, by category.
+
+"Directly inside" means the operator's innermost enclosing region span is the region's own (not a
+child region's) and no other operator encloses it, so an ``aten::linear`` holding an ``aten::addmm``
+counts once, with its whole duration, under the outer operator's name (``linear`` → ``matmul``).
+Outermost names rather than inner kernels: they are what the user's module called, and the kernels
+under one call (``addmm``, ``t``, ``view``) belong to the same piece of work.
+
+A category's time is therefore part of the region's CPU self time; what the categories leave of
+the self time is spent between operators (Python in ``forward``). Host synchronisations made by
+the runtime outside any operator (``cudaStreamSynchronize`` from ``torch.cuda.synchronize()``)
+count as ``sync``; they are not operators, so not in the count.
+
+Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
+(`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from aitune.analysis.attribution import run_index_of
+from aitune.analysis.events import Span, TraceEvents
+from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.residual import operator_cause
+from aitune.markers import REGION_SPAN_PREFIX
+
+_EPSILON_US = 0.002  # as in aitune.analysis.intervals: timestamps are rounded to the nanosecond
+
+CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
+"""Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
+
+_MATMUL = frozenset(
+    {"linear", "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "addmv", "mv", "dot", "einsum", "_addmm_activation"}
+)
+_ELEMENTWISE_NORM = frozenset(
+    {
+        # normalisations and softmax
+        "layer_norm",
+        "native_layer_norm",
+        "group_norm",
+        "native_group_norm",
+        "batch_norm",
+        "native_batch_norm",
+        "_batch_norm_impl_index",
+        "instance_norm",
+        "rms_norm",
+        "_fused_rms_norm",
+        "softmax",
+        "_softmax",
+        "log_softmax",
+        "_log_softmax",
+        # activations
+        "relu",
+        "gelu",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "hardtanh",
+        "hardswish",
+        "hardsigmoid",
+        "leaky_relu",
+        "elu",
+        "mish",
+        "erf",
+        "dropout",
+        "threshold",
+        # arithmetic and reductions a fusing compiler folds into its neighbours
+        "add",
+        "sub",
+        "rsub",
+        "mul",
+        "div",
+        "pow",
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "maximum",
+        "minimum",
+        "where",
+        "masked_fill",
+        "round",
+        "floor",
+        "mean",
+        "sum",
+        "var",
+        "std",
+        "upsample_nearest2d",
+        "upsample_bilinear2d",
+        "triu",
+        "tril",
+    }
+)
+
+
+@dataclass
+class OperatorMix:
+    """CPU µs by category of the operators directly inside one region, in one run; ``count`` of them."""
+
+    count: int = 0
+    categories: dict[str, float] = field(default_factory=dict)
+
+    def add(self, category: str, duration_us: float, operator: bool = True) -> None:
+        self.categories[category] = self.categories.get(category, 0.0) + duration_us
+        self.count += operator
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"count": n, "categories": {category: cpu µs}}``, categories in `CATEGORIES` order, empty ones left out."""
+        ordered = {name: self.categories[name] for name in CATEGORIES if name in self.categories}
+        return {"count": self.count, "categories": ordered}
+
+
+NodeKey = tuple[int, tuple[str, ...]]
+"""(run index, region ids from the topmost region down to the node): a node of a run's region tree."""
+
+
+@cache
+def operator_category(name: str) -> str:
+    """The category of an operator (or runtime call) by its name, e.g. ``aten::conv2d`` → ``conv``."""
+    cause = operator_cause(name)
+    if cause != "tensor_ops":
+        return "sync" if cause == "synchronization" else "copy"
+    base = name.removeprefix("aten::")
+    if "conv" in base:
+        return "conv"
+    if "attention" in base or "multi_head" in base or "_transformer_encoder_layer" in base:
+        return "attention"
+    base = base.removesuffix("_") if base.endswith("_") and not base.startswith("_") else base  # add_ → add
+    if base in _MATMUL:
+        return "matmul"
+    if base in _ELEMENTWISE_NORM:
+        return "elementwise_norm"
+    return "other"
+
+
+def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
+    """The operator mix of every region-tree node of every measured run (nodes without operators left out)."""
+    mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
+    by_thread = events.op_indices_by_thread
+    for thread in dict.fromkeys(span.thread for span in events.regions):
+        runs = [span for span in events.runs if span.thread == thread]
+        regions = [span for span in events.regions if span.thread == thread]
+        keys = _node_keys(runs, regions)
+        ops, names = _topmost_operators(events, by_thread.get(thread, []))
+        syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
+        calls = [c for c in syncs if not _inside(ops, c.start_us)]
+        points = [*ops[0], *(c.start_us for c in calls)]
+        owners = innermost_enclosing(columns(regions), points)
+        for index, owner in enumerate(owners):
+            key = keys[owner] if owner is not None else None
+            if key is None:
+                continue  # outside every region (the residual's), or in a region outside every run
+            if index < len(names):
+                mixes[key].add(operator_category(names[index]), ops[1][index])
+            else:
+                mixes[key].add("sync", calls[index - len(names)].duration_us, operator=False)
+    return dict(mixes)
+
+
+def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
+    """For each region span (all on one thread), its tree node; None outside every run."""
+    spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
+    parent_of = parents(columns(spans))
+    keys: list[NodeKey | None] = [None] * len(spans)
+    for index in nesting_order(columns(spans)):  # parents before children
+        if index < len(runs):
+            continue
+        parent = parent_of[index]
+        region = spans[index].name[len(REGION_SPAN_PREFIX) :]
+        if parent is not None and parent < len(runs):
+            keys[index] = (run_index_of(runs[parent]), (region,))
+        elif parent is not None and (above := keys[parent]) is not None:
+            keys[index] = (above[0], (*above[1], region))
+    return keys[len(runs) :]
+
+
+def _topmost_operators(events: TraceEvents, indices: Sequence[int]) -> tuple[Columns, list[str]]:
+    """The operators of one thread that no other operator encloses, in start order, and their names.
+
+    The hot part (~10⁵ operators a capture): traces list a thread's operators by start already, so
+    the sort is skipped when they are, and one pass that remembers where the last topmost operator
+    ends finds the rest.
+    """
+    ops = events.ops
+    starts = [ops.starts_us[i] for i in indices]
+    durations = [ops.durations_us[i] for i in indices]
+    in_order = starts == sorted(starts) and len(set(starts)) == len(starts)  # ties need the length order
+    order: Sequence[int] = range(len(starts)) if in_order else nesting_order((starts, durations))
+    top_starts: list[float] = []
+    top_durations: list[float] = []
+    names: list[str] = []
+    reach = float("-inf")
+    for local in order:
+        start = starts[local]
+        if start >= reach - _EPSILON_US:
+            duration = durations[local]
+            top_starts.append(start)
+            top_durations.append(duration)
+            names.append(ops.names[indices[local]])
+            reach = start + duration
+    return (top_starts, top_durations), names
+
+
+def _inside(ops: Columns, point_us: float) -> bool:
+    """True when ``point_us`` falls inside one of the disjoint, start-ordered spans ``ops``."""
+    starts, durations = ops
+    index = bisect_right(starts, point_us) - 1
+    return index >= 0 and point_us < starts[index] + durations[index]

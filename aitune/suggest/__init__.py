@@ -1,0 +1,176 @@
+"""Tuning targets from one profile: which regions to tune, and the end-to-end gain each could bring (no torch).
+
+Every region of the runs' region tree (the flat regions when a profile has none) becomes a
+`Target` named by the dotted module path ``aitune.torch.wrap`` and ``register_for_jit_tuning``
+take (`aitune.suggest.candidates`): an entry method's region (``vae.decode``) stands for its
+module (``vae``), and the root object's entry methods (``generate``) for none — the modules under
+them are the targets. For each target:
+
+- ``share``: the median over runs of region time ÷ run time in the chosen domain, and its range;
+- ``upper_bound_speedup``: end to end, if it took no time, ``1 / (1 - share)`` (80% bounds it at 5×);
+- ``predicted_speedup``: end to end, ``1 / ((1 - share) + share / s)``, where ``s`` (the
+  ``predicted_region_speedup``) comes from its operator mix and the speedups this project's
+  benchmarks measured on CPU (`aitune.suggest.gain`);
+- ``reasons``: stable codes with a sentence each (`aitune.suggest.reasons`); it is recommended when
+  none of them blocks it.
+
+Targets are ranked recommended first, then by predicted speedup. `Suggestions.recommended` picks
+the best recommended ones whose paths are disjoint; `Advice` covers what lies beyond modules.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from aitune.analysis.attribution import fraction
+from aitune.compare import DOMAINS, run_samples, select_scenario
+from aitune.errors import ProfileError
+from aitune.suggest.advice import Advice, advice
+from aitune.suggest.candidates import Candidate, Found, gather
+from aitune.suggest.gain import MEASURED_SPEEDUPS, UPPER_BOUND_CAP, end_to_end, predicted_region_speedup, upper_bound
+from aitune.suggest.reasons import Reason, reasons
+
+__all__ = ["MEASURED_SPEEDUPS", "UPPER_BOUND_CAP", "Advice", "Reason", "Suggestions", "Target", "suggest"]
+
+SCHEMA_VERSION = 1
+KIND = "aitune-suggestions"
+RANK_DIGITS = 3
+"""Predicted speedups equal to this many decimals rank by share: a parent that adds nothing the
+benchmarks speed up to its child's gain then comes first, and tuning it covers the child too."""
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # dotted module path from the discovery root, as aitune.torch.wrap(obj, [path]) takes it
+    region_id: str
+    module_type: str | None
+    share: float  # median over runs of region time ÷ run time in the chosen domain
+    share_low: float  # its min and max over the runs
+    share_high: float
+    time_per_run_us: float  # median
+    calls_per_run: float  # median
+    time_per_call_us: float
+    upper_bound_speedup: float  # end to end, if the region took no time (capped: JSON has no infinity)
+    predicted_region_speedup: float
+    predicted_speedup: float  # end to end
+    recommended: bool
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    domain: str  # "device" where the profile has device time, else "cpu" (unless asked)
+    run_time_us: float  # median run time in that domain
+    targets: tuple[Target, ...]  # every candidate region, ranked: recommended first, by predicted_speedup
+    advice: tuple[Advice, ...]
+    top: int | None = None  # how many targets `recommended()` gives by default (None: all)
+    scenario: str | None = None
+
+    def recommended(self, top: int | None = None) -> list[Target]:
+        """The recommended targets, best first, skipping any inside (or around) one already picked."""
+        limit = self.top if top is None else top
+        picked: list[Target] = []
+        for target in self.targets:
+            if limit is not None and len(picked) >= limit:
+                break
+            if target.recommended and not any(_overlap(target.path, other.path) for other in picked):
+                picked.append(target)
+        return picked
+
+    def combined(self, targets: Iterable[Target] | None = None) -> tuple[float, float]:
+        """(predicted, upper bound) end-to-end speedup of tuning disjoint ``targets`` (default: `recommended`)."""
+        chosen = list(self.recommended() if targets is None else targets)
+        share = min(1.0, sum(target.share for target in chosen))
+        if share <= 0:
+            return 1.0, 1.0
+        region_speedup = share / sum(target.share / target.predicted_region_speedup for target in chosen)
+        return end_to_end(share, region_speedup), upper_bound(share)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the paths `recommended` gives and their `combined` speedups."""
+        predicted, bound = self.combined()
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "domain": self.domain,
+            "scenario": self.scenario,
+            "run_time_us": self.run_time_us,
+            "targets": [asdict(target) for target in self.targets],
+            "advice": [asdict(item) for item in self.advice],
+            "recommended": [target.path for target in self.recommended()],
+            "recommended_predicted_speedup": predicted,
+            "recommended_upper_bound_speedup": bound,
+        }
+
+
+def suggest(
+    profile: Mapping[str, Any], *, top: int | None = None, domain: str | None = None, scenario: str | None = None
+) -> Suggestions:
+    """Rank the regions of a profile document (ours or AITune's) as tuning targets; see the module docstring.
+
+    ``domain`` defaults to ``device`` when every run has device time, else ``cpu``; ``scenario``
+    picks one scenario of a multi-scenario profile; ``top`` bounds `Suggestions.recommended`.
+    `ProfileError` for an unknown domain or scenario, or a profile without runs.
+    """
+    if top is not None and top < 1:
+        raise ProfileError(f"top must be at least 1 (got {top}); pass --top 1 or more.")
+    doc = select_scenario(profile, scenario)
+    if not doc["runs"]:
+        raise ProfileError("the profile has no measured runs to suggest from; capture it again.")
+    domain = _domain(doc, domain)
+    run_times = run_samples(doc, domain)
+    found = gather(doc, domain)
+    targets = sorted(
+        (_target(candidate, found, run_times, domain) for candidate in found.candidates.values()),
+        key=lambda t: (not t.recommended, -round(t.predicted_speedup, RANK_DIGITS), -t.share, t.path),
+    )
+    return Suggestions(
+        domain=domain,
+        run_time_us=statistics.median(run_times),
+        targets=tuple(targets),
+        advice=tuple(advice(doc, found, run_times)),
+        top=top,
+        scenario=scenario,
+    )
+
+
+def _domain(doc: Mapping[str, Any], asked: str | None) -> str:
+    has_device = all("device_time_us" in run["timing"] for run in doc["runs"])
+    if asked is None:
+        return "device" if has_device else "cpu"
+    if asked not in DOMAINS:
+        raise ProfileError(f"unknown time domain {asked!r}; choose one of {', '.join(DOMAINS)}.")
+    if asked == "device" and not has_device:
+        raise ProfileError("the profile has no device time data; suggest with --domain cpu.")
+    return asked
+
+
+def _overlap(path: str, other: str) -> bool:
+    """One path is the other or lies under it (``unet.blocks.0`` under ``unet``)."""
+    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
+
+
+def _target(candidate: Candidate, found: Found, run_times: list[float], domain: str) -> Target:
+    shares = [fraction(time, run) for time, run in zip(candidate.times, run_times, strict=True)]
+    share, time, calls = statistics.median(shares), candidate.median_us, statistics.median(candidate.calls)
+    region_speedup = predicted_region_speedup(candidate, domain)
+    why = reasons(candidate, found, shares, region_speedup, domain)
+    return Target(
+        path=candidate.path,
+        region_id=candidate.region_id,
+        module_type=candidate.module_type,
+        share=share,
+        share_low=min(shares),
+        share_high=max(shares),
+        time_per_run_us=time,
+        calls_per_run=calls,
+        time_per_call_us=time / calls if calls else 0.0,
+        upper_bound_speedup=upper_bound(share),
+        predicted_region_speedup=region_speedup,
+        predicted_speedup=end_to_end(share, region_speedup),
+        recommended=not any(reason.blocking for reason in why),
+        reasons=why,
+    )

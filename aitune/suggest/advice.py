@@ -1,0 +1,113 @@
+"""Advice beyond modules: the root's entry methods, the residual by cause, and the first call's cost.
+
+Every code has one row in the README's reason table, next to the targets' reasons.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.analysis.attribution import fraction
+from aitune.suggest.candidates import Found
+
+ADVICE_MIN_SHARE = 0.01
+"""Residual causes below this share of the run are not worth a line."""
+FIRST_CALL_MIN_RATIO = 1.5
+"""A first call this many times slower than a warm one earns a line."""
+
+RESIDUAL_ADVICE = {
+    "synchronization": (
+        "RESIDUAL_SYNC",
+        "host reads of tensor values (.item(), .tolist(), nonzero) and synchronize calls outside every module take",
+        "on a GPU each stalls the host until the device catches up; keep values on the device or read them once",
+    ),
+    "memory_copy": (
+        "RESIDUAL_COPY",
+        "tensor copies and device transfers outside every module take",
+        "create tensors on their device, or move the inputs once",
+    ),
+    "tensor_ops": (
+        "RESIDUAL_TENSOR_OPS",
+        "operators between modules (pipeline math, scheduler steps) take",
+        "no module tuning touches them; move them into a module to tune them with it",
+    ),
+    "python": (
+        "RESIDUAL_PYTHON",
+        "Python between modules, with no operator running, takes",
+        "framework glue that no backend removes",
+    ),
+}
+"""Per residual cause (`aitune.analysis.residual.CAUSES`): the code, what it is (with its verb), what to do."""
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Something to do beyond tuning a module. ``time_per_run_us`` and ``share`` are of a median run,
+    except for ``FIRST_CALL``: the first call's extra time (paid once) and its fraction of that call."""
+
+    code: str
+    message: str
+    time_per_run_us: float
+    share: float
+
+
+def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float]) -> list[Advice]:
+    """Root entry methods first, then the residual's causes (largest first), then the first call."""
+    lines = [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
+    lines += sorted(_residual(doc), key=lambda item: -item.time_per_run_us)
+    first = _first_call(doc.get("capture_overhead"))
+    return lines + ([first] if first is not None else [])
+
+
+def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], has_children: bool) -> Advice:
+    time = statistics.median(own)
+    share = statistics.median(fraction(o, r) for o, r in zip(own, run_times, strict=True))
+    if has_children:
+        message = (
+            f"{name} is an entry method of the root object, so the targets are the modules it calls; its own code "
+            f"outside them (sampling, concatenation, Python) takes {time / 1000:,.3f} ms a run ({share:.1%})."
+        )
+    else:
+        message = (
+            f"{name} is an entry method of the root object and the profile shows no module under it: capture "
+            "with max_depth 2 or more to see the modules it runs."
+        )
+    return Advice("ENTRY_METHOD", message, time, share)
+
+
+def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
+    """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU)."""
+    residuals = [run["residual"] for run in doc["runs"]]
+    if not all("causes" in residual for residual in residuals):
+        time = statistics.median(residual["cpu_time_us"] for residual in residuals)
+        share = statistics.median(residual["cpu_time_fraction"] for residual in residuals)
+        if share >= ADVICE_MIN_SHARE:
+            message = (
+                f"{time / 1000:,.3f} ms a run ({share:.1%}) run outside every module; this profile does not split "
+                "it by cause (an aitune capture does: synchronisations, copies, operators, Python)."
+            )
+            yield Advice("RESIDUAL", message, time, share)
+        return
+    for cause, (code, what, fix) in RESIDUAL_ADVICE.items():
+        time = statistics.median(residual["causes"][cause]["cpu_time_us"] for residual in residuals)
+        share = statistics.median(residual["causes"][cause]["cpu_time_fraction"] for residual in residuals)
+        if share >= ADVICE_MIN_SHARE:
+            yield Advice(code, f"{what} {time / 1000:,.3f} ms a run ({share:.1%}): {fix}.", time, share)
+
+
+def _first_call(overhead: Mapping[str, Any] | None) -> Advice | None:
+    """The cold first warmup against the fastest warm one (`aitune.analysis.statistics.capture_overhead`)."""
+    if not overhead or "first_wall_time_us" not in overhead:
+        return None
+    first, warm = overhead["first_wall_time_us"], overhead["plain_wall_time_us"]
+    if warm <= 0 or first < FIRST_CALL_MIN_RATIO * warm:
+        return None
+    message = (
+        f"the first call took {first / 1000:,.3f} ms against {warm / 1000:,.3f} ms warm ({first / warm:.1f}×): "
+        "lazy initialisation, allocations and kernel selection — warm up before serving; a tuned backend "
+        "builds ahead of time but pays its own first call."
+    )
+    return Advice("FIRST_CALL", message, first - warm, (first - warm) / first)

@@ -1,0 +1,166 @@
+"""A profile's regions gathered per target path over the runs: the raw figures the targets are judged on.
+
+A target path is what ``aitune.torch.wrap`` takes: a region's path, except that an entry method's
+region (``vae.decode``) stands for its module (``vae``), and the root object's entry methods
+(``generate``, path ``""``) stand for no module at all: their own time is kept apart for advice.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aitune.compare import path_of
+
+ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
+"""Read as entry methods in profiles whose regions do not mark their ``method`` (AITune's, older ones)."""
+
+
+class RegionIndex:
+    """What a document's ``regions`` entries say about each region id: module type, method, input shapes."""
+
+    def __init__(self, doc: Mapping[str, Any]) -> None:
+        self.meta: dict[str, Mapping[str, Any]] = {region["id"]: region for region in doc.get("regions", ())}
+        self.marked = any("method" in region for region in self.meta.values())
+
+    def module_path(self, region_id: str) -> tuple[str, str | None]:
+        """(module path, entry method or None): ``untuned_module:vae.decode`` → ``("vae", "decode")``."""
+        name = path_of(region_id)
+        if self.marked:
+            method = self.meta.get(region_id, {}).get("method")
+        else:
+            last = name.rpartition(".")[2]
+            method = last if last in ENTRY_METHOD_NAMES else None
+        if method is None or not (name == method or name.endswith("." + method)):
+            return name, None
+        return name[: -len(method)].rstrip("."), method
+
+
+@dataclass
+class Candidate:
+    """One target path over ``runs`` runs: per-run time (chosen domain) and calls, totals of the rest."""
+
+    path: str
+    runs: int
+    times: list[float] = field(init=False)
+    calls: list[int] = field(init=False)
+    region_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # by region id merged in
+    parent_time: dict[str | None, float] = field(default_factory=lambda: defaultdict(float))  # by parent path
+    method: str | None = None
+    cpu_us: float = 0.0  # host time of its whole subtree, over all runs: what the operator mix is part of
+    device_us: float = 0.0
+    mix: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # subtree CPU µs by category
+    operators: int = 0
+    has_mix: bool = False
+    module_type: str | None = None
+    shapes: int = 0  # distinct input-shape signatures (0: not recorded)
+    examples: list[dict[str, list[int]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.times, self.calls = [0.0] * self.runs, [0] * self.runs
+
+    @property
+    def region_id(self) -> str:
+        """The id of the region merged in that took the most time."""
+        return max(self.region_time, key=self.region_time.__getitem__)
+
+    @property
+    def parent(self) -> str | None:
+        """The target path it ran under for most of its time; None at the top (or under a root entry method)."""
+        return max(self.parent_time, key=self.parent_time.__getitem__) if self.parent_time else None
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def operator_us(self) -> float:
+        return sum(self.mix.values())
+
+    def kind_share(self, kinds: Iterable[str]) -> float:
+        """Fraction of its host time in operators of ``kinds``."""
+        return sum(self.mix.get(kind, 0.0) for kind in kinds) / self.cpu_us if self.cpu_us > 0 else 0.0
+
+
+@dataclass
+class Found:
+    """Everything gathered: the candidates, each parent's children, and the root entry methods' own time."""
+
+    candidates: dict[str, Candidate]
+    children: dict[str, list[Candidate]]
+    root_methods: dict[str, list[float]]  # name → its own time in each run (chosen domain)
+    root_has_children: bool
+
+
+@dataclass
+class _Mix:
+    """A subtree's operators: CPU µs by category and count; ``seen`` when any node carried them."""
+
+    categories: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    count: int = 0
+    seen: bool = False
+
+    def add(self, other: _Mix) -> None:
+        for kind, us in other.categories.items():
+            self.categories[kind] += us
+        self.count += other.count
+        self.seen = self.seen or other.seen
+
+
+def gather(doc: Mapping[str, Any], domain: str) -> Found:
+    """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
+    regions, runs = RegionIndex(doc), len(doc["runs"])
+    found = Found({}, defaultdict(list), {}, False)
+
+    def visit(node: Mapping[str, Any], index: int, parent: str | None) -> _Mix:
+        path, method = regions.module_path(node["region_id"])
+        subtree = _Mix()
+        if "operators" in node:
+            subtree.add(_Mix(defaultdict(float, node["operators"]["categories"]), node["operators"]["count"], True))
+        children = node.get("children", ())
+        if not path:  # the root object's entry method: the modules under it are the top-level targets
+            own = node.get(f"{domain}_self_time_us", node.get(f"{domain}_time_us", 0.0))
+            found.root_methods.setdefault(path_of(node["region_id"]), [0.0] * runs)[index] += own
+            found.root_has_children = found.root_has_children or bool(children)
+            for child in children:
+                visit(child, index, None)
+            return subtree
+        candidate = found.candidates.get(path) or found.candidates.setdefault(path, Candidate(path, runs))
+        time = node.get(f"{domain}_time_us", 0.0)
+        candidate.times[index] += time
+        candidate.calls[index] += node["calls"]
+        candidate.region_time[node["region_id"]] += time
+        candidate.parent_time[parent] += time
+        candidate.method = candidate.method or method
+        candidate.cpu_us += node["cpu_time_us"]
+        candidate.device_us += node.get("device_time_us", 0.0)
+        for child in children:
+            subtree.add(visit(child, index, path))
+        for kind, us in subtree.categories.items():
+            candidate.mix[kind] += us
+        candidate.operators += subtree.count
+        candidate.has_mix = candidate.has_mix or subtree.seen
+        return subtree
+
+    for index, run in enumerate(doc["runs"]):
+        for node in run.get("tree") or run["regions"]:
+            visit(node, index, None)
+    for candidate in found.candidates.values():
+        _describe(candidate, regions)
+        if candidate.parent is not None:
+            found.children[candidate.parent].append(candidate)
+    found.children = dict(found.children)
+    return found
+
+
+def _describe(candidate: Candidate, regions: RegionIndex) -> None:
+    """Module type and input shapes from the ``regions`` entries of the region ids merged in."""
+    for region in candidate.region_time:
+        meta = regions.meta.get(region, {})
+        candidate.module_type = candidate.module_type or meta.get("module_type")
+        shapes = meta.get("input_shapes", {})
+        if shapes.get("distinct", 0) > candidate.shapes:
+            candidate.shapes, candidate.examples = shapes["distinct"], list(shapes.get("examples", []))

@@ -1,0 +1,218 @@
+"""Why a target is or is not recommended: stable codes, each with one sentence and its figures.
+
+Every code has one row in the README's reason table. `BLOCKING` codes keep a target from being
+recommended; the others say what favours it or what to watch for when tuning it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND
+from aitune.suggest.candidates import Candidate, Found
+from aitune.suggest.gain import (
+    COMPUTE_KINDS,
+    KIND_NAMES,
+    MEASURED_SPEEDUPS,
+    dispatch_bound,
+    dominant_kind,
+    upper_bound,
+)
+
+MIN_SHARE = 0.05
+"""Below this share even an infinitely fast backend gains under 1.05×: within a shared machine's run-to-run noise."""
+COMPUTE_HEAVY_SHARE = 0.5
+FUSIBLE_SHARE = 0.2
+DOMINANT_CHILD_SHARE = 0.9
+UNSTABLE_SPREAD = 0.5
+"""A share whose range over the runs exceeds this fraction of its median is too unsteady to predict from."""
+MIN_REGION_SPEEDUP = 1.01
+"""A region predicted less than 1% faster is mostly work no benchmark measured a gain for: not worth a build."""
+LISTED_KIND_SHARE = 0.01
+"""Compute kinds below this share of a region are left out of its sentence."""
+
+BLOCKING = frozenset({"ALREADY_TUNED", "TOO_SMALL", "TUNE_PARENT", "DOMINANT_CHILD", "NO_MEASURED_GAIN"})
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str  # stable UPPER_SNAKE, documented in one table in the README
+    message: str  # one sentence with the numbers
+    blocking: bool = False  # True: it keeps its target from being recommended
+
+
+def reasons(
+    candidate: Candidate, found: Found, shares: list[float], region_speedup: float, domain: str
+) -> tuple[Reason, ...]:
+    """Every reason that applies: placement first, then what the operator mix says, then cautions."""
+    found_reasons = [
+        *_placement(candidate, found, statistics.median(shares)),
+        *_mix(candidate, region_speedup, domain),
+        *_cautions(candidate, shares),
+    ]
+    return tuple(Reason(code, message, code in BLOCKING) for code, message in found_reasons)
+
+
+def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tuple[str, str]]:
+    """Entry method, managed already, too small, better through its parent or through one child."""
+    if candidate.method:
+        yield (
+            "ENTRY_METHOD",
+            (
+                f"{candidate.path}.{candidate.method} is an entry method: the target is its module "
+                f"{candidate.path}, whose forward does the work."
+            ),
+        )
+    kind = candidate.region_id.partition(":")[0]
+    if kind in (AOT_REGION_KIND, JIT_REGION_KIND):
+        yield "ALREADY_TUNED", f"aitune already manages it (a {kind} region): tune something else, or re-tune it."
+    if share < MIN_SHARE:
+        yield (
+            "TOO_SMALL",
+            (
+                f"it takes {share:.1%} of the run: even if it took no time the run would be only "
+                f"{upper_bound(share):.3f}× faster."
+            ),
+        )
+    parent = candidate.parent
+    twins = [c for c in found.children.get(parent, []) if _alike(c, candidate)] if parent is not None else []
+    if len(twins) >= 2:
+        what = (candidate.module_type or "").rpartition(".")[2] or "indexed"
+        yield (
+            "TUNE_PARENT",
+            (
+                f"it is one of {len(twins)} identical {what} modules under {parent}: one build of {parent} covers them all."
+            ),
+        )
+    for child in found.children.get(candidate.path, []):
+        problem = _spoiler(candidate, child)
+        if problem and child.median_us >= DOMINANT_CHILD_SHARE * candidate.median_us > 0:
+            yield (
+                "DOMINANT_CHILD",
+                (
+                    f"its child {child.path} takes {child.median_us / candidate.median_us:.0%} of its time without "
+                    f"its {problem}: tune {child.path} instead."
+                ),
+            )
+            break
+
+
+def _alike(one: Candidate, other: Candidate) -> bool:
+    """Identical siblings: one module type, or (types unknown) indexed entries of one container."""
+    if one.module_type or other.module_type:
+        return one.module_type == other.module_type
+    prefix, _, index = one.path.rpartition(".")
+    other_prefix, _, other_index = other.path.rpartition(".")
+    return prefix == other_prefix and index.isdigit() and other_index.isdigit()
+
+
+def _spoiler(candidate: Candidate, child: Candidate) -> str:
+    """What the region holds outside ``child`` that would spoil a build of it ('' when nothing)."""
+    if candidate.mix.get("sync", 0.0) > child.mix.get("sync", 0.0):
+        return "host synchronisations"
+    if candidate.shapes > 1 and child.shapes == 1:
+        return "varying input shapes"
+    return ""
+
+
+def _mix(candidate: Candidate, region_speedup: float, domain: str) -> Iterable[tuple[str, str]]:
+    """What its operators say about the gain: no mix, nothing measured, dispatch-bound, compute-heavy, fusible."""
+    if not candidate.has_mix:
+        yield (
+            "NO_OPERATOR_MIX",
+            (
+                "the profile holds no operator mix for it (AITune's profiles, older captures; `aitune-profile "
+                "analyze` of its trace adds one): predicted with the smallest gain measured on any module, "
+                f"{MEASURED_SPEEDUPS['dispatch'].speedup:.2f}×."
+            ),
+        )
+        return
+    if region_speedup < MIN_REGION_SPEEDUP:
+        between = 1.0 - candidate.kind_share(candidate.mix)
+        yield (
+            "NO_MEASURED_GAIN",
+            (
+                f"it is predicted only {region_speedup:.3f}× faster: {between:.0%} of its time runs between operators "
+                f"and {candidate.kind_share(('copy', 'sync', 'other')):.0%} in copies and other operators, work no "
+                "benchmark measured a gain for."
+            ),
+        )
+        return
+    if dispatch_bound(candidate, domain):
+        if domain == "device":
+            what = f"the device is busy for {candidate.device_us / candidate.cpu_us:.0%} of its host time"
+        else:
+            what = f"its operators average {candidate.operator_us / candidate.operators:.0f} µs on the host"
+        dispatch = MEASURED_SPEEDUPS["dispatch"]
+        yield (
+            "DISPATCH_BOUND",
+            (
+                f"{what}, so dispatch, not arithmetic, dominates: predicted {dispatch.speedup:.2f}× for it, "
+                f"as {dispatch.source} gained."
+            ),
+        )
+        return
+    compute = candidate.kind_share(COMPUTE_KINDS)
+    if compute >= COMPUTE_HEAVY_SHARE:
+        kinds = sorted(
+            (k for k in COMPUTE_KINDS if candidate.kind_share((k,)) >= LISTED_KIND_SHARE),
+            key=lambda k: -candidate.mix[k],
+        )
+        parts = ", ".join(f"{candidate.kind_share((k,)):.0%} {KIND_NAMES[k]}" for k in kinds)
+        measured = " and ".join(
+            f"{KIND_NAMES[k]} {MEASURED_SPEEDUPS[k].speedup:.2f}× ({MEASURED_SPEEDUPS[k].source})" for k in kinds
+        )
+        yield (
+            "COMPUTE_HEAVY",
+            (
+                f"{compute:.0%} of its time is compute ({parts}): predicted {region_speedup:.2f}× for it from the "
+                f"measured {measured}."
+            ),
+        )
+    fusible = candidate.kind_share(("elementwise_norm",))
+    if fusible >= FUSIBLE_SHARE:
+        fused = f", counted at the {KIND_NAMES[k]} speedup" if (k := dominant_kind(candidate)) else ""
+        yield (
+            "FUSIBLE",
+            (
+                f"{fusible:.0%} of its time is elementwise and normalisation operators, which a compiling backend "
+                f"fuses into their neighbours{fused}."
+            ),
+        )
+
+
+def _cautions(candidate: Candidate, shares: list[float]) -> Iterable[tuple[str, str]]:
+    """What may spoil the build or the prediction: varying input shapes, host syncs, an unsteady share."""
+    if candidate.shapes > 1:
+        examples = "; ".join(
+            ", ".join(f"{argument} {'×'.join(map(str, shape))}" for argument, shape in signature.items())
+            for signature in candidate.examples[:2]
+        )
+        yield (
+            "DYNAMIC_SHAPES",
+            (
+                f"its calls saw {candidate.shapes} distinct input shapes in the profiler warmup ({examples}, …): "
+                "one static build will not fit them all — record it on inputs of every shape (the ONNX export then "
+                "marks the varying dimensions dynamic) or pass dynamic_shapes."
+            ),
+        )
+    sync_us = candidate.mix.get("sync", 0.0) / candidate.runs
+    if sync_us > 0:
+        yield (
+            "HOST_SYNC",
+            (
+                f"it reads tensor values on the host or synchronises ({sync_us:,.0f} µs a run in aten::item, nonzero "
+                "or synchronize calls): each waits for the device and breaks graph capture — move them out of it."
+            ),
+        )
+    share, low, high = statistics.median(shares), min(shares), max(shares)
+    if share > 0 and (high - low > UNSTABLE_SPREAD * share or low == 0):
+        yield (
+            "UNSTABLE",
+            (
+                f"its share ranged {low:.1%}–{high:.1%} over {len(shares)} runs: the prediction is uncertain — "
+                "capture more runs on a quieter machine."
+            ),
+        )

@@ -1,0 +1,463 @@
+"""Tuning suggestions: ranking, bounds, predictions, reasons and levels, on hand-built profiles and real captures."""
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from builders import kernel, launch, op, region, run, trace
+from cli_helpers import run_cli
+
+from aitune.errors import ProfileError
+from aitune.report import build_profile, combine_scenarios, load, read_trace, save, validate
+from aitune.suggest import MEASURED_SPEEDUPS, UPPER_BOUND_CAP, suggest
+
+AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
+TICK_US = 10.0  # layouts are written in ticks of 10 µs: operators of realistic size, short numbers
+RUN_TICKS = 1000
+CONV = MEASURED_SPEEDUPS["conv"].speedup
+
+
+def meta(region_id, module_type=None, **extra):
+    entry = {"id": region_id, "name": region_id.partition(":")[2], "kind": "untuned_module", **extra}
+    if module_type:
+        entry["module_type"] = module_type
+    return entry
+
+
+def profile(layout, runs=3, regions=(), **metadata):
+    """A profile of ``runs`` runs of `RUN_TICKS`; ``layout(start, index)`` gives one run's spans (in ticks)."""
+    events = []
+    for index in range(runs):
+        start = index * 10 * RUN_TICKS
+        events += [run(index, start, start + RUN_TICKS), *layout(start, index)]
+    for event in events:
+        event["ts"], event["dur"] = event["ts"] * TICK_US, event["dur"] * TICK_US
+    return build_profile(trace(*events, regions=list(regions), **metadata))
+
+
+def pipeline(start, index=0):
+    """text encoder 2% (tiny operators), unet 80% (convolutions in 3 identical blocks), vae.decode 15%, glue 3%."""
+    t = start
+    return [
+        region("untuned_module:text_encoder", t, t + 20),
+        *[op("aten::linear", t + 1 + 4 * i, t + 4 + 4 * i) for i in range(4)],
+        region("untuned_module:unet", t + 20, t + 820),
+        op("aten::conv2d", t + 20, t + 100),
+        *[
+            item
+            for i, block in enumerate((100, 340, 580))
+            for item in (
+                region(f"untuned_module:unet.blocks.{i}", t + block, t + block + 240),
+                op("aten::conv2d", t + block, t + block + 240),
+            )
+        ],
+        op("aten::mul", t + 825, t + 845),  # guidance and scheduler math between modules
+        region("untuned_module:vae.decode", t + 850, t + 1000),
+        op("aten::conv2d", t + 850, t + 940),
+        op("aten::upsample_nearest2d", t + 940, t + 1000),
+    ]
+
+
+PIPELINE_REGIONS = [
+    meta("untuned_module:text_encoder", "app.TextEncoder"),
+    meta("untuned_module:unet", "app.Denoiser"),
+    *[meta(f"untuned_module:unet.blocks.{i}", "app.ResBlock", parent="untuned_module:unet") for i in range(3)],
+    meta("untuned_module:vae", "app.Decoder"),
+    meta("untuned_module:vae.decode", "app.Decoder", method="decode"),
+]
+
+
+def pipeline_suggestions(**options):
+    return suggest(profile(pipeline, regions=PIPELINE_REGIONS), **options)
+
+
+def target(suggestions, path):
+    return next(t for t in suggestions.targets if t.path == path)
+
+
+def codes(suggestions, path):
+    return [reason.code for reason in target(suggestions, path).reasons]
+
+
+def test_targets_are_ranked_recommended_first_then_by_predicted_speedup():
+    suggestions = pipeline_suggestions()
+
+    ranked = [(t.recommended, t.predicted_speedup) for t in suggestions.targets]
+    assert [t.path for t in suggestions.targets][:2] == ["unet", "vae"]
+    assert ranked == sorted(ranked, key=lambda pair: (not pair[0], -pair[1]))
+    assert suggestions.targets[-1].path == "text_encoder"
+
+
+def test_a_region_at_80_percent_bounds_the_gain_at_5x_and_is_predicted_from_its_convolutions():
+    unet = target(pipeline_suggestions(), "unet")
+
+    assert (unet.share, unet.share_low, unet.share_high) == (pytest.approx(0.8),) * 3
+    assert unet.upper_bound_speedup == pytest.approx(5.0)
+    assert unet.predicted_region_speedup == pytest.approx(CONV)  # all of its time is convolution
+    assert unet.predicted_speedup == pytest.approx(1 / (0.2 + 0.8 / CONV))
+    assert (unet.time_per_run_us, unet.calls_per_run, unet.time_per_call_us) == (8000.0, 1, 8000.0)
+
+
+def test_time_between_operators_gets_no_credit():
+    doc = profile(lambda t, i: [region("untuned_module:net", t, t + 800), op("aten::conv2d", t, t + 400)])
+
+    net = target(suggest(doc), "net")
+
+    assert net.predicted_region_speedup == pytest.approx(1 / (0.5 + 0.5 / CONV))
+
+
+def test_elementwise_operators_go_with_the_dominant_compute_kind():
+    doc = profile(
+        lambda t, i: [
+            region("untuned_module:mlp", t, t + 500),
+            op("aten::linear", t, t + 400),
+            op("aten::gelu", t + 400, t + 500),
+        ]
+    )
+
+    mlp = target(suggest(doc), "mlp")
+
+    assert mlp.predicted_region_speedup == pytest.approx(MEASURED_SPEEDUPS["matmul"].speedup)
+    assert codes(suggest(doc), "mlp") == ["COMPUTE_HEAVY", "FUSIBLE"]
+
+
+def test_recommended_targets_are_disjoint_best_first():
+    doc = profile(
+        lambda t, i: [
+            region("untuned_module:unet", t, t + 800),
+            op("aten::conv2d", t, t + 200),
+            region("untuned_module:unet.mid", t + 200, t + 800),  # one child, nothing identical to it
+            op("aten::conv2d", t + 200, t + 800),
+            region("untuned_module:head", t + 800, t + 900),
+            op("aten::linear", t + 800, t + 900),
+        ]
+    )
+
+    suggestions = suggest(doc)
+
+    assert [t.path for t in suggestions.targets if t.recommended] == ["unet", "unet.mid", "head"]
+    assert [t.path for t in suggestions.recommended()] == ["unet", "head"]
+    assert [t.path for t in suggestions.recommended(top=1)] == ["unet"]
+    assert [t.path for t in suggest(doc, top=1).recommended()] == ["unet"]
+
+
+# --- reason codes: each appears where it should, and not elsewhere ---
+
+
+def tiny_operators(t, i):
+    return [region("untuned_module:tok", t, t + 400), *[op("aten::add", t + 10 * k, t + 10 * k + 9) for k in range(40)]]
+
+
+def with_sync(t, i, item=True):
+    return [
+        region("untuned_module:model", t, t + 500),
+        *([op("aten::item", t + 1, t + 9)] if item else []),
+        region("untuned_module:model.body", t + 10, t + 490),
+        op("aten::conv2d", t + 10, t + 490),
+    ]
+
+
+def unsteady(t, i):
+    end = (200, 600, 400)[i]
+    return [region("untuned_module:net", t, t + end), op("aten::conv2d", t, t + end)]
+
+
+def glue_only(t, i):
+    return [region("untuned_module:loop", t, t + 500), op("aten::view", t, t + 5)]
+
+
+SHAPES = {"distinct": 3, "examples": [{"args[0]": [1, 4]}, {"args[0]": [1, 5]}, {"args[0]": [1, 6]}]}
+ONE_SHAPE = {"distinct": 1, "examples": [{"args[0]": [1, 4]}]}
+
+REASON_CASES = {
+    "TOO_SMALL": [(pipeline, PIPELINE_REGIONS, "text_encoder", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+    "DISPATCH_BOUND": [(tiny_operators, (), "tok", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+    "TUNE_PARENT": [
+        (pipeline, PIPELINE_REGIONS, "unet.blocks.0", True),
+        (pipeline, PIPELINE_REGIONS, "unet", False),
+        (with_sync, (), "model.body", False),
+    ],
+    "DOMINANT_CHILD": [(with_sync, (), "model", True), (lambda t, i: with_sync(t, i, item=False), (), "model", False)],
+    "ENTRY_METHOD": [(pipeline, PIPELINE_REGIONS, "vae", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+    "HOST_SYNC": [(with_sync, (), "model", True), (with_sync, (), "model.body", False)],
+    "UNSTABLE": [(unsteady, (), "net", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+    "DYNAMIC_SHAPES": [
+        (unsteady, [meta("untuned_module:net", input_shapes=SHAPES)], "net", True),
+        (unsteady, [meta("untuned_module:net", input_shapes=ONE_SHAPE)], "net", False),
+    ],
+    "COMPUTE_HEAVY": [(pipeline, PIPELINE_REGIONS, "unet", True), (tiny_operators, (), "tok", False)],
+    "FUSIBLE": [(pipeline, PIPELINE_REGIONS, "vae", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+    "NO_MEASURED_GAIN": [(glue_only, (), "loop", True), (pipeline, PIPELINE_REGIONS, "unet", False)],
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "layout", "regions", "path", "present"),
+    [(code, *case) for code, cases in REASON_CASES.items() for case in cases],
+)
+def test_each_reason_code_appears_where_it_applies_and_nowhere_else(code, layout, regions, path, present):
+    suggestions = suggest(profile(layout, regions=regions))
+
+    assert (code in codes(suggestions, path)) is present
+
+
+def test_blocking_reasons_keep_a_target_from_being_recommended():
+    suggestions = pipeline_suggestions()
+
+    for t in suggestions.targets:
+        assert t.recommended is not any(reason.blocking for reason in t.reasons)
+    assert not target(suggestions, "unet.blocks.0").recommended  # TUNE_PARENT
+    assert target(suggestions, "vae").recommended  # ENTRY_METHOD names its module; it does not block
+
+
+def test_managed_regions_are_already_tuned():
+    doc = profile(lambda t, i: [region("aot_module:unet", t, t + 800), op("aten::conv2d", t, t + 800)])
+
+    unet = target(suggest(doc), "unet")
+
+    assert [r.code for r in unet.reasons if r.blocking] == ["ALREADY_TUNED"]
+    assert unet.region_id == "aot_module:unet"
+
+
+def test_a_profile_without_operator_mixes_is_predicted_with_the_smallest_measured_gain():
+    doc = profile(pipeline, regions=PIPELINE_REGIONS)
+    for run_doc in doc["runs"]:
+        stack = list(run_doc["tree"])
+        while stack:
+            node = stack.pop()
+            del node["operators"]
+            stack += node["children"]
+
+    unet = target(suggest(doc), "unet")
+
+    assert "NO_OPERATOR_MIX" in [r.code for r in unet.reasons]
+    assert unet.predicted_region_speedup == MEASURED_SPEEDUPS["dispatch"].speedup
+    assert unet.recommended
+
+
+# --- the level: modules, never entry methods ---
+
+
+def decoder(t, i):
+    """generate spans the run: embedding, two blocks (matmul), an LM head, and sampling glue of its own."""
+    return [
+        region("untuned_module:generate", t, t + 1000),
+        region("untuned_module:embed", t + 10, t + 20),
+        op("aten::embedding", t + 10, t + 20),
+        *[
+            item
+            for k, begin in enumerate((20, 420))
+            for item in (
+                region(f"untuned_module:blocks.{k}", t + begin, t + begin + 400),
+                op("aten::linear", t + begin, t + begin + 380),
+            )
+        ],
+        region("untuned_module:head", t + 820, t + 920),
+        op("aten::linear", t + 820, t + 920),
+        op("aten::multinomial", t + 930, t + 990),
+    ]
+
+
+DECODER_REGIONS = [
+    meta("untuned_module:generate", "app.TinyLM", method="generate"),
+    meta("untuned_module:embed", "torch.nn.modules.sparse.Embedding"),
+    *[meta(f"untuned_module:blocks.{k}", "app.Block") for k in range(2)],
+    meta("untuned_module:head", "torch.nn.modules.linear.Linear"),
+]
+
+
+def test_on_a_decoder_whose_generate_spans_the_run_the_targets_are_the_modules_under_it():
+    suggestions = suggest(profile(decoder, regions=DECODER_REGIONS))
+
+    assert {t.path for t in suggestions.targets} == {"embed", "blocks.0", "blocks.1", "head"}
+    assert [t.path for t in suggestions.recommended()] == ["blocks.0", "blocks.1", "head"]
+    assert [(a.code, a.time_per_run_us) for a in suggestions.advice] == [("ENTRY_METHOD", pytest.approx(900.0))]
+
+
+def test_a_flat_generate_without_modules_under_it_gives_no_target_and_says_how_to_see_them():
+    doc = profile(lambda t, i: [region("untuned_module:generate", t, t + 990)], regions=DECODER_REGIONS[:1])
+
+    suggestions = suggest(doc)
+
+    assert suggestions.targets == ()
+    assert "max_depth 2" in suggestions.advice[0].message
+
+
+def test_on_a_pipeline_the_targets_are_its_modules():
+    suggestions = pipeline_suggestions()
+
+    top_level = {t.path for t in suggestions.targets if "." not in t.path}
+    assert top_level == {"text_encoder", "unet", "vae"}
+
+
+def test_an_aitune_profile_gives_the_pipeline_modules_with_unet_first():
+    suggestions = suggest(load(AITUNE_FILES / "aitune-0.6.0-pipeline.profile.json"))
+
+    assert {t.path for t in suggestions.targets} == {"unet", "vae", "text_encoder"}
+    assert suggestions.targets[0].path == "unet"
+    assert "ENTRY_METHOD" in codes(suggestions, "vae")
+    assert "NO_OPERATOR_MIX" in codes(suggestions, "unet")
+    assert [a.code for a in suggestions.advice] == ["RESIDUAL"]  # AITune's residual has no causes
+
+
+def test_an_aitune_trace_analysed_offline_is_predicted_from_its_operator_mix():
+    doc = build_profile(read_trace(AITUNE_FILES / "aitune-0.6.0-pipeline.trace.json.gz"))
+
+    suggestions = suggest(doc)
+
+    assert [t.path for t in suggestions.recommended()] == ["unet", "vae"]
+    unet = target(suggestions, "unet")
+    assert "COMPUTE_HEAVY" in codes(suggestions, "unet") and "NO_OPERATOR_MIX" not in codes(suggestions, "unet")
+    assert 1.0 < unet.predicted_region_speedup <= CONV
+
+
+# --- domains, scenarios, advice, JSON ---
+
+
+def test_the_device_domain_is_the_default_where_the_profile_has_device_time():
+    def layout(t, i):
+        return [
+            region("untuned_module:net", t, t + 800),
+            op("aten::conv2d", t, t + 800),
+            launch(t + 10, correlation=int(t) + 1),
+            kernel("conv", t + 20, 300, correlation=int(t) + 1),
+        ]
+
+    doc = profile(layout)
+
+    assert suggest(doc).domain == "device"
+    assert suggest(doc, domain="cpu").domain == "cpu"
+    assert "DISPATCH_BOUND" in codes(suggest(doc), "net")  # busy 300 µs of its 800 µs on the host
+    assert "DISPATCH_BOUND" not in codes(suggest(doc, domain="cpu"), "net")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"domain": "device"}, "no device time data; suggest with --domain cpu"),
+        ({"domain": "gpu"}, "unknown time domain 'gpu'"),
+        ({"scenario": "nope"}, "no scenario 'nope'"),
+        ({"top": 0}, "top must be at least 1"),
+    ],
+)
+def test_bad_options_are_one_sentence_errors(options, message):
+    with pytest.raises(ProfileError, match=message):
+        pipeline_suggestions(**options)
+
+
+def test_a_scenario_is_suggested_from_its_own_runs():
+    small = profile(lambda t, i: [region("untuned_module:net", t, t + 100), op("aten::conv2d", t, t + 100)])
+    large = profile(lambda t, i: [region("untuned_module:net", t, t + 900), op("aten::conv2d", t, t + 900)])
+    doc = combine_scenarios(["small", "large"], [small, large])
+
+    assert target(suggest(doc, scenario="large"), "net").share == pytest.approx(0.9)
+    assert target(suggest(doc, scenario="small"), "net").share == pytest.approx(0.1)
+
+
+def test_advice_names_the_residual_causes_and_the_first_calls_cost():
+    doc = profile(
+        pipeline, regions=PIPELINE_REGIONS, warmup_wall_times_us=[50e3, 10e3], run_wall_times_us=[10e3] * 3
+    )
+
+    advice = {a.code: a for a in suggest(doc).advice}
+
+    assert set(advice) == {"RESIDUAL_TENSOR_OPS", "RESIDUAL_PYTHON", "FIRST_CALL"}
+    assert advice["RESIDUAL_TENSOR_OPS"].time_per_run_us == pytest.approx(200.0)
+    assert advice["RESIDUAL_TENSOR_OPS"].share == pytest.approx(0.02)
+    assert advice["RESIDUAL_PYTHON"].time_per_run_us == pytest.approx(100.0)  # the rest of the 30-tick gap
+    assert advice["FIRST_CALL"].time_per_run_us == 40e3
+    assert "50.000 ms against 10.000 ms warm (5.0×)" in advice["FIRST_CALL"].message
+
+
+def test_the_json_form_is_finite_even_for_a_region_covering_the_whole_run():
+    doc = profile(lambda t, i: [region("untuned_module:net", t, t + RUN_TICKS), op("aten::conv2d", t, t + RUN_TICKS)])
+
+    data = json.loads(orjson.dumps(suggest(doc).to_dict()))
+
+    assert (data["schema_version"], data["kind"], data["domain"]) == (1, "aitune-suggestions", "cpu")
+    assert data["targets"][0]["upper_bound_speedup"] == UPPER_BOUND_CAP
+    assert data["recommended"] == ["net"]
+    assert data["recommended_predicted_speedup"] == pytest.approx(CONV)
+    assert data["targets"][0]["reasons"][0]["code"] == "COMPUTE_HEAVY"
+
+
+# --- real captures ---
+
+
+def walk(nodes):
+    for node in nodes:
+        yield node
+        yield from walk(node["children"])
+
+
+def test_a_real_capture_of_the_pipeline_recommends_unet_first_and_its_operator_mix_adds_up():
+    import pipeline_app
+
+    import aitune.torch as ait
+
+    prof = ait.profile(pipeline_app.pipe, pipeline_app.input_data, pipeline_app.infer, warmup_runs=0, measured_runs=2)
+
+    suggestions = suggest(prof.data)
+    assert suggestions.recommended()[0].path == "unet"
+    assert {"unet", "vae", "text_encoder"} <= {t.path for t in suggestions.targets}
+    nodes = [node for run_doc in prof.data["runs"] for node in walk(run_doc["tree"])]
+    assert all(node["operators"]["count"] >= 0 for node in nodes)
+    assert all(sum(node["operators"]["categories"].values()) <= node["cpu_self_time_us"] + 0.01 for node in nodes)
+    unet = next(node for node in prof.data["runs"][0]["tree"] if node["region_id"] == "untuned_module:unet")
+    assert "conv" in unet["operators"]["categories"]
+
+
+def test_a_real_capture_of_the_decoder_suggests_the_models_modules_and_sees_the_growing_sequence():
+    import decoder_app
+
+    import aitune.torch as ait
+
+    prof = ait.profile(decoder_app.model, decoder_app.input_data, decoder_app.infer, warmup_runs=0, measured_runs=2)
+
+    suggestions = suggest(prof.data)
+    paths = {t.path for t in suggestions.targets}
+    assert "generate" not in paths and "" not in paths
+    assert {f"blocks.{k}" for k in range(6)} | {"head", "embed"} <= paths
+    assert all(t.path.startswith("blocks.") or t.path == "head" for t in suggestions.recommended())
+    shapes = {r["id"]: r.get("input_shapes") for r in prof.data["regions"]}
+    assert shapes["untuned_module:blocks.0"]["distinct"] > 1
+    assert "DYNAMIC_SHAPES" in codes(suggestions, "blocks.0")
+    assert validate(prof.data) == []
+
+
+# --- the command line ---
+
+
+def test_suggest_json_through_the_cli_puts_unet_first_without_torch(entry_capture):
+    out, captured = entry_capture
+    assert captured.returncode == 0, captured.stderr
+
+    result = run_cli("suggest", str(out / "profile.json"), "--json", block_torch=True)
+
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["targets"][0]["path"] == data["recommended"][0] == "unet"
+
+
+def test_suggest_text_shows_region_names_as_text_not_markup(tmp_path):
+    doc = profile(lambda t, i: [region("untuned_module:a[/b]", t, t + 800), op("aten::conv2d", t, t + 800)])
+    path = save(doc, tmp_path / "profile.json")
+
+    result = run_cli("suggest", str(path), block_torch=True)
+
+    assert result.returncode == 0, result.stderr
+    assert "a[/b]" in result.stdout
+    assert "Tune, best first:" in result.stdout
+    assert "1. a[/b] — 80.0% of the run" in result.stdout
+
+
+def test_suggest_with_a_domain_the_profile_lacks_is_exit_2_with_one_sentence(tmp_path):
+    path = save(profile(pipeline, regions=PIPELINE_REGIONS), tmp_path / "profile.json")
+
+    result = run_cli("suggest", str(path), "--domain", "device", block_torch=True)
+
+    assert (result.returncode, result.stderr) == (
+        2,
+        "[error] the profile has no device time data; suggest with --domain cpu.\n",
+    )
