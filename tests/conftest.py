@@ -9,6 +9,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))  # the test workloads, importable by name
 
 
 @pytest.fixture(autouse=True)

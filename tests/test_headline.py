@@ -114,9 +114,7 @@ def test_validate_names_flat_regions_that_are_not_the_spanning_regions_children(
     doc["runs"][1]["regions"] = doc["runs"][1]["regions"][:1]
     doc["runs"][1]["residual"]["cpu_time_fraction"] += 0.15  # still adds up to 1
 
-    assert validate(doc) == [
-        f"runs[1].regions: not the children of the spanning region {GENERATE} in the run's tree"
-    ]
+    assert validate(doc) == [f"runs[1].regions: not the children of the spanning region {GENERATE} in the run's tree"]
 
 
 def test_the_terminal_summary_shows_the_headline():

@@ -361,9 +361,7 @@ def test_a_scenario_is_suggested_from_its_own_runs():
 
 
 def test_advice_names_the_residual_causes_and_the_first_calls_cost():
-    doc = profile(
-        pipeline, regions=PIPELINE_REGIONS, warmup_wall_times_us=[50e3, 10e3], run_wall_times_us=[10e3] * 3
-    )
+    doc = profile(pipeline, regions=PIPELINE_REGIONS, warmup_wall_times_us=[50e3, 10e3], run_wall_times_us=[10e3] * 3)
 
     advice = {a.code: a for a in suggest(doc).advice}
 

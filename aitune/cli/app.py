@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -174,6 +174,71 @@ def suggest(
 
 @app.command()
 @guarded
+def tune(
+    target: Annotated[str, typer.Argument(help="app.py:infer or pkg.module:infer, as for capture.")],
+    top: Annotated[int, typer.Option(help="Tune the K regions suggest ranks highest.", metavar="K")] = 3,
+    targets: Annotated[
+        str | None, typer.Option(help="Tune these paths instead (comma-separated, e.g. unet,vae).", metavar="PATHS")
+    ] = None,
+    mode: Annotated[str, typer.Option(help="aot (wrap and tune once) or jit (tune on the workload's calls).")] = "aot",
+    strategy: Annotated[str, typer.Option(help="min-latency (fastest beating eager) or first-wins.")] = "min-latency",
+    backends: Annotated[
+        str | None, typer.Option(help="Candidate backends, comma-separated (default: all that run here).")
+    ] = None,
+    tolerance: Annotated[
+        str | None, typer.Option(help="The gate's RTOL or RTOL,ATOL (default: per dtype).", metavar="RTOL[,ATOL]")
+    ] = None,
+    time_budget: Annotated[
+        float | None, typer.Option(help="Stop trying backends after this many build seconds.", metavar="S")
+    ] = None,
+    plan: Annotated[Path | None, typer.Option(help="Apply this plan.json instead of searching.")] = None,
+    obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
+    input_name: Annotated[str | None, typer.Option("--input", help="Global holding the input.")] = None,
+    warmup: Annotated[int, typer.Option(help="Unmeasured warmup calls per capture.")] = 3,
+    runs: Annotated[int, typer.Option(help="Measured calls per capture.")] = 10,
+    record: Annotated[int, typer.Option(help="Workload calls recorded for tuning.")] = 2,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default aitune_profiles/...-tuned-<time>).")] = None,
+    no_trace: Annotated[bool, typer.Option("--no-trace", help="Do not keep the Chrome traces.")] = False,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare."""
+    from aitune.cli.loop import loop_view, tune_entry_into
+    from aitune.torch.loop import LoopConfig
+    from aitune.torch.performance.capture import check_run_counts
+    from aitune.torch.tuning.strategies import named_strategy
+
+    source, _, function = target.rpartition(":")
+    if not function:
+        fail(f"tune needs an entry function: write {target}:infer (the function that runs one inference).")
+    check_run_counts(warmup, runs)
+    if mode not in ("aot", "jit"):
+        fail(f"unknown --mode {mode!r}; choose aot or jit.")
+    if top < 1 or record < 1:
+        fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
+    config = LoopConfig(
+        top=top,
+        targets=tuple(_words(targets)) or None,
+        mode=mode,
+        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), time_budget),
+        warmup_runs=warmup,
+        measured_runs=runs,
+        record_calls=record,
+    )
+    folder = out or outputs.default_folder(source, f"{function}-tuned")
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        result, files = tune_entry_into(
+            folder, source, function, obj=obj, input_name=input_name, config=config, plan=plan, keep_traces=not no_trace
+        )
+    if as_json:
+        outputs.print_json({**files.as_dict(), "comparison": result.comparison()})
+        return
+    console.print(loop_view(result))
+    console.print(files.listing(), markup=False)
+
+
+@app.command()
+@guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
     from aitune.report import read_json, written_by
@@ -211,6 +276,25 @@ def bundle(
     """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
     written = outputs.write_bundle(profile, output, trace, max_mb)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
+
+
+def _words(text: str | None) -> list[str]:
+    return [word.strip() for word in (text or "").split(",") if word.strip()]
+
+
+def _tolerance(text: str | None) -> Any:
+    """``--tolerance 1e-3`` or ``1e-3,1e-4`` as a `Tolerance`; None keeps the per-dtype defaults."""
+    from aitune.torch.tuning.correctness import Tolerance
+
+    if text is None:
+        return None
+    try:
+        values = [float(word) for word in _words(text)]
+    except ValueError:
+        fail(f"--tolerance takes RTOL or RTOL,ATOL as numbers (got {text!r}), e.g. --tolerance 1e-3,1e-4.")
+    if not 1 <= len(values) <= 2 or not all(0 <= value < float("inf") for value in values):
+        fail(f"--tolerance takes one or two finite numbers of at least 0 (got {text!r}), e.g. --tolerance 1e-3.")
+    return Tolerance(*values)
 
 
 def main() -> None:

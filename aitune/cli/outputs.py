@@ -71,7 +71,7 @@ def capture_entry_into(
 
     check_run_counts(warmup, runs)
     trace = folder / TRACE_NAME if keep_trace else None
-    with _output_folder(folder), without_profiler_lines() as stderr, _progress(stderr) as progress:
+    with output_folder(folder), without_profiler_lines() as stderr, _progress(stderr) as progress:
         task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
         prof = capture_entry(
             source,
@@ -91,7 +91,7 @@ def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace:
     from aitune.torch.performance.script import capture_script
 
     trace = folder / TRACE_NAME if keep_trace else None
-    with _output_folder(folder), without_profiler_lines():
+    with output_folder(folder), without_profiler_lines():
         result = capture_script(script, args, trace_file=trace)
     if not result.profiles:
         raise CaptureError(
@@ -175,7 +175,7 @@ def _make_folder(folder: Path) -> None:
 
 
 @contextmanager
-def _output_folder(folder: Path) -> Iterator[None]:
+def output_folder(folder: Path) -> Iterator[None]:
     """``folder`` exists in the block; one made here is removed again when the block fails and left it empty."""
     created = not folder.exists()
     _make_folder(folder)

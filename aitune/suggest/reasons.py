@@ -83,7 +83,8 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
         yield (
             "TUNE_PARENT",
             (
-                f"it is one of {len(twins)} identical {what} modules under {parent}: one build of {parent} covers them all."
+                f"it is one of {len(twins)} identical {what} modules under {parent}: "
+                f"one build of {parent} covers them all."
             ),
         )
     for child in found.children.get(candidate.path, []):

@@ -1,7 +1,7 @@
 """A pipeline whose decoder the user compiled with ``torch.compile`` (backend "eager": no code generation, fast).
 
-    aitune-profile capture tests/apps/compiled_app.py:infer --input x    (entry mode)
-    aitune-profile capture tests/apps/compiled_app.py                    (script mode)
+aitune-profile capture tests/apps/compiled_app.py:infer --input x    (entry mode)
+aitune-profile capture tests/apps/compiled_app.py                    (script mode)
 """
 
 import torch

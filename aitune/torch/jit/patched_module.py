@@ -35,8 +35,9 @@ _PENDING = (JitState.INIT, JitState.RECORDING)
 class PatchedModule:
     """One intercepted or registered module; ``module.forward`` is its ``router`` until it is detached."""
 
-    def __init__(self, module: nn.Module, session: JitSession) -> None:
+    def __init__(self, module: nn.Module, session: JitSession, given_name: str | None = None) -> None:
         self.module = module
+        self.given_name = given_name  # its path from the user's root, when registered by path
         self.session = session
         self.state = JitState.INIT
         self.fq_name = ""  # unique once the module has run

@@ -21,6 +21,7 @@ from aitune.torch.jit.config import JitConfig
 from aitune.torch.jit.patched_module import PatchedModule
 from aitune.torch.jit.session import EXPLICIT_MODE, PROCESS, JitSession, claim
 from aitune.torch.jit.state import JitState
+from aitune.torch.module.paths import module_at
 from aitune.torch.performance.regions import is_transparent_container
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
@@ -72,25 +73,48 @@ class JITRegistration:
 
 
 def register_for_jit_tuning(
-    modules: nn.Module | Iterable[nn.Module],
+    modules: nn.Module | Iterable[nn.Module | str],
     config: JitConfig | None = None,
     *,
+    root: Any = None,
     registry: ModuleRegistry | None = None,
 ) -> JITRegistration:
     """Register existing modules for JIT tuning; a ``ModuleList`` (or ``ModuleDict``) passed directly registers
     its elements. One batch per process, never mixed with global interception.
 
-    Installation is all-or-nothing: if one module cannot be patched, none is, and the error names it.
+    With ``root``, items may be dotted paths under it, as profiles and ``aitune-profile suggest`` write them
+    (``register_for_jit_tuning(["unet", "vae"], root=pipe)``), and a module given by path is named by
+    it in profiles (``jit_module:unet``) rather than by its class. Installation is all-or-nothing: if one
+    module cannot be patched, none is, and the error names it.
     """
     registry = registry if registry is not None else MODULE_REGISTRY
-    targets = _targets(modules)
+    items, names = _resolve_paths(modules, root)
+    targets = _targets(items)
     _check_not_aot_managed(targets, registry)
     _check_batch_allowed()
     session = JitSession(config or JitConfig(), registry)
-    patched = _install_all(session, targets)
+    patched = _install_all(session, targets, names)
     claim(EXPLICIT_MODE)
     PROCESS.session, PROCESS.registered_batch = session, True
     return JITRegistration(session, patched)
+
+
+def _resolve_paths(modules: Any, root: Any) -> tuple[Any, dict[int, str]]:
+    """The items with every path resolved under ``root``, and each such module's path by its id."""
+    if isinstance(modules, nn.Module):
+        return modules, {}
+    items = [modules] if isinstance(modules, str) else list(modules)
+    paths = [item for item in items if isinstance(item, str)]
+    if not paths:
+        return items, {}
+    if root is None:
+        raise TuningError(
+            f"register_for_jit_tuning got the path {paths[0]!r} but no root; pass root=<the object"
+            " the paths start from>."
+        )
+    resolved = [module_at(root, item) if isinstance(item, str) else item for item in items]
+    names = {id(module): item for item, module in zip(items, resolved, strict=True) if isinstance(item, str)}
+    return resolved, names
 
 
 def _targets(modules: nn.Module | Iterable[nn.Module]) -> list[nn.Module]:
@@ -140,12 +164,12 @@ def _check_batch_allowed() -> None:
         )
 
 
-def _install_all(session: JitSession, targets: list[nn.Module]) -> list[PatchedModule]:
+def _install_all(session: JitSession, targets: list[nn.Module], names: dict[int, str]) -> list[PatchedModule]:
     installed: list[PatchedModule] = []
     try:
         for index, module in enumerate(targets):
             try:
-                installed.append(session.adopt(module))
+                installed.append(session.adopt(module, names.get(id(module))))
             except Exception as error:
                 raise TuningError(
                     f"could not patch item {index} ({type(module).__name__}) for JIT tuning ({error});"

@@ -64,9 +64,12 @@ class JitSession:
         finally:
             stack.pop()
 
-    def adopt(self, module: nn.Module) -> PatchedModule:
-        """Patch ``module``'s forward with a router; its place in the hierarchy is found on its first call."""
-        patched = PatchedModule(module, self)
+    def adopt(self, module: nn.Module, name: str | None = None) -> PatchedModule:
+        """Patch ``module``'s forward with a router; its place in the hierarchy is found on its first call.
+
+        ``name`` (a path from the user's root, ``unet``) names it when it runs topmost, instead of its class.
+        """
+        patched = PatchedModule(module, self, name)
         patched.install()
         self._patched[id(module)] = patched
         return patched
@@ -81,7 +84,8 @@ class JitSession:
     def place(self, patched: PatchedModule) -> tuple[PatchedModule | None, str]:
         """The module's parent (the innermost executing patched module) and its unique fully qualified name."""
         parent = self.stack[-1] if self.stack else None
-        local = local_name(patched.module, parent.module if parent is not None else None)
+        owner = parent.module if parent is not None else None
+        local = patched.given_name if owner is None and patched.given_name else local_name(patched.module, owner)
         name = unique_name(fq_name(parent.fq_name if parent is not None else None, local), self._names)
         self._names.add(name)
         (parent.children if parent is not None else self.heads).append(patched)

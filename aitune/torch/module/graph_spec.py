@@ -105,11 +105,12 @@ class GraphSpec:
             for low, high in zip(self.min_shapes, self.max_shapes, strict=True)
         ]
 
-    def example(self) -> Sample | None:
-        """A synthetic call at the max shapes (random floats, zero integers); None if a value cannot be rebuilt."""
+    def example(self, shapes: list[list[int] | None] | None = None) -> Sample | None:
+        """A synthetic call at ``shapes`` (default: the max shapes) with random floats and zero integers;
+        None if a value cannot be rebuilt."""
         treespec, descriptors = json.loads(self.structure)
         leaves = []
-        for (kind, *detail), shape in zip(descriptors, self.max_shapes, strict=True):
+        for (kind, *detail), shape in zip(descriptors, shapes or self.max_shapes, strict=True):
             if kind == "value":
                 if not isinstance(detail[0], _JSON_SCALARS):
                     return None
@@ -121,6 +122,13 @@ class GraphSpec:
             )
         args, kwargs = pytree.tree_unflatten(leaves, pytree.treespec_loads(treespec))
         return Sample(args=tuple(args), kwargs=dict(kwargs))
+
+    def examples(self) -> list[Sample] | None:
+        """Synthetic calls at the max shapes and, when some dimension varied, at the min shapes too, so a
+        backend rebuilt from them sees which dimensions are dynamic; None if a value cannot be rebuilt."""
+        shapes = [self.max_shapes] + ([self.min_shapes] if self.min_shapes != self.max_shapes else [])
+        made = [self.example(each) for each in shapes]
+        return None if any(sample is None for sample in made) else made  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; ``from_dict`` reads it back."""

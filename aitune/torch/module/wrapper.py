@@ -155,13 +155,7 @@ class Module(wrapt.ObjectProxy):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description of the wrapper (name, state, graph specs, each graph's winning backend)."""
-        return {
-            "type": WRAPPER_FORMAT,
-            "name": self._self_name,
-            "state": self._self_state.value,
-            "graphs": [spec.to_dict() for spec in self.graph_specs],
-            "tuned_backends": {gid: runner.backend_dict for gid, runner in self._self_runners.items()},
-        }
+        return saved_form(self._self_name, self._self_state.value, self.graph_specs, self._self_runners)
 
     @staticmethod
     def is_state_dict_valid(data: Any) -> bool:
@@ -239,6 +233,17 @@ class Module(wrapt.ObjectProxy):
 
     def _describe(self) -> ManagedModule:
         return ManagedModule(AOT_REGION_KIND, self._self_name, self, self.__wrapped__, self._self_state.value)
+
+
+def saved_form(name: str, state: str, specs: Sequence[GraphSpec], runners: Mapping[str, GraphRunner]) -> dict[str, Any]:
+    """The ``Module.to_dict`` form of a module's graphs and their backends, also for a JIT-tuned one."""
+    return {
+        "type": WRAPPER_FORMAT,
+        "name": name,
+        "state": state,
+        "graphs": [spec.to_dict() for spec in specs],
+        "tuned_backends": {gid: runner.backend_dict for gid, runner in runners.items()},
+    }
 
 
 def sanitize_name(name: str) -> str:

@@ -7,7 +7,9 @@ global, or by default every ``nn.Module`` and pipeline-like object among the mod
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -17,6 +19,46 @@ from torch import nn
 from aitune.errors import AituneError, CaptureError
 from aitune.torch.performance.profile import PerformanceProfile, profile
 from aitune.torch.performance.usercode import importable_from, is_file_source, load_module, user_code_error
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """What ``app.py:infer`` names once the file is loaded: the function, the discovery root and the input."""
+
+    source: str
+    function_name: str
+    function: Callable[..., Any]
+    root: Any
+    root_name: str | None  # the global the root is, when one is (profiles record the root their paths start from)
+    input_data: Any = None
+
+    def user_error(self, error: CaptureError) -> AituneError:
+        """``error`` as the user's own failure when the workload raised it (its traceback kept), else as it is."""
+        cause = error.__cause__
+        if cause is None or isinstance(cause, (AituneError, OSError)):
+            return error
+        return user_code_error(f"{self.source}:{self.function_name} raised {type(cause).__name__}", cause)
+
+
+@contextmanager
+def loaded_entry(
+    source: str, function_name: str, *, obj: str | None = None, input_name: str | None = None
+) -> Iterator[EntryPoint]:
+    """Load ``source`` (its folder importable for the block) and name its function, root and input."""
+    folder = Path(source).parent if is_file_source(source) else Path.cwd()
+    with importable_from(folder):
+        module = load_module(source)
+        function = module_global(module, source, function_name, "function")
+        if not callable(function):
+            raise CaptureError(
+                f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
+            )
+        if obj is not None:
+            root, root_name = module_global(module, source, obj, "object"), obj
+        else:
+            root, root_name = discovery_root(module)
+        input_data = module_global(module, source, input_name, "input") if input_name is not None else None
+        yield EntryPoint(source, function_name, function, root, root_name, input_data)
 
 
 def capture_entry(
@@ -31,27 +73,14 @@ def capture_entry(
     on_call: Callable[[], None] | None = None,
 ) -> PerformanceProfile:
     """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call."""
-    folder = Path(source).parent if is_file_source(source) else Path.cwd()
-    with importable_from(folder):
-        module = load_module(source)
-        function = module_global(module, source, function_name, "function")
-        if not callable(function):
-            raise CaptureError(
-                f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
-            )
-        if obj is not None:
-            root, root_name = module_global(module, source, obj, "object"), obj
-        else:
-            root, root_name = discovery_root(module)
-        input_data = module_global(module, source, input_name, "input") if input_name is not None else None
-        call = _counted(function, on_call)
+    with loaded_entry(source, function_name, obj=obj, input_name=input_name) as entry:
+        function = counted(entry.function, on_call)
         try:
-            return profile(root, input_data, call, warmup_runs, measured_runs, trace_file, obj_name=root_name)
+            return profile(
+                entry.root, entry.input_data, function, warmup_runs, measured_runs, trace_file, obj_name=entry.root_name
+            )
         except CaptureError as error:
-            cause = error.__cause__
-            if cause is None or isinstance(cause, (AituneError, OSError)):
-                raise
-            raise user_code_error(f"{source}:{function_name} raised {type(cause).__name__}", cause) from cause
+            raise entry.user_error(error) from error.__cause__
 
 
 def module_global(module: ModuleType, source: str, name: str, role: str) -> Any:
@@ -100,7 +129,8 @@ def _is_plain_value(value: Any) -> bool:
     return type(value).__module__ != "__future__"  # `from __future__ import annotations` leaves a global
 
 
-def _counted(function: Callable[..., Any], on_call: Callable[[], None] | None) -> Callable[..., Any]:
+def counted(function: Callable[..., Any], on_call: Callable[[], None] | None) -> Callable[..., Any]:
+    """``function``, calling ``on_call`` after each call (a progress bar's tick); itself when there is none."""
     if on_call is None:
         return function
 

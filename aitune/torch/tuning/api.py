@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,15 @@ def tune(
     arguments, a tuple as positional arguments, anything else as one argument.
     """
     wrappers = list(modules) if modules is not None else untuned_wrappers(registry or MODULE_REGISTRY)
+    record(inference_function, dataset, wrappers)
+    report = tune_recorded(wrappers, strategy=strategy, device=device)
+    if report_file is not None:
+        save_tuning_report(report, report_file)
+    return report
+
+
+def record(inference_function: Callable[..., Any], dataset: Iterable[Any], wrappers: Sequence[Module]) -> None:
+    """Run ``inference_function`` over ``dataset`` with every wrapper recording; `TuningError` for one never reached."""
     if not wrappers:
         raise TuningError("no aitune.torch.Module to tune; wrap modules first with aitune.torch.wrap(obj, paths).")
     for wrapper in wrappers:
@@ -45,10 +54,22 @@ def tune(
     silent = [wrapper.name for wrapper in wrappers if not wrapper.graph_specs]
     if silent:
         raise TuningError(f"the dataset never reached {', '.join(silent)}; check the paths wrapped or the dataset.")
-    report = tuning_report([wrapper.tune(device=device, strategy=strategy) for wrapper in wrappers], environment())
-    if report_file is not None:
-        save_tuning_report(report, report_file)
-    return report
+
+
+def tune_recorded(
+    wrappers: Sequence[Module],
+    *,
+    strategy: TuneStrategy | None = None,
+    device: torch.device | str | None = None,
+    on_tuned: Callable[[Module], None] | None = None,
+) -> dict[str, Any]:
+    """Tune each recorded wrapper in turn (``on_tuned`` is told after each); returns the tuning report."""
+    entries = []
+    for wrapper in wrappers:
+        entries.append(wrapper.tune(device=device, strategy=strategy))
+        if on_tuned is not None:
+            on_tuned(wrapper)
+    return tuning_report(entries, environment())
 
 
 def untuned_wrappers(registry: ModuleRegistry) -> list[Module]:

@@ -10,7 +10,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from aitune.torch.backends import Backend, default_backends
+from aitune.errors import TuningError
+from aitune.torch.backends import BACKENDS, Backend, default_backends
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
 from aitune.torch.tuning.trial import Candidate, Trial
@@ -122,3 +123,32 @@ class MinLatencyStrategy(TuneStrategy):
 def default_strategy() -> TuneStrategy:
     """Min-latency over the default backends: a tuned module is never slower than eager on the recorded calls."""
     return MinLatencyStrategy()
+
+
+STRATEGIES: dict[str, type[TuneStrategy]] = {
+    "min-latency": MinLatencyStrategy,
+    "first-wins": FirstWinsStrategy,
+}
+"""The strategies the command line names; one-backend is ``min-latency`` with a single backend."""
+
+
+def named_strategy(
+    name: str,
+    backends: Sequence[str] | None = None,
+    tolerance: Tolerance | None = None,
+    time_budget_s: float | None = None,
+) -> TuneStrategy:
+    """A strategy built from command-line words, e.g. ``named_strategy("min-latency", ["onnxruntime"])``.
+
+    `TuningError` names the unknown strategy or backend and lists the known ones.
+    """
+    kind = STRATEGIES.get(name)
+    if kind is None:
+        raise TuningError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")
+    unknown = [backend for backend in backends or () if backend not in BACKENDS]
+    if unknown:
+        raise TuningError(f"unknown backend {unknown[0]!r}; choose from {', '.join(BACKENDS)}.")
+    chosen = [BACKENDS[backend]() for backend in backends] if backends else None
+    if kind is MinLatencyStrategy:
+        return MinLatencyStrategy(chosen, time_budget_s=time_budget_s, tolerance=tolerance)
+    return kind(chosen, tolerance=tolerance)

@@ -113,7 +113,7 @@ def tune_graphs(
 
 
 def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> dict[str, GraphRunner]:
-    """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic example."""
+    """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic examples."""
     target.module.to(target.device)
     runners: dict[str, GraphRunner] = {}
     for spec in target.graphs:
@@ -124,14 +124,15 @@ def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> d
 def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | None) -> GraphRunner:
     if saved is None or saved.get("name") == EagerBackend.name:
         return GraphRunner.eager()
-    example = spec.example()
-    if example is None:
+    examples = spec.examples()
+    if examples is None:
         logger.warning(
             "aitune: graph %s of '%s' has inputs that cannot be rebuilt; it runs eager", spec.graph_id, target.name
         )
         return GraphRunner.eager()
     backend = backend_from_dict(saved)
-    trial = Trial(_context(target, [example.to(target.device)]), Tolerance(), MeasureConfig(), timed=False)
+    samples = [example.to(target.device) for example in examples]
+    trial = Trial(_context(target, samples), Tolerance(), MeasureConfig(), timed=False)
     candidate = trial.evaluate(backend)
     if not candidate.passed:
         logger.warning(

@@ -1,0 +1,176 @@
+"""What ``aitune-profile tune`` runs and writes: the loop on an entry function, its outputs in one folder.
+
+The folder: ``before/`` and ``after/`` (profile.json, profile.md, trace.json.gz), ``suggestions.json``,
+``tuning.json``, ``compare.json`` and ``plan.json``. torch is imported inside the functions, so the
+other commands never load it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from aitune.cli.edge import without_profiler_lines
+from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
+from aitune.cli.render import MISSING, ms
+from aitune.gains import speedup
+from aitune.report import dumps
+
+if TYPE_CHECKING:
+    from aitune.torch.loop import LoopConfig, LoopResult
+
+FILES = ("suggestions.json", "tuning.json", "compare.json", "plan.json")
+
+
+@dataclass(frozen=True)
+class LoopFiles:
+    """Where one loop's outputs went."""
+
+    folder: Path
+    before: Written
+    after: Written
+    reports: dict[str, Path]
+
+    def listing(self) -> str:
+        """The paths, one per line, for the terminal."""
+        lines = [f"before:   {self.before.profile}", f"after:    {self.after.profile}"]
+        lines += [f"{name.removesuffix('.json') + ':':<9} {path}" for name, path in self.reports.items()]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "output": str(self.folder),
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            **{name.removesuffix(".json"): str(path) for name, path in self.reports.items()},
+        }
+
+
+def tune_entry_into(
+    folder: Path,
+    source: str,
+    function: str,
+    *,
+    obj: str | None,
+    input_name: str | None,
+    config: LoopConfig,
+    plan: Path | None,
+    keep_traces: bool,
+) -> tuple[LoopResult, LoopFiles]:
+    """Run the loop on ``source:function`` with a progress bar per phase and write its outputs into ``folder``."""
+    from aitune.torch.loop import optimize
+    from aitune.torch.performance.entry import loaded_entry
+
+    traces = (folder / "before" / TRACE_NAME, folder / "after" / TRACE_NAME) if keep_traces else None
+    with output_folder(folder), without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
+        for side in ("before", "after"):
+            (folder / side).mkdir(exist_ok=True)
+        with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
+            result = optimize(
+                entry.root,
+                entry.input_data,
+                entry.function,
+                config=config,
+                plan=plan,
+                trace_files=traces,
+                on_phase=on_phase,
+                obj_name=entry.root_name,
+            )
+    return result, write_loop(folder, result, traces)
+
+
+def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
+    """Both profiles and the four reports of ``result`` into ``folder``."""
+    before = write_profile(folder / "before", result.before, trace=traces[0] if traces else None)
+    after = write_profile(folder / "after", result.after, trace=traces[1] if traces else None)
+    contents = {
+        "suggestions.json": result.suggestions,
+        "tuning.json": result.tuning,
+        "compare.json": result.comparison(),
+        "plan.json": result.plan,
+    }
+    reports = {}
+    for name in FILES:
+        if contents[name] is not None:
+            reports[name] = folder / name
+            reports[name].write_bytes(dumps(contents[name]))
+    return LoopFiles(folder, before, after, reports)
+
+
+class PhaseBars:
+    """A rich progress display with one bar per loop phase; on a pipe or log, nothing is drawn."""
+
+    def __init__(self, stream: Any) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description:<16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=stream),
+            disable=not stream.isatty(),
+        )
+        self._current: TaskID | None = None
+
+    def __enter__(self) -> PhaseBars:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._finish()
+        self._progress.__exit__(*exc)
+
+    def __call__(self, name: str, calls: int | None) -> Any:
+        self._finish()
+        task = self._progress.add_task(name, total=calls)
+        self._current = task
+        return lambda: self._progress.advance(task)
+
+    def _finish(self) -> None:
+        if self._current is not None:
+            task = self._progress.tasks[self._current]
+            self._progress.update(self._current, total=task.completed or 1, completed=task.completed or 1)
+
+
+def loop_view(result: LoopResult) -> Group:
+    """Per tuned region the backend, the predicted and the realised gain; then the end-to-end speedup."""
+    table = Table(
+        title="Tuned regions (speedup = before ÷ after, end to end)",
+        caption="realised: the run's speedup had only this region changed; region: the region's own speedup",
+    )
+    for header in ("Region", "Backend", "Predicted", "Realised", "Region", "Note"):
+        table.add_column(header, justify="left" if header in ("Region", "Backend", "Note") else "right")
+    for gain in result.gains:
+        note = gain.reason or ("" if gain.tuned else "kept as it was")
+        table.add_row(
+            Text(gain.path or "(whole model)"),
+            Text(gain.winner),
+            _times(gain.predicted_speedup),
+            _times(gain.realised_speedup),
+            _times(gain.realised_region_speedup),
+            Text(note, overflow="fold"),
+        )
+    return Group(table, Text(end_to_end_line(result)))
+
+
+def end_to_end_line(result: LoopResult) -> str:
+    """``end to end: 1.412× faster [1.380, 1.447] (54.139 → 38.342 ms median run, cpu)``."""
+    value, low, high = speedup(result.diff.run_time)
+    change = result.diff.run_time
+    if value is None:
+        return "end to end: no measured runs to compare"
+    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    verdict = "faster" if value >= 1 else "slower"
+    return (
+        f"end to end: {value:.3f}× {verdict}{interval} "
+        f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain})"
+    )
+
+
+def _times(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.2f}×"

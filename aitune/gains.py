@@ -1,0 +1,127 @@
+"""Predicted against realised gain: what suggest forecast for each tuned region, and what compare measured.
+
+One speedup convention throughout: a speedup is before ÷ after (above 1: faster), the inverse of
+compare's ratios (after ÷ before). A region's realised end-to-end gain is the run's speedup had
+only that region changed: ``run_before / (run_before - (region_before - region_after))``, from
+medians over the measured runs, so the gains of disjoint regions can be read side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from aitune.compare import Change, ProfileDiff, path_of
+
+
+@dataclass(frozen=True)
+class RegionGain:
+    """One region the loop tried to tune: the backend that won (or ``eager``), why, and the two gains."""
+
+    path: str
+    winner: str
+    reason: str | None
+    predicted_speedup: float | None  # end to end, from suggest
+    realised_speedup: float | None  # end to end, had only this region changed
+    predicted_region_speedup: float | None
+    realised_region_speedup: float | None
+
+    @property
+    def tuned(self) -> bool:
+        return self.winner != "eager"
+
+    @property
+    def prediction_error(self) -> float | None:
+        """Predicted ÷ realised end-to-end speedup (1: exact; above 1: the forecast was optimistic)."""
+        if self.predicted_speedup is None or not self.realised_speedup:
+            return None
+        return self.predicted_speedup / self.realised_speedup
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tuned": self.tuned, "prediction_error": self.prediction_error}
+
+
+def speedup(change: Change) -> tuple[float | None, float | None, float | None]:
+    """``(speedup, low, high)``: compare's after ÷ before ratio and interval turned into before ÷ after.
+
+    >>> speedup(Change(before_us=100.0, after_us=50.0, ratio=0.5, ci_low=0.4, ci_high=0.625))
+    (2.0, 1.6, 2.5)
+    """
+    return _inverse(change.ratio), _inverse(change.ci_high), _inverse(change.ci_low)
+
+
+def region_gains(
+    suggestions: Mapping[str, Any], diff: ProfileDiff, outcomes: Mapping[str, tuple[str, str | None]]
+) -> list[RegionGain]:
+    """One `RegionGain` per tuned path in ``outcomes`` (path → (winner, reason)), in that order.
+
+    ``suggestions`` is `aitune.suggest.Suggestions.to_dict()` of the before profile. A target that
+    suggest reached through a method region (``vae.decode`` → ``vae``) is measured by that region
+    before and by whichever of the two paths exists after.
+    """
+    targets = {target["path"]: target for target in suggestions.get("targets", ())}
+    rows = {row.path: row.change for row in diff.regions}
+    run_before = diff.run_time.before_us
+    gains = []
+    for path, (winner, reason) in outcomes.items():
+        target = targets.get(path, {})
+        measured_path = path_of(target["region_id"]) if "region_id" in target else path
+        before = rows.get(measured_path, Change(None, None)).before_us
+        after = _after_time(rows, (path, measured_path))
+        gains.append(
+            RegionGain(
+                path=path,
+                winner=winner,
+                reason=reason,
+                predicted_speedup=target.get("predicted_speedup"),
+                realised_speedup=_end_to_end(run_before, before, after),
+                predicted_region_speedup=target.get("predicted_region_speedup"),
+                realised_region_speedup=before / after if before and after else None,
+            )
+        )
+    return gains
+
+
+def _inverse(value: float | None) -> float | None:
+    return 1.0 / value if value else None
+
+
+def _after_time(rows: Mapping[str, Change], paths: Sequence[str]) -> float | None:
+    for path in paths:
+        after = rows.get(path, Change(None, None)).after_us
+        if after is not None:
+            return after
+    return None
+
+
+def _end_to_end(run_before: float | None, before: float | None, after: float | None) -> float | None:
+    if not run_before or before is None or after is None:
+        return None
+    remaining = run_before - (before - after)
+    return run_before / remaining if remaining > 0 else None
+
+
+def combined_speedup(targets: Sequence[Mapping[str, Any]]) -> float | None:
+    """The predicted end-to-end speedup of tuning all ``targets`` (disjoint, suggest's dicts) together:
+    ``1 / ((1 - Σ share) + Σ share / predicted_region_speedup)``; None for no targets.
+
+    >>> round(combined_speedup([{"share": 0.5, "predicted_region_speedup": 2.0},
+    ...                         {"share": 0.3, "predicted_region_speedup": 3.0}]), 3)
+    1.818
+    """
+    if not targets:
+        return None
+    shares = sum(target["share"] for target in targets)
+    remaining = max(0.0, 1.0 - shares) + sum(t["share"] / t["predicted_region_speedup"] for t in targets)
+    return 1.0 / remaining if remaining > 0 else None
+
+
+def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The targets no other target contains (``blocks.0`` is inside ``blocks``), in their order."""
+    paths = {target["path"] for target in targets}
+    return [
+        target
+        for target in targets
+        if target["path"] and not any(target["path"].startswith(f"{other}.") for other in paths if other)
+    ]

@@ -1,0 +1,330 @@
+"""The closed loop: capture before → suggest → wrap and tune → capture after → compare, and a plan to apply later.
+
+Every decision is made by the parts it joins: `aitune.suggest` ranks the regions, `aitune.torch.tune`
+records and tunes them behind the correctness gate, `aitune.compare` measures the gain and
+`aitune.gains` sets it beside the forecast. A region whose tuning fails, loses or fails the gate is
+put back as it was (its wrapper removed), so the after capture shows it untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from aitune.compare import ProfileDiff, compare_profiles
+from aitune.errors import TuningError
+from aitune.gains import RegionGain, combined_speedup, outermost, region_gains, speedup
+from aitune.report import ProfileDoc
+from aitune.suggest import Suggestions, suggest
+from aitune.torch.jit import JitConfig, register_for_jit_tuning
+from aitune.torch.jit.state import JitState
+from aitune.torch.module.paths import WHOLE, unwrap, wrap
+from aitune.torch.module.wrapper import saved_form
+from aitune.torch.performance.entry import counted
+from aitune.torch.performance.environment import environment
+from aitune.torch.performance.inputs import normalize_input
+from aitune.torch.performance.profile import profile
+from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.api import record, tune_recorded
+from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.plan import TunedRegion, apply_plan, load_plan, make_plan
+from aitune.torch.tuning.report import tuning_report
+from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
+
+Tick = Callable[[], None]
+PhaseHook = Callable[[str, int | None], Tick]
+"""``on_phase(name, calls)`` is told each phase as it starts (with its number of workload calls, when known)
+and returns what to call after each of them: a progress bar's advance."""
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """How the loop captures, chooses and tunes; ``targets`` (paths) overrides suggest's choice of ``top``."""
+
+    top: int = 3
+    targets: tuple[str, ...] | None = None
+    mode: str = "aot"  # aot: wrap by path and tune once; jit: register by path, tune on the workload's own calls
+    strategy: TuneStrategy | None = None  # None: min-latency over the default backends, with ``tolerance``
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    warmup_runs: int = 3
+    measured_runs: int = 10
+    record_calls: int = 2  # workload calls recorded for tuning (each wrapper keeps up to 8 samples per graph)
+
+
+@dataclass
+class LoopResult:
+    """Both profiles, what suggest said, the tuning report, the diff, the gain per region and the plan."""
+
+    before: ProfileDoc
+    after: ProfileDoc
+    suggestions: dict[str, Any] | None  # None when a plan chose the regions
+    tuning: dict[str, Any] | None  # None when a plan was applied
+    diff: ProfileDiff
+    gains: list[RegionGain]
+    plan: dict[str, Any]
+    tuned: list[TunedRegion]  # left tuned in the target
+    whole_model: WholeModel | None = None  # how the whole model weighed against the separate regions
+    undo: Callable[[], None] = field(repr=False, default=lambda: None)
+
+    def comparison(self) -> dict[str, Any]:
+        """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
+        value, low, high = speedup(self.diff.run_time)
+        return {
+            **self.diff.to_dict(),
+            "speedup": {"value": value, "ci_low": low, "ci_high": high},
+            "tuned_regions": [gain.to_dict() for gain in self.gains],
+            "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
+        }
+
+    def restore(self) -> None:
+        """Take the tuned wrappers (or JIT registration) out of the target again: its modules run as before."""
+        self.undo()
+        self.undo, self.tuned = (lambda: None), []
+
+
+def optimize(
+    obj: Any,
+    input_data: Any = None,
+    inference_function: Callable[..., Any] | None = None,
+    *,
+    config: LoopConfig | None = None,
+    plan: str | Path | Mapping[str, Any] | None = None,
+    trace_files: tuple[Path, Path] | None = None,
+    on_phase: PhaseHook | None = None,
+    obj_name: str | None = None,
+) -> LoopResult:
+    """Profile ``inference_function(input)`` on ``obj``, tune what suggest ranks highest, and prove the gain.
+
+    With ``plan`` (a path or the loaded dict written by an earlier loop), the regions and backends
+    come from the plan instead: nothing is searched, only the chosen backends are built. The tuned
+    wrappers stay in ``obj`` (call ``result.restore()`` to take them out); ``trace_files`` keeps
+    the before and after Chrome traces; ``obj_name`` names ``obj`` in them as ``profile`` does.
+
+    Example::
+
+        result = aitune.torch.optimize(pipe, {"token_ids": ids}, infer, config=LoopConfig(top=2))
+        result.comparison()["speedup"]  # {"value": 1.4, "ci_low": 1.3, "ci_high": 1.5}
+    """
+    config = config or LoopConfig()
+    function = inference_function if inference_function is not None else obj
+    capture = functools.partial(_capture, obj, input_data, function, config, obj_name=obj_name)
+    phase = on_phase or _silent
+    traces = trace_files or (None, None)
+
+    before = capture(traces[0], phase("capture before", _calls(config)))
+    if plan is not None:
+        saved = load_plan(plan)
+        phase("apply plan", None)
+        suggestions, whole, tuning = None, None, _applied(obj, saved)
+    else:
+        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase)
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
+    try:
+        after = capture(traces[1], phase("capture after", _calls(config)))
+    except BaseException:
+        tuning.undo()
+        raise
+    diff = compare_profiles(before, after)
+    gains = region_gains(suggestions or {}, diff, tuning.outcomes)
+    return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, whole, tuning.undo)
+
+
+def _search(
+    obj: Any, function: Callable[..., Any], input_data: Any, before: ProfileDoc, config: LoopConfig, phase: PhaseHook
+) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
+    """Suggest, choose the paths (or the whole model), and tune them in the configured mode."""
+    found = suggest(before)
+    suggestions = found.to_dict()
+    paths = list(config.targets) if config.targets else _chosen(found, config.top)
+    # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
+    whole = None if config.targets or config.mode == "jit" else weigh_whole_model(obj, suggestions, paths)
+    tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
+    if whole is not None and whole.chosen:
+        return suggestions, whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths)
+    return suggestions, whole, tune_paths(obj, function, input_data, paths, config, phase)
+
+
+@dataclass(frozen=True)
+class _Tuning:
+    """What one way of tuning left: the tuned regions, the report, each path's winner and reason, and its undo."""
+
+    tuned: list[TunedRegion]
+    report: dict[str, Any] | None
+    outcomes: dict[str, tuple[str, str | None]]
+    undo: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class WholeModel:
+    """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
+
+    Both predictions combine suggest's per-region forecasts (`aitune.gains.combined_speedup`): the
+    whole model covers every module under the root, the separate regions only the chosen ones. It is
+    chosen when it is predicted at least as fast, for one build instead of several; if it then fails
+    or loses, the separate regions are tuned instead.
+    """
+
+    predicted_speedup: float | None
+    separate_predicted_speedup: float | None
+    separate_paths: tuple[str, ...]
+    chosen: bool
+    reason: str
+
+
+def weigh_whole_model(obj: Any, suggestions: Mapping[str, Any], paths: list[str]) -> WholeModel | None:
+    """How tuning ``obj`` whole compares with tuning ``paths``; None when ``obj`` is no module or one path
+    was chosen."""
+    if not isinstance(obj, nn.Module) or len(paths) < 2:
+        return None
+    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
+    whole = combined_speedup(outermost(targets))
+    separate = combined_speedup([target for target in targets if target["path"] in paths])
+    chosen = whole is not None and (separate is None or whole >= separate)
+    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
+    reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
+    return WholeModel(whole, separate, tuple(paths), chosen, reason)
+
+
+def _tune_whole_first(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    paths: list[str],
+    config: LoopConfig,
+    phase: PhaseHook,
+    tune_paths: Callable[..., _Tuning],
+) -> _Tuning:
+    """Tune ``obj`` whole; if no backend wins for it, tune the separate ``paths`` instead."""
+    whole = tune_paths(obj, function, input_data, [WHOLE], config, phase)
+    if whole.tuned:
+        return whole
+    separate = tune_paths(obj, function, input_data, paths, config, phase)
+    report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
+    return _Tuning(separate.tuned, report, {**whole.outcomes, **separate.outcomes}, separate.undo)
+
+
+def _chosen(found: Suggestions, top: int) -> list[str]:
+    chosen = [target.path for target in found.recommended(top)]
+    if not chosen:
+        reasons = "; ".join(f"{t.path}: {t.reasons[0].message}" for t in found.targets[:3] if t.reasons)
+        raise TuningError(
+            f"suggest found no region worth tuning ({reasons or 'no tunable region'}); "
+            "pass the paths to tune with --targets to tune some anyway."
+        )
+    return chosen
+
+
+def _tune_aot(
+    obj: Any, function: Callable[..., Any], input_data: Any, paths: list[str], config: LoopConfig, phase: PhaseHook
+) -> _Tuning:
+    """Wrap ``paths``, record and tune them; the ones no backend won for are unwrapped again."""
+    wrappers = wrap(obj, paths)
+    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    try:
+        recording = counted(function, phase("record", config.record_calls))
+        record(recording, [input_data] * config.record_calls, list(wrappers.values()))
+        tick = phase("tune", len(wrappers))
+        report = tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
+    except BaseException:
+        unwrap(obj, paths)
+        raise
+    outcomes = {path: (_winner(w.tuning_report), _lost_because(w.tuning_report)) for path, w in wrappers.items()}
+    kept = [path for path, (winner, _) in outcomes.items() if winner != "eager"]
+    unwrap(obj, [path for path in paths if path not in kept])
+    tuned = [
+        TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), wrappers[path].tuning_report)
+        for path in kept
+    ]
+    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept))
+
+
+def _tune_jit(
+    obj: Any, function: Callable[..., Any], input_data: Any, paths: list[str], config: LoopConfig, phase: PhaseHook
+) -> _Tuning:
+    """Register ``paths`` for JIT tuning and run the workload until each has tuned (or stayed eager)."""
+    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    registration = register_for_jit_tuning(
+        paths, JitConfig(tune_after=config.record_calls, strategy=strategy), root=obj
+    )
+    args, kwargs = normalize_input(input_data)
+    settling = (JitState.INIT, JitState.RECORDING)
+    try:
+        tick = phase("record and tune", config.record_calls + 1)
+        # Each target runs at least once a call, so record_calls calls reach tune_after; one more lets it tune.
+        for _ in range(config.record_calls + 1):
+            function(*args, **kwargs)
+            tick()
+            if not any(patched.state in settling for patched in registration.patched):
+                break
+    except BaseException:
+        registration.detach()
+        raise
+    entries = [patched.report_entry() for patched in registration.patched]
+    outcomes, tuned = {}, []
+    for path, patched, entry in zip(paths, registration.patched, entries, strict=True):
+        if patched.state is JitState.TUNED:
+            saved = saved_form(path, "tuned", list(patched.recording.graphs.values()), patched.runners)
+            tuned.append(TunedRegion(path, "jit", patched.module, saved, entry))
+        outcomes[path] = (_winner(entry), None if patched.state is JitState.TUNED else patched.reason)
+    report = tuning_report([entry for entry in entries if entry is not None], environment())
+    return _Tuning(tuned, report, outcomes, registration.detach)
+
+
+def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
+    applied = apply_plan(obj, plan)
+    tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
+    outcomes = {region.path: (_winner(None, region.backends), None) for region in tuned}
+    return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)))
+
+
+def _winner(entry: Mapping[str, Any] | None, backends: Mapping[str, Any] | None = None) -> str:
+    """The winner of the most sampled graph that did not stay eager (from a report entry, else the saved
+    backends of a plan), or ``eager``."""
+    won = [graph for graph in (entry or {}).get("graphs", ()) if graph.get("winner") != "eager"]
+    if won:
+        return max(won, key=lambda graph: graph.get("samples", 0))["winner"]
+    return next((backend["name"] for backend in (backends or {}).values()), "eager")
+
+
+def _lost_because(entry: Mapping[str, Any] | None) -> str | None:
+    """Why no candidate won: each candidate's reason, joined (None when one won)."""
+    if entry is None or any(graph.get("winner") != "eager" for graph in entry.get("graphs", ())):
+        return None
+    reasons = [
+        f"{candidate['backend']}: {candidate['reason']}"
+        for graph in entry.get("graphs", ())
+        for candidate in graph.get("candidates", ())
+        if candidate.get("reason")
+    ]
+    return "; ".join(dict.fromkeys(reasons)) or "no candidate backend passed the gate"
+
+
+def _capture(
+    obj: Any,
+    input_data: Any,
+    function: Callable[..., Any],
+    config: LoopConfig,
+    trace: Path | None,
+    tick: Tick,
+    *,
+    obj_name: str | None,
+) -> ProfileDoc:
+    call = counted(function, tick)
+    prof = profile(obj, input_data, call, config.warmup_runs, config.measured_runs, trace, obj_name=obj_name)
+    doc = prof.data
+    if trace is not None:
+        doc["trace_file"] = trace.name
+    return doc
+
+
+def _calls(config: LoopConfig) -> int:
+    return config.warmup_runs + 1 + config.measured_runs  # +1: the profiler's warmup run
+
+
+def _silent(_name: str, _calls: int | None) -> Tick:
+    return lambda: None

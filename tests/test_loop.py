@@ -1,0 +1,186 @@
+"""The tune loop: capture → suggest → wrap and tune → capture → compare, and plans applied in a fresh process.
+
+Real tuning on a small pipeline (`tests/apps/loop_app.py`) with ONNX Runtime under first-wins, so a
+candidate wins by passing the gate, not by a timing on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import loop_app
+import pytest
+import torch
+from cli_helpers import APPS, ROOT, run_cli
+
+import aitune.torch.jit as jit
+from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch.tuning.strategies import named_strategy
+
+pytestmark = pytest.mark.slow
+
+ORT_FIRST_WINS = named_strategy("first-wins", ["onnxruntime"])
+FAST = {"warmup_runs": 1, "measured_runs": 3, "record_calls": 1}
+
+
+def seeded(call, *args):
+    torch.manual_seed(0)  # the noisy module draws the same noise on both sides
+    return call(*args)
+
+
+@pytest.fixture
+def pipe():
+    yield loop_app.build()
+    jit.reset()  # JIT registration takes one batch per process; the next test registers its own
+
+
+@pytest.mark.parametrize("mode", ["aot", "jit"])
+def test_the_loop_tunes_the_chosen_paths_and_the_after_profile_shows_them_managed(pipe, mode):
+    plain = seeded(pipe, loop_app.x)
+    config = LoopConfig(targets=("encoder", "head"), mode=mode, strategy=ORT_FIRST_WINS, **FAST)
+
+    result = optimize(pipe, loop_app.x, config=config)
+    try:
+        tuned = seeded(pipe, loop_app.x)
+        states = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
+    finally:
+        result.restore()
+
+    kind = f"{mode}_module"
+    assert states[f"{kind}:encoder"] == "tuned" and states[f"{kind}:head"] == "tuned"
+    assert [(gain.path, gain.winner) for gain in result.gains] == [("encoder", "onnxruntime"), ("head", "onnxruntime")]
+    assert all(gain.realised_region_speedup is not None for gain in result.gains)
+    assert torch.allclose(tuned, plain, rtol=1e-3, atol=1e-4)
+    assert [region["path"] for region in result.plan["regions"]] == ["encoder", "head"]
+    assert {region["mode"] for region in result.plan["regions"]} == {mode}
+
+
+def test_a_region_no_backend_can_match_is_left_as_it_was_with_the_reason(pipe):
+    config = LoopConfig(targets=("noisy",), strategy=ORT_FIRST_WINS, **FAST)
+
+    result = optimize(pipe, loop_app.x, config=config)
+
+    (gain,) = result.gains
+    assert gain.winner == "eager" and "onnxruntime" in gain.reason
+    assert "untuned_module:noisy" in {region["id"] for region in result.after["regions"]}
+    assert result.plan["regions"] == [] and result.tuned == []
+    assert type(pipe.noisy).__name__ == "Noisy"  # the wrapper is gone again
+
+
+def test_restore_puts_every_original_module_back(pipe):
+    before = {name: type(getattr(pipe, name)) for name in ("encoder", "head")}
+    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **FAST)
+
+    optimize(pipe, loop_app.x, config=config).restore()
+
+    assert {name: type(getattr(pipe, name)) for name in before} == before
+
+
+APPLY_IN_FRESH_PROCESS = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import aitune.torch.jit as jit
+import loop_app
+from aitune.torch.backends import InductorBackend
+from aitune.torch.tuning.plan import apply_plan
+
+def never_built(self, context):
+    raise AssertionError("apply_plan built a backend the plan did not choose")
+
+InductorBackend.build = never_built
+pipe = loop_app.build()
+torch.manual_seed(0)
+plain = pipe(loop_app.x)
+applied = apply_plan(pipe, sys.argv[2])
+torch.manual_seed(0)
+tuned = pipe(loop_app.x)
+print(json.dumps({
+    "close": bool(torch.allclose(tuned, plain, rtol=1e-3, atol=1e-4)),
+    "states": {path: wrapper.state.value for path, wrapper in applied.wrappers.items()},
+    "backends": {path: sorted({b["name"] for b in w.to_dict()["tuned_backends"].values()})
+                 for path, w in applied.wrappers.items()},
+}))
+"""
+
+
+def test_a_plan_applied_in_a_fresh_process_builds_only_the_chosen_backends(pipe, tmp_path):
+    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **FAST)
+    result = optimize(pipe, loop_app.x, config=config)
+    result.restore()
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(result.plan))
+
+    run = subprocess.run(
+        [sys.executable, "-c", APPLY_IN_FRESH_PROCESS, str(APPS), str(plan)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=True,
+    )
+
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+    assert outcome == {
+        "close": True,
+        "states": {"encoder": "tuned", "head": "tuned"},
+        "backends": {"encoder": ["onnxruntime"], "head": ["onnxruntime"]},
+    }
+
+
+def test_tune_writes_both_captures_the_reports_and_the_plan_into_one_folder(tmp_path):
+    out = tmp_path / "tuned"
+    target = f"{APPS / 'loop_app.py'}:infer"
+    options = ["--input", "x", "--warmup", "1", "--runs", "3", "--record", "1", "--strategy", "first-wins"]
+
+    result = run_cli(
+        "tune",
+        target,
+        *options,
+        "--targets",
+        "encoder",
+        "--backends",
+        "onnxruntime",
+        "--out",
+        str(out),
+        "--json",
+        check=True,
+    )
+
+    listing = json.loads(result.stdout)
+    files = {path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file()}
+    assert files == {
+        "before/profile.json",
+        "before/profile.md",
+        "before/trace.json.gz",
+        "after/profile.json",
+        "after/profile.md",
+        "after/trace.json.gz",
+        "suggestions.json",
+        "tuning.json",
+        "compare.json",
+        "plan.json",
+    }
+    assert listing["comparison"]["tuned_regions"][0]["path"] == "encoder"
+    assert listing["comparison"]["tuned_regions"][0]["winner"] == "onnxruntime"
+    again = run_cli("tune", target, *options, "--plan", str(out / "plan.json"), "--out", str(tmp_path / "replayed"))
+    assert again.returncode == 0, again.stderr
+    assert "encoder" in again.stdout and "onnxruntime" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (["--mode", "fast"], "unknown --mode 'fast'; choose aot or jit."),
+        (["--strategy", "fastest"], "unknown strategy 'fastest'; choose one of min-latency, first-wins."),
+        (["--backends", "tvm"], "unknown backend 'tvm'"),
+        (["--tolerance", "tight"], "--tolerance takes RTOL or RTOL,ATOL as numbers"),
+        (["--targets", "nosuch"], "nothing at 'nosuch'"),
+    ],
+)
+def test_tune_refuses_bad_options_with_one_sentence(options, sentence):
+    result = run_cli("tune", f"{APPS / 'loop_app.py'}:infer", "--input", "x", "--warmup", "0", "--runs", "1", *options)
+
+    assert result.returncode == 2
+    assert sentence in result.stderr and "Traceback" not in result.stderr
