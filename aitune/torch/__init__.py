@@ -1,4 +1,5 @@
-"""aitune's torch API, named after NVIDIA AITune's: profile, Module, wrap, tune, strategies and backends."""
+"""aitune's torch API, named after NVIDIA AITune's: profile, Module, wrap, tune, strategies and backends,
+and the closed loop beyond it: optimize (capture, suggest, tune, capture, compare) and apply_plan."""
 
 from aitune.torch.backends import (
     AutocastBackend,
@@ -9,12 +10,14 @@ from aitune.torch.backends import (
     TensorRTBackend,
 )
 from aitune.torch.jit import JitConfig, JITRegistration, register_for_jit_tuning
+from aitune.torch.loop import LoopConfig, LoopResult, optimize
 from aitune.torch.module import GraphSpec, Module, ModuleState, unwrap, wrap
 from aitune.torch.performance.profile import PerformanceProfile, Scenario, analyze_trace, profile
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
 from aitune.torch.tuning.api import tune
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
+from aitune.torch.tuning.plan import apply_plan
 from aitune.torch.tuning.report import save_tuning_report
 from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy, OneBackendStrategy, TuneStrategy
 
@@ -28,6 +31,8 @@ __all__ = [
     "InductorBackend",
     "JITRegistration",
     "JitConfig",
+    "LoopConfig",
+    "LoopResult",
     "ManagedModule",
     "MeasureConfig",
     "MinLatencyStrategy",
@@ -42,6 +47,8 @@ __all__ = [
     "Tolerance",
     "TuneStrategy",
     "analyze_trace",
+    "apply_plan",
+    "optimize",
     "profile",
     "register_for_jit_tuning",
     "save_tuning_report",
