@@ -52,23 +52,30 @@ def speedup(change: Change) -> tuple[float | None, float | None, float | None]:
 
 
 def region_gains(
-    suggestions: Mapping[str, Any], diff: ProfileDiff, outcomes: Mapping[str, tuple[str, str | None]]
+    suggestions: Mapping[str, Any],
+    diff: ProfileDiff,
+    outcomes: Mapping[str, tuple[str, str | None]],
+    whole_model_predicted: float | None = None,
 ) -> list[RegionGain]:
     """One `RegionGain` per tuned path in ``outcomes`` (path → (winner, reason)), in that order.
 
     ``suggestions`` is `aitune.suggest.Suggestions.to_dict()` of the before profile. A target that
     suggest reached through a method region (``vae.decode`` → ``vae``) is measured by that region
-    before and by whichever of the two paths exists after.
+    before and by whichever of the two paths exists after. The whole model (path ``""``) is
+    measured by the run itself, against ``whole_model_predicted``.
     """
     targets = {target["path"]: target for target in suggestions.get("targets", ())}
+    whole = {"predicted_speedup": whole_model_predicted, "predicted_region_speedup": whole_model_predicted}
     rows = {row.path: row.change for row in diff.regions}
     run_before = diff.run_time.before_us
     gains = []
     for path, (winner, reason) in outcomes.items():
-        target = targets.get(path, {})
+        target = whole if path == "" else targets.get(path, {})
         measured_path = path_of(target["region_id"]) if "region_id" in target else path
         before = rows.get(measured_path, Change(None, None)).before_us
         after = _after_time(rows, (path, measured_path))
+        if path == "":
+            before, after = run_before, diff.run_time.after_us
         gains.append(
             RegionGain(
                 path=path,

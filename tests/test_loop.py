@@ -184,3 +184,31 @@ def test_tune_refuses_bad_options_with_one_sentence(options, sentence):
 
     assert result.returncode == 2
     assert sentence in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_model_whose_parts_suggest_ranks_is_tuned_whole_when_that_is_predicted_no_worse():
+    model = loop_app.TwoStage()
+
+    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **FAST))
+    try:
+        regions = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
+    finally:
+        result.restore()
+
+    assert result.whole_model is not None and result.whole_model.chosen
+    assert set(result.whole_model.separate_paths) == {"first", "second"}
+    assert [(gain.path, gain.winner) for gain in result.gains] == [("", "onnxruntime")]
+    assert regions == {"aot_module:TwoStage": "tuned"}
+    assert result.plan["regions"][0]["path"] == "" and result.plan["regions"][0]["module_type"] == "loop_app.TwoStage"
+    assert "forward" not in vars(model)  # restored
+
+
+def test_when_the_whole_model_fails_the_gate_its_parts_are_tuned_instead():
+    model = loop_app.TwoStage(noisy=True)
+
+    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **FAST))
+    result.restore()
+
+    outcomes = {gain.path: gain.winner for gain in result.gains}
+    assert outcomes == {"": "eager", "first": "onnxruntime", "second": "onnxruntime"}
+    assert [region["path"] for region in result.plan["regions"]] == ["first", "second"]

@@ -39,8 +39,8 @@ class LoopFiles:
 
     def listing(self) -> str:
         """The paths, one per line, for the terminal."""
-        lines = [f"before:   {self.before.profile}", f"after:    {self.after.profile}"]
-        lines += [f"{name.removesuffix('.json') + ':':<9} {path}" for name, path in self.reports.items()]
+        lines = [f"{'before:':<13}{self.before.profile}", f"{'after:':<13}{self.after.profile}"]
+        lines += [f"{name.removesuffix('.json') + ':':<13}{path}" for name, path in self.reports.items()]
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,9 +141,9 @@ def loop_view(result: LoopResult) -> Group:
     """Per tuned region the backend, the predicted and the realised gain; then the end-to-end speedup."""
     table = Table(
         title="Tuned regions (speedup = before ÷ after, end to end)",
-        caption="realised: the run's speedup had only this region changed; region: the region's own speedup",
+        caption="realised: the run's speedup had only this region changed; own speedup: the region's alone",
     )
-    for header in ("Region", "Backend", "Predicted", "Realised", "Region", "Note"):
+    for header in ("Region", "Backend", "Predicted", "Realised", "Own speedup", "Note"):
         table.add_column(header, justify="left" if header in ("Region", "Backend", "Note") else "right")
     for gain in result.gains:
         note = gain.reason or ("" if gain.tuned else "kept as it was")
@@ -155,7 +155,11 @@ def loop_view(result: LoopResult) -> Group:
             _times(gain.realised_region_speedup),
             Text(note, overflow="fold"),
         )
-    return Group(table, Text(end_to_end_line(result)))
+    lines = [end_to_end_line(result)]
+    if result.whole_model is not None:
+        verdict = "tuned first" if result.whole_model.chosen else "not tuned"
+        lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")
+    return Group(table, Text("\n".join(lines)))
 
 
 def end_to_end_line(result: LoopResult) -> str:

@@ -130,7 +130,7 @@ def optimize(
         tuning.undo()
         raise
     diff = compare_profiles(before, after)
-    gains = region_gains(suggestions or {}, diff, tuning.outcomes)
+    gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None)
     return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, whole, tuning.undo)
 
 

@@ -50,3 +50,20 @@ x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
 
 def infer(x: torch.Tensor) -> torch.Tensor:
     return pipe(x)
+
+
+class TwoStage(nn.Module):
+    """A model tuned whole or by parts: two conv stages; ``noisy`` adds fresh noise outside them, so a build
+    of the whole model fails the correctness gate while each stage alone passes it."""
+
+    def __init__(self, noisy: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.first = Encoder().eval()
+        self.second = Encoder().eval()
+        self.noisy = noisy
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.second(self.first(x))
+        return x + 0.01 * torch.randn_like(x) if self.noisy else x
