@@ -72,10 +72,21 @@ def test_duplicates_are_registered_once_in_input_order():
     assert registration.modules == [net.head, net.blocks[1], net.blocks[0]]
 
 
+def test_modules_registered_by_path_are_named_by_their_path():
+    net = Net().eval()
+    registration = ait.register_for_jit_tuning(["blocks.0", "head"], config(), root=net)
+
+    run(net)
+
+    assert registration.modules == [net.blocks[0], net.head]
+    assert [entry["region_id"] for entry in registration.reports] == ["jit_module:blocks.0", "jit_module:head"]
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [
-        ("head", "item 1 is a str, not an nn.Module; pass modules only."),
+        ("head", "got the path 'head' but no root; pass root="),
+        (3, "item 1 is a int, not an nn.Module; pass modules only."),
         (nn.ModuleList([nn.Linear(2, 2)]), "item 1 is a ModuleList, which is never called; pass it on its own"),
     ],
 )
