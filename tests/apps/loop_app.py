@@ -53,14 +53,15 @@ def infer(x: torch.Tensor) -> torch.Tensor:
 
 
 class TwoStage(nn.Module):
-    """A model tuned whole or by parts: two conv stages; ``noisy`` adds fresh noise outside them, so a build
-    of the whole model fails the correctness gate while each stage alone passes it."""
+    """A model tuned whole or by parts: two conv stages (torch layers only inside, so each is one region
+    with nothing nested); ``noisy`` adds fresh noise outside them, so a build of the whole model fails
+    the correctness gate while each stage alone passes it."""
 
     def __init__(self, noisy: bool = False) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.first = Encoder().eval()
-        self.second = Encoder().eval()
+        self.first = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 3, 3, padding=1)).eval()
+        self.second = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 3, 3, padding=1)).eval()
         self.noisy = noisy
 
     @torch.no_grad()
