@@ -108,7 +108,7 @@ def optimize(
     Example::
 
         result = aitune.torch.optimize(pipe, {"token_ids": ids}, infer, config=LoopConfig(top=2))
-        result.comparison()["speedup"]  # {"value": 1.4, "ci_low": 1.3, "ci_high": 1.5}
+        result.comparison()["speedup"]  # before ÷ after: {"value": ..., "ci_low": ..., "ci_high": ...}
     """
     config = config or LoopConfig()
     function = inference_function if inference_function is not None else obj
