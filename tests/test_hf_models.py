@@ -8,6 +8,7 @@ from hf_models import WORKLOADS
 
 import aitune.torch as ait
 from aitune.report import headline_rows, validate
+from aitune.suggest import suggest
 
 
 @functools.cache
@@ -87,3 +88,17 @@ def test_the_diffusion_pipeline_finds_the_unet_in_its_loop_and_vae_decode():
     assert "untuned_module:unet.mid_block" in children(top["untuned_module:unet"])
     assert children(top["untuned_module:vae.decode"]) == ["untuned_module:vae.decoder"]
     assert headline_paths(doc) == ["unet", "vae.decode", "(residual)"]  # the unet has a sibling: no look-through
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_suggest_names_modules_never_entry_methods(name):
+    doc, _, _ = captured(name)
+    methods = {region["id"]: region["method"] for region in doc["regions"] if "method" in region}
+
+    suggestions = suggest(doc)
+
+    assert suggestions.targets, "suggest found nothing to tune"
+    for target in suggestions.targets:
+        assert target.path not in ("generate", "decode") and not target.path.endswith((".generate", ".decode"))
+        if target.region_id in methods:  # a method region stands for its module, whose path is the target
+            assert target.path == target.region_id.partition(":")[2].removesuffix(f".{methods[target.region_id]}")
