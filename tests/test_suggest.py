@@ -54,6 +54,7 @@ def pipeline(start, index=0):
         ],
         op("aten::mul", t + 825, t + 845),  # guidance and scheduler math between modules
         region("untuned_module:vae.decode", t + 850, t + 1000),
+        region("untuned_module:vae", t + 850, t + 1000),  # decode calls self(): the forward nests inside it
         op("aten::conv2d", t + 850, t + 940),
         op("aten::upsample_nearest2d", t + 940, t + 1000),
     ]
@@ -65,6 +66,25 @@ PIPELINE_REGIONS = [
     *[meta(f"untuned_module:unet.blocks.{i}", "app.ResBlock", parent="untuned_module:unet") for i in range(3)],
     meta("untuned_module:vae", "app.Decoder"),
     meta("untuned_module:vae.decode", "app.Decoder", method="decode"),
+]
+
+
+def diffusers_vae(start, index=0):
+    """unet 60%; vae.decode 35%, which (as diffusers' AutoencoderKL does) calls vae.decoder, never vae's forward."""
+    t = start
+    return [
+        region("untuned_module:unet", t, t + 600),
+        op("aten::conv2d", t, t + 600),
+        region("untuned_module:vae.decode", t + 620, t + 970),
+        region("untuned_module:vae.decoder", t + 625, t + 965),
+        op("aten::conv2d", t + 625, t + 965),
+    ]
+
+
+DIFFUSERS_REGIONS = [
+    meta("untuned_module:unet", "diffusers.UNet2DConditionModel"),
+    meta("untuned_module:vae.decode", "diffusers.AutoencoderKL", method="decode"),
+    meta("untuned_module:vae.decoder", "diffusers.Decoder"),
 ]
 
 
@@ -464,3 +484,18 @@ def test_suggest_with_a_domain_the_profile_lacks_is_exit_2_with_one_sentence(tmp
         2,
         "[error] the profile has no device time data; suggest with --domain cpu.\n",
     )
+
+
+def test_a_method_calling_its_modules_forward_counts_its_time_once():
+    suggestions = pipeline_suggestions()
+
+    vae = target(suggestions, "vae")
+    assert vae.share == pytest.approx(0.15) and vae.calls_per_run == 1
+
+
+def test_a_method_that_never_calls_its_modules_forward_names_the_modules_it_calls():
+    suggestions = suggest(profile(diffusers_vae, regions=DIFFUSERS_REGIONS))
+
+    assert "METHOD_BYPASSES_FORWARD" in codes(suggestions, "vae")
+    assert not target(suggestions, "vae").recommended
+    assert [t.path for t in suggestions.recommended()] == ["unet", "vae.decoder"]

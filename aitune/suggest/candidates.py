@@ -50,6 +50,7 @@ class Candidate:
     region_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # by region id merged in
     parent_time: dict[str | None, float] = field(default_factory=lambda: defaultdict(float))  # by parent path
     method: str | None = None
+    forward_runs: bool = False  # a region of its module's own forward was seen (not only an entry method's)
     cpu_us: float = 0.0  # host time of its whole subtree, over all runs: what the operator mix is part of
     device_us: float = 0.0
     mix: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # subtree CPU µs by category
@@ -93,6 +94,7 @@ class Found:
     children: dict[str, list[Candidate]]
     root_methods: dict[str, list[float]]  # name → its own time in each run (chosen domain)
     root_has_children: bool
+    marks_methods: bool = False  # the profile marks entry methods (ours do, and nest a forward a method calls)
 
 
 @dataclass
@@ -113,7 +115,7 @@ class _Mix:
 def gather(doc: Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
     regions, runs = RegionIndex(doc), len(doc["runs"])
-    found = Found({}, defaultdict(list), {}, False)
+    found = Found({}, defaultdict(list), {}, False, regions.marked)
 
     def visit(node: Mapping[str, Any], index: int, parent: str | None) -> _Mix:
         path, method = regions.module_path(node["region_id"])
@@ -129,6 +131,11 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
                 visit(child, index, None)
             return subtree
         candidate = found.candidates.get(path) or found.candidates.setdefault(path, Candidate(path, runs))
+        candidate.forward_runs = candidate.forward_runs or method is None
+        if path == parent:  # vae's forward inside vae.decode: one target, whose time the method already holds
+            for child in children:
+                subtree.add(visit(child, index, path))
+            return subtree
         time = node.get(f"{domain}_time_us", 0.0)
         candidate.times[index] += time
         candidate.calls[index] += node["calls"]

@@ -33,7 +33,9 @@ MIN_REGION_SPEEDUP = 1.01
 LISTED_KIND_SHARE = 0.01
 """Compute kinds below this share of a region are left out of its sentence."""
 
-BLOCKING = frozenset({"ALREADY_TUNED", "TOO_SMALL", "TUNE_PARENT", "DOMINANT_CHILD", "NO_MEASURED_GAIN"})
+BLOCKING = frozenset(
+    {"ALREADY_TUNED", "TOO_SMALL", "TUNE_PARENT", "DOMINANT_CHILD", "NO_MEASURED_GAIN", "METHOD_BYPASSES_FORWARD"}
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,16 @@ def reasons(
 
 def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tuple[str, str]]:
     """Entry method, managed already, too small, better through its parent or through one child."""
-    if candidate.method:
+    if candidate.method and found.marks_methods and not candidate.forward_runs:
+        # diffusers' AutoencoderKL.decode calls its decoder, never its own forward: a wrapper there never runs.
+        yield (
+            "METHOD_BYPASSES_FORWARD",
+            (
+                f"{candidate.path}.{candidate.method} never calls {candidate.path}'s own forward, so a wrapper on "
+                f"{candidate.path} would not run: tune the modules it calls."
+            ),
+        )
+    elif candidate.method:
         yield (
             "ENTRY_METHOD",
             (
