@@ -151,8 +151,8 @@ def loop_view(result: LoopResult) -> Group:
             Text(gain.path or "(whole model)"),
             Text(gain.winner),
             _times(gain.predicted_speedup),
-            _times(gain.realised_speedup),
-            _times(gain.realised_region_speedup),
+            _times(gain.realised_speedup if gain.tuned else None),  # an untouched region's change is noise
+            _times(gain.realised_region_speedup if gain.tuned else None),
             Text(note, overflow="fold"),
         )
     lines = [end_to_end_line(result)]
@@ -170,9 +170,10 @@ def end_to_end_line(result: LoopResult) -> str:
         return "end to end: no measured runs to compare"
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     verdict = "faster" if value >= 1 else "slower"
+    untouched = "" if result.tuned else "; nothing was tuned, so the difference is noise or warm-up"
     return (
         f"end to end: {value:.3f}× {verdict}{interval} "
-        f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain})"
+        f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain}){untouched}"
     )
 
 
