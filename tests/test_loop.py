@@ -212,3 +212,22 @@ def test_when_the_whole_model_fails_the_gate_its_parts_are_tuned_instead():
     outcomes = {gain.path: gain.winner for gain in result.gains}
     assert outcomes == {"": "eager", "first": "onnxruntime", "second": "onnxruntime"}
     assert [region["path"] for region in result.plan["regions"]] == ["first", "second"]
+
+
+def test_on_the_bundled_pipeline_suggest_picks_the_unet_and_the_loop_tunes_it():
+    import pipeline_app
+
+    pipe = pipeline_app.Pipeline()
+    plain = pipe(**pipeline_app.input_data)
+
+    result = optimize(pipe, pipeline_app.input_data, config=LoopConfig(top=1, strategy=ORT_FIRST_WINS, **FAST))
+    try:
+        tuned = pipe(**pipeline_app.input_data)
+        states = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
+    finally:
+        result.restore()
+
+    assert result.suggestions["recommended"][0] == "unet"
+    assert [(gain.path, gain.winner) for gain in result.gains] == [("unet", "onnxruntime")]
+    assert states["aot_module:unet"] == "tuned"
+    assert (tuned - plain).abs().max() <= 1.0  # a 0–255 image: rounding may flip a level where eager sits on .5
