@@ -7,6 +7,7 @@ Every command parses its options, makes one core call, renders, and picks the ex
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,16 @@ from rich.console import Console
 import aitune
 from aitune.cli import outputs
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, suggestions_view, warnings_table
+from aitune.cli.render import (
+    PIPE_WIDTH,
+    diff_view,
+    profile_summary,
+    profile_view,
+    ratio_text,
+    suggestions_view,
+    warnings_table,
+)
+from aitune.report.safe_text import visible
 
 app = typer.Typer(
     name="aitune-profile",
@@ -26,7 +36,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-console = Console(highlight=False)
+# Piped output goes to tools and logs: rich's default of 80 columns there would split values mid-line.
+console = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH)
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
@@ -253,13 +264,13 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
         for problem in problems:  # one line each, however narrow the terminal: tools grep these
-            console.print(f"{profile}: {problem}", markup=False, soft_wrap=True)
+            console.print(visible(f"{profile}: {problem}"), markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
         author = written_by(raw)
         label = "profile" if author == AITUNE else f"{author} profile"
         verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
-        console.print(verdict, markup=False, soft_wrap=True)
+        console.print(visible(verdict), markup=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 
