@@ -124,7 +124,10 @@ def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> Profil
 
     `ProfileError`, naming ``source``, when the trace holds no run marker of any of these kinds.
     """
-    events = read_trace_events(trace)
+    try:
+        events = read_trace_events(trace)
+    except ProfileError as error:
+        raise ProfileError(f"{source}: {error}") from None
     if not events.runs:
         raise ProfileError(
             f"{source}: no ProfilerStep#N or aitune run spans in this trace; record it with "
