@@ -99,7 +99,10 @@ def analyze(
 ) -> None:
     """Re-derive the profile document from a saved Chrome trace (no torch needed)."""
     doc = outputs.analyze_trace(trace)
-    written = outputs.write_profile(out, doc, trace=trace) if out is not None else None
+    written = None
+    if out is not None:
+        with outputs.output_folder(out):
+            written = outputs.write_profile(out, doc, trace=trace)
     if as_json:
         outputs.print_json(doc)
         return

@@ -20,6 +20,7 @@ from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
 from aitune.gains import speedup
 from aitune.report import dumps
+from aitune.report.io import write_atomic
 from aitune.report.safe_text import terminal_text
 
 if TYPE_CHECKING:
@@ -68,21 +69,22 @@ def tune_entry_into(
     from aitune.torch.performance.entry import loaded_entry
 
     traces = (folder / "before" / TRACE_NAME, folder / "after" / TRACE_NAME) if keep_traces else None
-    with output_folder(folder), without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
-        for side in ("before", "after"):
-            (folder / side).mkdir(exist_ok=True)
-        with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
-            result = optimize(
-                entry.root,
-                entry.input_data,
-                entry.function,
-                config=config,
-                plan=plan,
-                trace_files=traces,
-                on_phase=on_phase,
-                obj_name=entry.root_name,
-            )
-    return result, write_loop(folder, result, traces)
+    with output_folder(folder, exclusive=True):
+        with without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
+            for side in ("before", "after"):
+                (folder / side).mkdir(exist_ok=True)
+            with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
+                result = optimize(
+                    entry.root,
+                    entry.input_data,
+                    entry.function,
+                    config=config,
+                    plan=plan,
+                    trace_files=traces,
+                    on_phase=on_phase,
+                    obj_name=entry.root_name,
+                )
+        return result, write_loop(folder, result, traces)
 
 
 def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
@@ -98,8 +100,7 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
     reports = {}
     for name in FILES:
         if contents[name] is not None:
-            reports[name] = folder / name
-            reports[name].write_bytes(dumps(contents[name]))
+            reports[name] = write_atomic(folder / name, dumps(contents[name]))
     return LoopFiles(folder, before, after, reports)
 
 

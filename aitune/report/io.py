@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import io
+import os
 import zlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from aitune.errors import ProfileError
+from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.validate import validate
 
@@ -36,10 +39,45 @@ def save(doc: ProfileDoc, path: str | Path) -> Path:
     problems = validate(doc)
     if problems:
         raise ProfileError(f"refusing to write an invalid profile to {path}: {problems[0]}")
+    return write_atomic(path, dumps(doc))
+
+
+def write_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file beside it and a rename: never half a file.
+
+    A full disk or a folder where the file should go leaves the old file (or none) and raises
+    `OutputError`, one sentence naming the path and the fix.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(dumps(doc))
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise OutputError(cannot_write(target, error)) from None
     return target
+
+
+_WRITE_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space or write to another disk",
+    errno.EFBIG: "the file is over this process's size limit (ulimit -f): raise it or write less",
+    errno.EISDIR: "a folder is in the way: remove it or choose another path",
+    errno.ENOTDIR: "part of the path is a file, not a folder: choose another path",
+    errno.EEXIST: "part of the path is a file, not a folder: choose another path",
+    errno.EACCES: "no permission: choose a writable path",
+    errno.EPERM: "no permission: choose a writable path",
+    errno.EROFS: "the file system is read-only: choose a writable path",
+}
+
+
+def cannot_write(path: str | Path, error: OSError) -> str:
+    """The sentence for an `OSError` while writing ``path``: what happened and what to do."""
+    fix = _WRITE_FIXES.get(error.errno or 0, "choose a writable path")
+    return f"cannot write {path} ({error.strerror or error}); {fix}."
 
 
 def dumps(doc: Any) -> bytes:
