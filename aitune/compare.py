@@ -180,6 +180,8 @@ def regressed(diff: ProfileDiff, pct: float) -> bool:
 
 def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
     """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
+    if scenario is not None and not document.scenario_names(doc):  # type: ignore[arg-type]
+        raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
     try:
         return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
     except KeyError as error:

@@ -68,6 +68,8 @@ def capture(
     debug: Debug = False,
 ) -> None:
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
+    _require_torch("capture")
+    _check_run_counts(warmup, runs)
     source, _, function = target.rpartition(":") if ":" in target else (target, "", "")
     folder = out or outputs.default_folder(source, function)
     if function and script_args:
@@ -150,6 +152,8 @@ def compare(
     from aitune.compare import compare_profiles, regressed
     from aitune.report import load
 
+    if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
+        fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
     diff = compare_profiles(load(before), load(after), domain=domain, scenario=scenario)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
     if as_json:
@@ -217,15 +221,15 @@ def tune(
     debug: Debug = False,
 ) -> None:
     """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare."""
+    _require_torch("tune")
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.torch.loop import LoopConfig
-    from aitune.torch.performance.capture import check_run_counts
     from aitune.torch.tuning.strategies import named_strategy
 
     source, _, function = target.rpartition(":")
     if not function:
         fail(f"tune needs an entry function: write {target}:infer (the function that runs one inference).")
-    check_run_counts(warmup, runs)
+    _check_run_counts(warmup, runs)
     if mode not in ("aot", "jit"):
         fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
@@ -290,6 +294,23 @@ def bundle(
     """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
     written = outputs.write_bundle(profile, output, trace, max_mb)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
+
+
+def _require_torch(command: str) -> None:
+    """One sentence, not an import traceback, on a machine without torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail(
+            f"{command} needs PyTorch, which is not installed here; install torch, or use the commands "
+            "that do not need it (analyze, report, compare, suggest, validate, bundle)."
+        )
+
+
+def _check_run_counts(warmup: int, runs: int) -> None:
+    """The flags' own names in the message (the Python API's check names its parameters)."""
+    if warmup < 0 or runs < 1:
+        fail(f"--warmup must be at least 0 and --runs at least 1 (got --warmup {warmup}, --runs {runs}).")
 
 
 def _words(text: str | None) -> list[str]:
