@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from aitune.errors import ProfileError
-from aitune.markers import region_path
+from aitune.markers import parse_region_id, region_path
 from aitune.report import document
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
@@ -78,7 +78,7 @@ class RegionChange:
     @property
     def kind_changed(self) -> bool:
         """On both sides, under different kinds (``untuned_module:unet`` → ``aot_module:unet``)."""
-        kinds = {region.partition(":")[0] for region in (self.before_id, self.after_id) if region is not None}
+        kinds = {parse_region_id(region)[0] for region in (self.before_id, self.after_id) if region is not None}
         return self.status == "both" and len(kinds) > 1
 
 

@@ -18,9 +18,12 @@ from rich.console import Console
 
 from aitune.analysis import read_trace_events
 from aitune.cli.outputs import LOCK_NAME, output_folder
+from aitune.compare import path_of
 from aitune.errors import CaptureError, OutputError, ProfileError
+from aitune.markers import REGION_KINDS, parse_region_id, region_kind, region_path
 from aitune.report import build_profile, dumps, render_markdown, validate
 from aitune.report.bundle import Redactor, bundle_entries
+from aitune.report.document import region_meta
 from aitune.report.io import MAX_JSON_DEPTH, parse_json, write_atomic
 from aitune.report.safe_text import markdown_text, terminal_text, visible
 
@@ -266,3 +269,38 @@ def test_a_bundle_zip_is_whole(tmp_path):
     assert result.returncode == 0
     assert zipfile.ZipFile(tmp_path / "b.zip").testzip() is None
     assert sorted(path.name for path in tmp_path.iterdir()) == ["b.zip"]
+
+
+# --- one region vocabulary ---
+
+
+@pytest.mark.parametrize(
+    ("region", "kind", "path"),
+    [
+        ("aot_module:unet", "aot_managed_module", "unet"),
+        ("aot_managed_module:unet", "aot_managed_module", "unet"),
+        ("jit_module:blocks.3", "jit_managed_module", "blocks.3"),
+        ("compiled_module:vae", "compiled_module", "vae"),
+        ("untuned_module:vae.decode", "untuned_module", "vae.decode"),
+        ("x:", "untuned_module", "x:"),
+        ("encoder", "untuned_module", "encoder"),
+    ],
+)
+def test_one_parser_names_the_kind_and_path_of_every_region_id(region, kind, path):
+    parsed_kind, parsed_path = parse_region_id(region)
+
+    assert (parsed_kind.document_kind, parsed_path) == (kind, path)
+    assert region_meta(region, {})["name"] == path_of(region) == region_path(region) == path
+    assert region_meta(region, {})["kind"] == kind
+
+
+def test_both_spellings_of_a_kind_name_the_same_kind():
+    assert region_kind("aot_module") == region_kind("aot_managed_module") == REGION_KINDS[0]
+    assert region_kind("anything else") == region_kind(None) == region_kind("untuned_module")
+
+
+def test_a_document_with_the_older_kind_spelling_still_validates():
+    doc = orjson.loads(SAMPLE.read_bytes())
+    doc["regions"][0]["kind"] = "aot_module"
+
+    assert validate(doc) == []
