@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from aitune.errors import ProfileError
-from aitune.markers import region_path
+from aitune.markers import parse_region_id, region_path
 from aitune.report import document
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
@@ -78,7 +78,7 @@ class RegionChange:
     @property
     def kind_changed(self) -> bool:
         """On both sides, under different kinds (``untuned_module:unet`` → ``aot_module:unet``)."""
-        kinds = {region.partition(":")[0] for region in (self.before_id, self.after_id) if region is not None}
+        kinds = {parse_region_id(region)[0] for region in (self.before_id, self.after_id) if region is not None}
         return self.status == "both" and len(kinds) > 1
 
 
@@ -180,6 +180,8 @@ def regressed(diff: ProfileDiff, pct: float) -> bool:
 
 def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
     """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
+    if scenario is not None and not document.scenario_names(doc):  # type: ignore[arg-type]
+        raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
     try:
         return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
     except KeyError as error:

@@ -19,6 +19,10 @@ class BundleError(AituneError):
     """A bug-report bundle cannot be written as asked (too big, unwritable)."""
 
 
+class OutputError(AituneError):
+    """A file or folder cannot be written: a full disk, a folder where a file should go, no permission."""
+
+
 class UserCodeError(CaptureError):
     """The user's own code (a script, a module, an inference function) raised.
 

@@ -5,6 +5,10 @@ The markers other tools write (NVIDIA AITune 0.6, a plain torch.profiler session
 too: analysis translates them into aitune's names when it reads such a trace.
 """
 
+from __future__ import annotations
+
+from typing import NamedTuple
+
 SPAN_PREFIX = "aitune::"
 """Every span aitune opens starts with this."""
 
@@ -24,15 +28,54 @@ COMPILED_REGION_KIND = "compiled_module"
 """A module the user compiled with ``torch.compile``: one region, its inside not walked; also its document kind."""
 
 
+
+
+class RegionKind(NamedTuple):
+    """One kind of region, in its two spellings: the prefix of its ids and the ``kind`` of a profile's region."""
+
+    id_prefix: str  # aot_module, in the id aot_module:unet
+    document_kind: str  # aot_managed_module, in regions[].kind (AITune's documented spelling)
+    managed: bool  # wrapped or patched by aitune: tuned, or tuned through it
+
+
+REGION_KINDS = (
+    RegionKind(AOT_REGION_KIND, "aot_managed_module", managed=True),
+    RegionKind(JIT_REGION_KIND, "jit_managed_module", managed=True),
+    RegionKind(UNTUNED_REGION_KIND, UNTUNED_REGION_KIND, managed=False),
+    RegionKind(COMPILED_REGION_KIND, COMPILED_REGION_KIND, managed=False),
+)
+"""Every region kind: the one table that ids, documents, compare, suggest and the viewer read."""
+
+UNTUNED = REGION_KINDS[2]
+_KIND_BY_SPELLING = {spelling: kind for kind in REGION_KINDS for spelling in (kind.id_prefix, kind.document_kind)}
+
+
+def region_kind(spelling: str | None) -> RegionKind:
+    """The kind an id prefix or a document kind names, either spelling (older documents wrote ``aot_module``);
+    untuned for anything else."""
+    return _KIND_BY_SPELLING.get(spelling or "", UNTUNED)
+
+
 def region_id(kind: str, name: str) -> str:
     """The stable id of a region, e.g. ``region_id("untuned_module", "vae.decode") == "untuned_module:vae.decode"``."""
     return f"{kind}:{name}"
 
 
+def parse_region_id(region: str) -> tuple[RegionKind, str]:
+    """The one parser of region ids: (kind, dotted path).
+
+    ``aot_module:unet`` → (aot, ``unet``), and so does the document spelling ``aot_managed_module:unet``;
+    an id without a known kind prefix is an untuned region whose path is the whole id
+    (``x:`` → (untuned, ``x:``), ``encoder`` → (untuned, ``encoder``)).
+    """
+    prefix, separator, path = region.partition(":")
+    kind = _KIND_BY_SPELLING.get(prefix) if separator else None
+    return (UNTUNED, region) if kind is None else (kind, path)
+
+
 def region_path(region: str) -> str:
     """The dotted path of a region, the same whatever its kind: ``aot_module:unet`` → ``unet``."""
-    kind, separator, path = region.partition(":")
-    return path if separator else kind
+    return parse_region_id(region)[1]
 
 
 def region_span_name(region: str) -> str:

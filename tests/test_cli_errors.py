@@ -61,7 +61,7 @@ CASES = {
     ),
     "zero measured runs": (
         ["capture", "examples/pipeline_app.py:infer", "--runs", "0"],
-        "measured_runs must be an integer of at least 1 (got 0); pass 1 or more.",
+        "--warmup must be at least 0 and --runs at least 1 (got --warmup 3, --runs 0).",
     ),
 }
 

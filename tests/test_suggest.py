@@ -362,7 +362,7 @@ def test_the_device_domain_is_the_default_where_the_profile_has_device_time():
     [
         ({"domain": "device"}, "no device time data; suggest with --domain cpu"),
         ({"domain": "gpu"}, "unknown time domain 'gpu'"),
-        ({"scenario": "nope"}, "no scenario 'nope'"),
+        ({"scenario": "nope"}, "--scenario nope: this profile has no scenarios; drop --scenario."),
         ({"top": 0}, "top must be at least 1"),
     ],
 )

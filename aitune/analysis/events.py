@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from aitune.errors import ProfileError
 from aitune.markers import (
     AITUNE_06_RUN_SPAN,
     AITUNE_06_SPAN_PREFIX,
@@ -161,26 +162,94 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     One pass over the events; events other than complete ones ("ph": "X") are skipped. A trace that
     another tool wrote has its run and region markers translated into aitune's (see `detect_trace_kind`);
     one without any run marker comes back with no runs.
+
+    The trace is untrusted: `ProfileError` names the first malformed complete event (a non-object, a
+    non-numeric ``ts``, a name that is not a string, ...) or metadata that is not an object.
     """
-    events = TraceEvents(metadata=trace.get(TRACE_METADATA_KEY) or {})
+    events = TraceEvents(metadata=_checked_metadata(trace.get(TRACE_METADATA_KEY) or {}))
     add = events.add
-    for raw in trace.get("traceEvents", ()):
-        if raw.get("ph") == "X":
-            args = raw.get("args")
-            correlation = args.get("correlation") if args else None
-            add(
-                raw.get("cat", ""),
-                raw.get("name", ""),
-                float(raw["ts"]),
-                float(raw.get("dur", 0.0)),
-                (raw.get("pid"), raw.get("tid")),
-                int(correlation) if correlation is not None else None,
-            )
+    raw_events = trace.get("traceEvents", ())
+    raw = None
+    # One try around the whole loop, not per event: this is the hot path, and the checks come from
+    # the operations themselves (float(), int(), str methods, hashing the thread key).
+    try:
+        for raw in raw_events:
+            if raw.get("ph") == "X":
+                args = raw.get("args")
+                correlation = args.get("correlation") if args else None
+                add(
+                    raw.get("cat", ""),
+                    raw.get("name", ""),
+                    float(raw["ts"]),
+                    float(raw.get("dur", 0.0)),
+                    (raw.get("pid"), raw.get("tid")),
+                    int(correlation) if correlation is not None else None,
+                )
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+        index = next(index for index, event in enumerate(raw_events) if event is raw)
+        raise ProfileError(f"traceEvents[{index}] is malformed ({_what_is_wrong(raw)}); fix or drop it.") from None
+    _check_threads(events)
     kind = detect_trace_kind(events)
     if kind in _FOREIGN_MARKERS:
         events.runs, events.regions = _FOREIGN_MARKERS[kind](events)
         events.trace_kind = kind
     return events
+
+
+_METADATA_SHAPE = {
+    **dict.fromkeys(("created_at", "aitune_version"), str),
+    **dict.fromkeys(("config", "target", "input", "environment", "profiler"), dict),
+    **dict.fromkeys(("regions", "warnings", "run_wall_times_us", "warmup_wall_times_us"), list),
+}
+_METADATA_ITEMS = {
+    **dict.fromkeys(("regions", "warnings"), dict),
+    **dict.fromkeys(("run_wall_times_us", "warmup_wall_times_us"), (int, float)),
+}
+
+
+def _checked_metadata(metadata: Any) -> Mapping[str, Any]:
+    """The trace's aitune metadata when the keys analysis reads have the right types; `ProfileError` otherwise."""
+    where = f"the trace's {TRACE_METADATA_KEY!r} metadata"
+    if not isinstance(metadata, Mapping):
+        raise ProfileError(f"{where} is {type(metadata).__name__}, not an object; re-export the trace.")
+    for key, kind in _METADATA_SHAPE.items():
+        value = metadata.get(key)
+        item_kind = _METADATA_ITEMS.get(key)
+        if value is not None and (
+            not isinstance(value, kind) or (item_kind and not all(isinstance(item, item_kind) for item in value))
+        ):
+            raise ProfileError(f"{where}: {key!r} has the wrong type ({str(value)[:40]!r}); re-export the trace.")
+    if not all(isinstance(region.get("id"), str) for region in metadata.get("regions") or ()):
+        raise ProfileError(f"{where}: every entry of 'regions' needs a string 'id'; re-export the trace.")
+    return metadata
+
+
+_EVENT_FIELDS = (("name", str), ("cat", str), ("ts", (int, float)), ("dur", (int, float)), ("args", dict))
+
+
+def _check_threads(events: TraceEvents) -> None:
+    """`ProfileError` when a thread key cannot be hashed (a list ``pid``): analyses group by thread."""
+    try:
+        set(events.ops.threads)  # in C: a few ms for 10⁵ operators, against hashing each in the loop
+        for spans in (events.runs, events.regions, events.annotations, events.module_calls, events.launches):
+            set(span.thread for span in spans)
+    except TypeError:
+        raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None
+
+
+def _what_is_wrong(raw: Any) -> str:
+    """Which field of a malformed event is wrong, in words; only called once a read has failed."""
+    if not isinstance(raw, dict):
+        return f"an event must be an object, not {type(raw).__name__}"
+    if "ts" not in raw:
+        return "a complete event needs a 'ts'"
+    for key, kinds in _EVENT_FIELDS:
+        if key in raw and not isinstance(raw[key], kinds):
+            return f"{key!r} is {type(raw[key]).__name__} {str(raw[key])[:40]!r}"
+    for key in ("pid", "tid"):
+        if isinstance(raw.get(key), (list, dict)):
+            return f"{key!r} must be a number or a string"
+    return f"args.correlation must be an integer, not {str(raw['args'].get('correlation'))[:40]!r}"
 
 
 def detect_trace_kind(events: TraceEvents) -> str | None:

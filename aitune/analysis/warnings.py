@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIND, TRACE_KIND_AITUNE
+from aitune.markers import COMPILED_REGION_KIND, TRACE_KIND_AITUNE, parse_region_id
 
 
 class ProfileWarning(TypedDict):
@@ -55,13 +55,13 @@ def unregistered_regions(observed: Iterable[str], known: Mapping[str, Any]) -> l
             "its state is reported as 'unknown'.",
         )
         for region in observed
-        if region not in known and region.partition(":")[0] in (AOT_REGION_KIND, JIT_REGION_KIND)
+        if region not in known and parse_region_id(region)[0].managed
     ]
 
 
 def compiled_regions(observed: Iterable[str]) -> list[ProfileWarning]:
     """Modules the user compiled with ``torch.compile``: each is one region, with nothing inside it."""
-    compiled = [region for region in observed if region.partition(":")[0] == COMPILED_REGION_KIND]
+    compiled = [region for region in observed if parse_region_id(region)[0].id_prefix == COMPILED_REGION_KIND]
     if not compiled:
         return []
     return [

@@ -7,6 +7,7 @@ Every command parses its options, makes one core call, renders, and picks the ex
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,16 @@ from rich.console import Console
 import aitune
 from aitune.cli import outputs
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.render import diff_view, profile_summary, profile_view, ratio_text, suggestions_view, warnings_table
+from aitune.cli.render import (
+    PIPE_WIDTH,
+    diff_view,
+    profile_summary,
+    profile_view,
+    ratio_text,
+    suggestions_view,
+    warnings_table,
+)
+from aitune.report.safe_text import visible
 
 app = typer.Typer(
     name="aitune-profile",
@@ -26,7 +36,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-console = Console(highlight=False)
+# Piped output goes to tools and logs: rich's default of 80 columns there would split values mid-line.
+console = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH)
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
@@ -57,6 +68,8 @@ def capture(
     debug: Debug = False,
 ) -> None:
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
+    _require_torch("capture")
+    _check_run_counts(warmup, runs)
     source, _, function = target.rpartition(":") if ":" in target else (target, "", "")
     folder = out or outputs.default_folder(source, function)
     if function and script_args:
@@ -88,7 +101,10 @@ def analyze(
 ) -> None:
     """Re-derive the profile document from a saved Chrome trace (no torch needed)."""
     doc = outputs.analyze_trace(trace)
-    written = outputs.write_profile(out, doc, trace=trace) if out is not None else None
+    written = None
+    if out is not None:
+        with outputs.output_folder(out):
+            written = outputs.write_profile(out, doc, trace=trace)
     if as_json:
         outputs.print_json(doc)
         return
@@ -136,6 +152,8 @@ def compare(
     from aitune.compare import compare_profiles, regressed
     from aitune.report import load
 
+    if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
+        fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
     diff = compare_profiles(load(before), load(after), domain=domain, scenario=scenario)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
     if as_json:
@@ -203,15 +221,15 @@ def tune(
     debug: Debug = False,
 ) -> None:
     """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare."""
+    _require_torch("tune")
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.torch.loop import LoopConfig
-    from aitune.torch.performance.capture import check_run_counts
     from aitune.torch.tuning.strategies import named_strategy
 
     source, _, function = target.rpartition(":")
     if not function:
         fail(f"tune needs an entry function: write {target}:infer (the function that runs one inference).")
-    check_run_counts(warmup, runs)
+    _check_run_counts(warmup, runs)
     if mode not in ("aot", "jit"):
         fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
@@ -253,13 +271,13 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
         for problem in problems:  # one line each, however narrow the terminal: tools grep these
-            console.print(f"{profile}: {problem}", markup=False, soft_wrap=True)
+            console.print(visible(f"{profile}: {problem}"), markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
         author = written_by(raw)
         label = "profile" if author == AITUNE else f"{author} profile"
         verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
-        console.print(verdict, markup=False, soft_wrap=True)
+        console.print(visible(verdict), markup=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_GATE_FAILED)
 
@@ -276,6 +294,23 @@ def bundle(
     """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
     written = outputs.write_bundle(profile, output, trace, max_mb)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
+
+
+def _require_torch(command: str) -> None:
+    """One sentence, not an import traceback, on a machine without torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail(
+            f"{command} needs PyTorch, which is not installed here; install torch, or use the commands "
+            "that do not need it (analyze, report, compare, suggest, validate, bundle)."
+        )
+
+
+def _check_run_counts(warmup: int, runs: int) -> None:
+    """The flags' own names in the message (the Python API's check names its parameters)."""
+    if warmup < 0 or runs < 1:
+        fail(f"--warmup must be at least 0 and --runs at least 1 (got --warmup {warmup}, --runs {runs}).")
 
 
 def _words(text: str | None) -> list[str]:

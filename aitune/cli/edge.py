@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO, TypeVar
 import typer
 
 from aitune.errors import AituneError, UserCodeError
+from aitune.report.safe_text import visible
 
 EXIT_GATE_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -29,8 +30,8 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """Print ``[error] message`` on stderr and exit with ``code``."""
-    sys.stderr.write(f"[error] {message}\n")
+    """Print ``[error] message`` on stderr and exit with ``code``; document text in it cannot reach the terminal raw."""
+    sys.stderr.write(f"[error] {visible(message)}\n")
     raise typer.Exit(code)
 
 

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
 
 from aitune.cli.edge import without_profiler_lines
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
 from aitune.gains import speedup
 from aitune.report import dumps
+from aitune.report.io import write_atomic
+from aitune.report.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from aitune.torch.loop import LoopConfig, LoopResult
@@ -68,21 +69,22 @@ def tune_entry_into(
     from aitune.torch.performance.entry import loaded_entry
 
     traces = (folder / "before" / TRACE_NAME, folder / "after" / TRACE_NAME) if keep_traces else None
-    with output_folder(folder), without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
-        for side in ("before", "after"):
-            (folder / side).mkdir(exist_ok=True)
-        with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
-            result = optimize(
-                entry.root,
-                entry.input_data,
-                entry.function,
-                config=config,
-                plan=plan,
-                trace_files=traces,
-                on_phase=on_phase,
-                obj_name=entry.root_name,
-            )
-    return result, write_loop(folder, result, traces)
+    with output_folder(folder, exclusive=True):
+        with without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
+            for side in ("before", "after"):
+                (folder / side).mkdir(exist_ok=True)
+            with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
+                result = optimize(
+                    entry.root,
+                    entry.input_data,
+                    entry.function,
+                    config=config,
+                    plan=plan,
+                    trace_files=traces,
+                    on_phase=on_phase,
+                    obj_name=entry.root_name,
+                )
+        return result, write_loop(folder, result, traces)
 
 
 def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
@@ -98,8 +100,7 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
     reports = {}
     for name in FILES:
         if contents[name] is not None:
-            reports[name] = folder / name
-            reports[name].write_bytes(dumps(contents[name]))
+            reports[name] = write_atomic(folder / name, dumps(contents[name]))
     return LoopFiles(folder, before, after, reports)
 
 
@@ -148,18 +149,18 @@ def loop_view(result: LoopResult) -> Group:
     for gain in result.gains:
         note = gain.reason or ("" if gain.tuned else "kept as it was")
         table.add_row(
-            Text(gain.path or "(whole model)"),
-            Text(gain.winner),
+            terminal_text(gain.path or "(whole model)"),
+            terminal_text(gain.winner),
             _times(gain.predicted_speedup),
             _times(gain.realised_speedup if gain.tuned else None),  # an untouched region's change is noise
             _times(gain.realised_region_speedup if gain.tuned else None),
-            Text(note, overflow="fold"),
+            terminal_text(note),
         )
     lines = [end_to_end_line(result)]
     if result.whole_model is not None:
         verdict = "tuned first" if result.whole_model.chosen else "not tuned"
         lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")
-    return Group(table, Text("\n".join(lines)))
+    return Group(table, *map(terminal_text, lines))
 
 
 def end_to_end_line(result: LoopResult) -> str:

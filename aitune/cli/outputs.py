@@ -6,6 +6,7 @@ Capture helpers import torch inside the function, so the other commands never lo
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -19,8 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from aitune.cli.edge import without_profiler_lines
-from aitune.errors import CaptureError
+from aitune.errors import CaptureError, OutputError
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
+from aitune.report.io import cannot_write, write_atomic
 
 TRACE_NAME = "trace.json.gz"
 
@@ -71,19 +73,20 @@ def capture_entry_into(
 
     check_run_counts(warmup, runs)
     trace = folder / TRACE_NAME if keep_trace else None
-    with output_folder(folder), without_profiler_lines() as stderr, _progress(stderr) as progress:
-        task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
-        prof = capture_entry(
-            source,
-            function,
-            obj=obj,
-            input_name=input_name,
-            warmup_runs=warmup,
-            measured_runs=runs,
-            trace_file=trace,
-            on_call=lambda: progress.advance(task),
-        )
-    return [write_profile(folder, prof.data, trace=trace)]
+    with output_folder(folder, exclusive=True):
+        with without_profiler_lines() as stderr, _progress(stderr) as progress:
+            task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
+            prof = capture_entry(
+                source,
+                function,
+                obj=obj,
+                input_name=input_name,
+                warmup_runs=warmup,
+                measured_runs=runs,
+                trace_file=trace,
+                on_call=lambda: progress.advance(task),
+            )
+        return [write_profile(folder, prof.data, trace=trace)]
 
 
 def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace: bool) -> list[Written]:
@@ -91,21 +94,22 @@ def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace:
     from aitune.torch.performance.script import capture_script
 
     trace = folder / TRACE_NAME if keep_trace else None
-    with output_folder(folder), without_profiler_lines():
-        result = capture_script(script, args, trace_file=trace)
-    if not result.profiles:
-        raise CaptureError(
-            f"{script} imports aitune but made no profile; call aitune.torch.profile(...) in it, "
-            "or capture an entry function (app.py:infer)."
-        )
-    if result.whole_script:
-        return [write_profile(folder, result.profiles[0].data, trace=trace)]
-    written = []
-    for index, prof in enumerate(result.profiles, start=1):
-        suffix = f"-{index}" if len(result.profiles) > 1 else ""
-        trace = _copy_trace(prof.trace_file, folder / f"trace{suffix}.json.gz") if keep_trace else None
-        written.append(write_profile(folder, prof.data, suffix=suffix, trace=trace))
-    return written
+    with output_folder(folder, exclusive=True):
+        with without_profiler_lines():
+            result = capture_script(script, args, trace_file=trace)
+        if not result.profiles:
+            raise CaptureError(
+                f"{script} imports aitune but made no profile; call aitune.torch.profile(...) in it, "
+                "or capture an entry function (app.py:infer)."
+            )
+        if result.whole_script:
+            return [write_profile(folder, result.profiles[0].data, trace=trace)]
+        written = []
+        for index, prof in enumerate(result.profiles, start=1):
+            suffix = f"-{index}" if len(result.profiles) > 1 else ""
+            trace = _copy_trace(prof.trace_file, folder / f"trace{suffix}.json.gz") if keep_trace else None
+            written.append(write_profile(folder, prof.data, suffix=suffix, trace=trace))
+        return written
 
 
 def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Path | None = None) -> Written:
@@ -114,8 +118,7 @@ def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Pat
     if trace is not None:
         doc = {**doc, "trace_file": trace.name}  # type: ignore[assignment]
     profile = save(doc, folder / f"profile{suffix}.json")
-    markdown = folder / f"profile{suffix}.md"
-    markdown.write_text(render_markdown(doc))
+    markdown = write_atomic(folder / f"profile{suffix}.md", render_markdown(doc).encode())
     return Written(doc, profile, markdown, trace)
 
 
@@ -135,12 +138,11 @@ def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float)
     from aitune.report import load
     from aitune.report.bundle import build_bundle
 
+    for source in (profile, trace):
+        if source is not None and _same_file(source, output):
+            raise BundleError(f"-o {output} is the bundle's own input; name a new .zip file.")
     archive = build_bundle(load(profile), read_trace(trace) if trace is not None else None, max_mb=max_mb)
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_bytes(archive)
-    except OSError as error:
-        raise BundleError(f"cannot write {output} ({error.strerror}); choose a writable path with -o.") from None
+    write_atomic(output, archive)
     return len(archive)
 
 
@@ -158,33 +160,63 @@ def _copy_trace(source: Path | None, target: Path) -> Path | None:
     """A trace the script kept, gzipped to ``target``; None when it kept none."""
     if source is None or not source.is_file():
         return None
-    if source.suffix == ".gz":
-        shutil.copyfile(source, target)
-    else:
-        target.write_bytes(gzip.compress(source.read_bytes(), mtime=0))
-    return target
+    data = source.read_bytes()
+    return write_atomic(target, data if source.suffix == ".gz" else gzip.compress(data, mtime=0))
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    return second.exists() and first.exists() and first.resolve() == second.resolve()
 
 
 def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CaptureError(
-            f"cannot create the output folder {folder} ({error.strerror}); pass a writable --out."
-        ) from None
+        raise OutputError(f"cannot create the output folder {folder}: {cannot_write(folder, error)}") from None
+
+
+LOCK_NAME = ".aitune-capture.lock"
+"""Held in an output folder while a command writes there, so two captures cannot share one --out."""
 
 
 @contextmanager
-def output_folder(folder: Path) -> Iterator[None]:
-    """``folder`` exists in the block; one made here is removed again when the block fails and left it empty."""
-    created = not folder.exists()
+def output_folder(folder: Path, exclusive: bool = False) -> Iterator[None]:
+    """``folder`` exists in the block; when the block fails, the folders made here go, with what was written in them.
+
+    ``exclusive``: refuse a folder that already holds a profile, or that another capture is writing.
+    """
+    made = next((path for path in reversed([folder, *folder.parents]) if not path.exists()), None)
     _make_folder(folder)
+    lock = folder / LOCK_NAME
+    held = False
     try:
+        if exclusive:
+            _take(lock, folder)
+            held = True
         yield
     except BaseException:
-        if created and not any(folder.iterdir()):
-            folder.rmdir()
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
         raise
+    finally:
+        if held:
+            lock.unlink(missing_ok=True)
+
+
+def _take(lock: Path, folder: Path) -> None:
+    """Create ``lock`` or refuse: the folder is another capture's, or holds a finished one."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise CaptureError(
+            f"{folder} is being written by another capture (or one that was killed: delete {lock}); "
+            "pass another --out."
+        ) from None
+    except OSError as error:
+        raise OutputError(cannot_write(lock, error)) from None
+    if any(folder.glob("profile*.json")) or (folder / "before").exists():
+        lock.unlink()
+        raise CaptureError(f"{folder} already holds a profile; pass another --out, or remove that folder first.")
 
 
 def _progress(stream: Any) -> Progress:

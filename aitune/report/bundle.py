@@ -16,7 +16,7 @@ import socket
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -49,7 +49,8 @@ class Redactor:
     def text(self, value: str) -> str:
         """One string, redacted: homes first (they may contain the user name), then names as whole words."""
         for home in sorted(self.homes, key=len, reverse=True):
-            value = value.replace(home, "~")
+            # Only a path that starts with the home: /data/root/cache is not under /root.
+            value = re.sub(rf"(?<![\w.~/-]){re.escape(home)}(?![\w.-])", "~", value)
         for pattern in _HOME_PATTERNS:
             value = pattern.sub("~", value)
         for names, placeholder in ((self.users, "<user>"), (self.hosts, "<host>")):
@@ -98,6 +99,8 @@ def bundle_entries(doc: ProfileDoc, trace: Mapping[str, Any] | None, redactor: R
         "README.txt": _readme(trace is not None).encode(),
     }
     if trace is not None:
+        if isinstance(trace.get("traceName"), str):  # torch writes the absolute path the trace was saved to
+            trace = {**trace, "traceName": PurePath(trace["traceName"]).name}
         entries["trace.json.gz"] = gzip.compress(orjson.dumps(redactor.value(trace)), mtime=0)
     return entries
 

@@ -19,16 +19,10 @@ from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
-from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIND
+from aitune.markers import parse_region_id
 
 SCHEMA_VERSION = 1
 
-AOT_KIND = "aot_managed_module"
-JIT_KIND = "jit_managed_module"
-UNTUNED_KIND = "untuned_module"
-COMPILED_KIND = COMPILED_REGION_KIND  # a module the user compiled: see aitune.markers
-KIND_OF_PREFIX = {AOT_REGION_KIND: AOT_KIND, JIT_REGION_KIND: JIT_KIND, COMPILED_REGION_KIND: COMPILED_KIND}
-"""The document kind of a region, by the kind prefix of its id (anything else is untuned)."""
 
 
 class Timing(TypedDict, total=False):
@@ -124,7 +118,10 @@ def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> Profil
 
     `ProfileError`, naming ``source``, when the trace holds no run marker of any of these kinds.
     """
-    events = read_trace_events(trace)
+    try:
+        events = read_trace_events(trace)
+    except ProfileError as error:
+        raise ProfileError(f"{source}: {error}") from None
     if not events.runs:
         raise ProfileError(
             f"{source}: no ProfilerStep#N or aitune run spans in this trace; record it with "
@@ -231,10 +228,9 @@ def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMe
     """Metadata of one observed region: as recorded at capture, or derived from its id when unknown."""
     if region in known:
         return RegionMeta(**known[region])  # type: ignore[typeddict-item]
-    prefix, _, name = region.partition(":")
-    kind = KIND_OF_PREFIX.get(prefix, UNTUNED_KIND)
-    meta = RegionMeta(id=region, name=name, kind=kind)
-    if kind in (AOT_KIND, JIT_KIND):
+    kind, name = parse_region_id(region)
+    meta = RegionMeta(id=region, name=name, kind=kind.document_kind)
+    if kind.managed:
         meta["wrapper_state"] = "unknown"
     return meta
 

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
+import io
+import os
 import zlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from aitune.errors import ProfileError
+from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.validate import validate
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+MAX_JSON_BYTES = 1024 * 2**20
+"""Largest JSON (after gunzip) the command line reads: a trace of 10⁶ events is about 200 MB, and a
+small gzip can otherwise unpack to gigabytes before anything is parsed."""
+
+MAX_JSON_DEPTH = 254
+"""Deepest nesting accepted: orjson serialises at most this deep (then raises), so every document read
+can be written again, and the recursive readers downstream (schema validation, redaction) stay
+far below Python's recursion limit. A profile nests about 6 levels, plus 2 per level of region tree."""
+
+_TOO_BIG_FIX = "capture fewer runs, or keep the trace uncompressed to inspect it"
 
 
 def save(doc: ProfileDoc, path: str | Path) -> Path:
@@ -24,10 +39,45 @@ def save(doc: ProfileDoc, path: str | Path) -> Path:
     problems = validate(doc)
     if problems:
         raise ProfileError(f"refusing to write an invalid profile to {path}: {problems[0]}")
+    return write_atomic(path, dumps(doc))
+
+
+def write_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file beside it and a rename: never half a file.
+
+    A full disk or a folder where the file should go leaves the old file (or none) and raises
+    `OutputError`, one sentence naming the path and the fix.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(dumps(doc))
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise OutputError(cannot_write(target, error)) from None
     return target
+
+
+_WRITE_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space or write to another disk",
+    errno.EFBIG: "the file is over this process's size limit (ulimit -f): raise it or write less",
+    errno.EISDIR: "a folder is in the way: remove it or choose another path",
+    errno.ENOTDIR: "part of the path is a file, not a folder: choose another path",
+    errno.EEXIST: "part of the path is a file, not a folder: choose another path",
+    errno.EACCES: "no permission: choose a writable path",
+    errno.EPERM: "no permission: choose a writable path",
+    errno.EROFS: "the file system is read-only: choose a writable path",
+}
+
+
+def cannot_write(path: str | Path, error: OSError) -> str:
+    """The sentence for an `OSError` while writing ``path``: what happened and what to do."""
+    fix = _WRITE_FIXES.get(error.errno or 0, "choose a writable path")
+    return f"cannot write {path} ({error.strerror or error}); {fix}."
 
 
 def dumps(doc: Any) -> bytes:
@@ -35,24 +85,67 @@ def dumps(doc: Any) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file, gunzipping it first when it is gzipped; `ProfileError` names the file."""
+def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Parse a JSON file, gunzipping it first when it is gzipped; `ProfileError` names the file.
+
+    Bounded like `parse_json`: at most ``max_bytes`` of JSON and `MAX_JSON_DEPTH` levels of nesting.
+    """
     source = Path(path)
     try:
+        if source.is_dir():
+            raise ProfileError(f"{source} is a folder; name the profile.json (or trace) inside it.")
+        if source.stat().st_size > max_bytes:
+            raise ProfileError(_too_big(str(source), source.stat().st_size, max_bytes, _TOO_BIG_FIX))
         data = source.read_bytes()
     except FileNotFoundError:
         raise ProfileError(f"{source}: no such file; check the path.") from None
     except OSError as error:
-        raise ProfileError(f"{source}: cannot be read ({error.strerror}).") from None
+        raise ProfileError(f"{source}: cannot be read ({error.strerror}); check its permissions.") from None
+    return parse_json(data, str(source), max_bytes)
+
+
+def parse_json(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str = _TOO_BIG_FIX) -> Any:
+    """Parse JSON bytes, gunzipped first when gzipped: the one reader of the command line and the viewer.
+
+    Untrusted input is bounded: `ProfileError` naming ``name`` when the JSON is (or unpacks to) more
+    than ``max_bytes``, nests deeper than `MAX_JSON_DEPTH`, or is not JSON; ``fix`` says what to do
+    about a file that is too big.
+    """
+    if len(data) > max_bytes:
+        raise ProfileError(_too_big(name, len(data), max_bytes, fix))
     if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error):
-            raise ProfileError(f"{source}: the gzip data is truncated or corrupt; copy the file again.") from None
+        data = _gunzip_bounded(data, name, max_bytes, fix)
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        raise ProfileError(f"{source}: not valid JSON ({error}).") from None
+        if "depth limit" in str(error):
+            raise ProfileError(_too_deep(name)) from None
+        raise ProfileError(f"{name}: not valid JSON ({error}).") from None
+    try:  # orjson's writer stops at its depth limit in C: a depth check ~15× cheaper than a walk in Python
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        raise ProfileError(_too_deep(name)) from None
+    return value
+
+
+def _gunzip_bounded(data: bytes, name: str, max_bytes: int, fix: str) -> bytes:
+    # Read one byte past the limit: a small gzip may unpack to gigabytes.
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            expanded = stream.read(max_bytes + 1)
+    except (EOFError, OSError, zlib.error):
+        raise ProfileError(f"{name}: the gzip data is truncated or corrupt; copy the file again.") from None
+    if len(expanded) > max_bytes:
+        raise ProfileError(_too_big(name, len(expanded), max_bytes, fix, verb="unpacks to at least"))
+    return expanded
+
+
+def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is") -> str:
+    return f"{name} {verb} {size / 2**20:.0f} MB, over the {limit // 2**20} MB limit; {fix}."
+
+
+def _too_deep(name: str) -> str:
+    return f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels is refused; no profile or trace nests that deep."
 
 
 def load(path: str | Path) -> ProfileDoc:

@@ -9,8 +9,13 @@ from aitune.analysis.statistics import summarize
 from aitune.report.document import ProfileDoc, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.safe_text import markdown_text
 
 MISSING = "-"
+
+
+class Markup(str):
+    """A cell this renderer wrote in Markdown on purpose (``_(residual)_``); every other cell is escaped."""
 
 
 def render_markdown(doc: ProfileDoc) -> str:
@@ -23,7 +28,7 @@ def render_markdown(doc: ProfileDoc) -> str:
     for name in names or [None]:
         view = select_scenario(doc, name)
         if name is not None:
-            sections.append(f"## Scenario: {name}")
+            sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
             _summary(view),
             _residual_causes(view),
@@ -48,29 +53,33 @@ def percent(fraction: float | None) -> str:
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A Markdown table; pipes inside cells are escaped so names cannot break the layout."""
+    """A Markdown table; every cell but a `Markup` one is escaped (`markdown_text`), so names cannot break it."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _cell(cell: Any) -> str:
+    return cell if isinstance(cell, Markup) else markdown_text(cell)
 
 
 def _overview(doc: ProfileDoc) -> str:
     config, inputs = doc.get("config", {}), doc.get("input", {})
-    kwargs = ", ".join(inputs.get("kwargs", [])) or MISSING
+    kwargs = markdown_text(", ".join(map(str, inputs.get("kwargs", []))) or MISSING)
     lines = [
         "# aitune performance profile",
         "",
         "## Overview",
         "",
-        f"- Created: {doc.get('created_at') or MISSING}",
-        f"- aitune version: {doc.get('aitune_version') or MISSING}",
-        f"- Target: {doc.get('target', {}).get('type', MISSING)}",
+        f"- Created: {markdown_text(doc.get('created_at') or MISSING)}",
+        f"- aitune version: {markdown_text(doc.get('aitune_version') or MISSING)}",
+        f"- Target: {markdown_text(doc.get('target', {}).get('type', MISSING))}",
         f"- Warmup runs: {config.get('warmup_runs', MISSING)}; measured runs: {config.get('measured_runs', MISSING)}",
         f"- Input: {inputs.get('args_count', MISSING)} positional argument(s); keyword arguments: {kwargs}",
-        f"- Profiler activities: {', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING}",
+        f"- Profiler activities: {markdown_text(', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING)}",
     ]
     if doc.get("trace_file"):
-        lines.append(f"- Chrome trace: {doc['trace_file']}")
+        lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")
     if overhead:
         lines.append(
@@ -79,7 +88,7 @@ def _overview(doc: ProfileDoc) -> str:
             + ("; below 1: the warmups were still warming up)" if overhead["ratio"] < 1 else ")")
         )
     if scenario_names(doc):
-        lines.append(f"- Scenarios: {', '.join(scenario_names(doc))}")
+        lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(doc)))}")
     return "\n".join(lines)
 
 
@@ -110,7 +119,7 @@ def _domains(doc: ProfileDoc) -> list[str]:
 
 
 def _label(label: str, role: str) -> str:
-    return "_(residual)_" if role == "residual" else label
+    return Markup("_(residual)_") if role == "residual" else label
 
 
 def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
@@ -130,7 +139,7 @@ def _residual_causes(doc: ProfileDoc) -> str:
         )
         for cause in causes
     ]
-    spanning = ", ".join(doc.get("spanning_regions", []))
+    spanning = markdown_text(", ".join(doc.get("spanning_regions", [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
     return f"## Residual by cause\n\nMedian over runs of the CPU time outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows

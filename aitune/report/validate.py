@@ -45,6 +45,8 @@ def validate(doc: Any) -> list[str]:
         for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     ]
     problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
+    if isinstance(doc, dict) and isinstance(doc.get("schema_version"), float):  # JSON Schema's const 1 admits 1.0
+        problems.append(f"schema_version: {doc['schema_version']!r} is not an integer; write 1")
     if problems:
         return problems
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]

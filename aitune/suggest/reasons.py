@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND
+from aitune.markers import parse_region_id
 from aitune.suggest.candidates import Candidate, Found
 from aitune.suggest.gain import (
     COMPUTE_KINDS,
@@ -76,9 +76,12 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
                 f"{candidate.path}, whose forward does the work."
             ),
         )
-    kind = candidate.region_id.partition(":")[0]
-    if kind in (AOT_REGION_KIND, JIT_REGION_KIND):
-        yield "ALREADY_TUNED", f"aitune already manages it (a {kind} region): tune something else, or re-tune it."
+    kind = parse_region_id(candidate.region_id)[0]
+    if kind.managed:
+        yield (
+            "ALREADY_TUNED",
+            f"aitune already manages it (a {kind.id_prefix} region): tune something else, or re-tune it.",
+        )
     if share < MIN_SHARE:
         yield (
             "TOO_SMALL",

@@ -6,19 +6,15 @@ nesting depth, and names that must resolve inside the runs folder.
 
 from __future__ import annotations
 
-import gzip
-import io
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from aitune.errors import ProfileError
 from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
+from aitune.report import io as report_io
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Largest profile or trace the viewer reads (after gunzip); a profile is usually well under 1 MB."""
@@ -28,8 +24,6 @@ MAX_DEPTH = 64
 
 MAX_LISTED = 500
 """Most files listed from a runs folder, so a huge folder cannot stall the page."""
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -80,17 +74,16 @@ def read_bounded(path: Path, name: str) -> bytes:
 
 
 def parse_json(data: bytes, name: str) -> Any:
-    """Parse JSON bytes (gunzipped first when gzipped) with the size and depth limits; one-sentence errors."""
-    if len(data) > MAX_FILE_BYTES:
-        raise ProfileError(_too_big(name, len(data)))
-    if data[:2] == _GZIP_MAGIC:
-        data = _gunzip_bounded(data, name)
+    """Parse JSON bytes (gunzipped first when gzipped) with the viewer's size and depth limits; one-sentence errors.
+
+    The command line's reader (`aitune.report.io.parse_json`) with the viewer's tighter bounds.
+    """
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        if "depth" in str(error):
+        value = report_io.parse_json(data, name, MAX_FILE_BYTES, _VIEWER_FIX)
+    except ProfileError as error:
+        if "nested deeper" in str(error):
             raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.") from None
-        raise ProfileError(f"{name}: not valid JSON ({error}).") from None
+        raise
     if nesting_depth(value) > MAX_DEPTH:
         raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.")
     return value
@@ -157,20 +150,10 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def _gunzip_bounded(data: bytes, name: str) -> bytes:
-    # A small gzip can expand to gigabytes; stop reading one byte past the limit.
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            expanded = stream.read(MAX_FILE_BYTES + 1)
-    except (EOFError, OSError, zlib.error):
-        raise ProfileError(f"{name}: the gzip data is truncated or corrupt; copy the file again.") from None
-    if len(expanded) > MAX_FILE_BYTES:
-        raise ProfileError(_too_big(name, len(expanded), "unpacks to at least"))
-    return expanded
+_VIEWER_FIX = "capture fewer runs, or read it with `aitune-profile report` instead"
 
 
-def _too_big(name: str, size: int, verb: str = "is") -> str:
+def _too_big(name: str, size: int) -> str:
     return (
-        f"{name} {verb} {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; "
-        "capture fewer runs, or read it with `aitune-profile report` instead."
+        f"{name} is {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; {_VIEWER_FIX}."
     )

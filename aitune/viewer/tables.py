@@ -13,7 +13,7 @@ import pandas as pd
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
-from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, region_path, run_span_name
+from aitune.markers import REGION_SPAN_PREFIX, parse_region_id, region_kind, region_path, run_span_name
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.key_averages import operator_rows
@@ -21,7 +21,6 @@ from aitune.report.key_averages import operator_rows
 RESIDUAL = RESIDUAL_LABEL
 """The path under which the residual (time outside every region) is listed beside the regions."""
 
-MANAGED_KINDS = frozenset({"aot_managed_module", "jit_managed_module"})
 
 REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
 RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
@@ -37,8 +36,8 @@ def has_device_time(doc: ProfileDoc) -> bool:
 
 def _kind(meta_kind: str | None, region_id: str) -> str:
     """``managed`` for AOT/JIT regions (by metadata, else by id prefix), ``untuned`` otherwise."""
-    prefix = region_id.partition(":")[0]
-    return "managed" if meta_kind in MANAGED_KINDS or prefix in {AOT_REGION_KIND, JIT_REGION_KIND} else "untuned"
+    managed = region_kind(meta_kind).managed or parse_region_id(region_id)[0].managed
+    return "managed" if managed else "untuned"
 
 
 def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from typing import Any
 
 from torch import nn
 
-from aitune.errors import AituneError, CaptureError
+from aitune.errors import AituneError, CaptureError, UserCodeError
 from aitune.torch.performance.profile import PerformanceProfile, profile
 from aitune.torch.performance.usercode import importable_from, is_file_source, load_module, user_code_error
 
@@ -37,7 +37,12 @@ class EntryPoint:
         cause = error.__cause__
         if cause is None or isinstance(cause, (AituneError, OSError)):
             return error
-        return user_code_error(f"{self.source}:{self.function_name} raised {type(cause).__name__}", cause)
+        failure = user_code_error(f"{self.source}:{self.function_name} raised {type(cause).__name__}", cause)
+        needed = _required_parameters(self.function)
+        if self.input_data is None and isinstance(cause, TypeError) and needed:
+            hint = f"; it takes {', '.join(needed)}: name the global holding its input with --input"
+            return UserCodeError(f"{failure}{hint}", failure.details)
+        return failure
 
 
 @contextmanager
@@ -46,19 +51,28 @@ def loaded_entry(
 ) -> Iterator[EntryPoint]:
     """Load ``source`` (its folder importable for the block) and name its function, root and input."""
     folder = Path(source).parent if is_file_source(source) else Path.cwd()
-    with importable_from(folder):
-        module = load_module(source)
-        function = module_global(module, source, function_name, "function")
-        if not callable(function):
-            raise CaptureError(
-                f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
-            )
-        if obj is not None:
-            root, root_name = module_global(module, source, obj, "object"), obj
-        else:
-            root, root_name = discovery_root(module)
-        input_data = module_global(module, source, input_name, "input") if input_name is not None else None
-        yield EntryPoint(source, function_name, function, root, root_name, input_data)
+    try:
+        with importable_from(folder):
+            yield from _entry_point(source, function_name, obj, input_name)
+    except SystemExit as exit_request:  # a BaseException: it would end the command silently with its status
+        raise UserCodeError(
+            f"{source}:{function_name} called sys.exit({exit_request.code!r}); an entry function must return, not exit."
+        ) from None
+
+
+def _entry_point(source: str, function_name: str, obj: str | None, input_name: str | None) -> Iterator[EntryPoint]:
+    module = load_module(source)
+    function = module_global(module, source, function_name, "function")
+    if not callable(function):
+        raise CaptureError(
+            f"{source}: {function_name!r} is a {type(function).__name__}, not a function; name a callable."
+        )
+    if obj is not None:
+        root, root_name = module_global(module, source, obj, "object"), obj
+    else:
+        root, root_name = discovery_root(module)
+    input_data = module_global(module, source, input_name, "input") if input_name is not None else None
+    yield EntryPoint(source, function_name, function, root, root_name, input_data)
 
 
 def capture_entry(
@@ -112,6 +126,16 @@ def discovery_root(module: ModuleType) -> tuple[Any, str | None]:
             if isinstance(child, nn.Module) and not attribute.startswith("_"):
                 setattr(namespace, f"{name}.{attribute}", child)
     return namespace, None
+
+
+def _required_parameters(function: Callable[..., Any]) -> list[str]:
+    """Names of the parameters ``function`` cannot be called without; [] when it has none or cannot be inspected."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters if p.kind in kinds and p.default is inspect.Parameter.empty]
 
 
 def _is_root(value: Any) -> bool:

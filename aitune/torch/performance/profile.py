@@ -13,6 +13,7 @@ from typing import Any
 
 import aitune
 from aitune.errors import CaptureError
+from aitune.markers import region_path
 from aitune.report import (
     ProfileDoc,
     build_profile,
@@ -219,7 +220,7 @@ def region_metadata(targets: list[RegionTarget]) -> list[dict[str, Any]]:
 def _meta(region: str, target: RegionTarget) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "id": region,
-        "name": region.partition(":")[2],
+        "name": region_path(region),
         "kind": target.kind,
         "module_type": target.module_type,
     }

@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import nn
 
-from aitune.markers import COMPILED_REGION_KIND, UNTUNED_REGION_KIND, region_id
+from aitune.markers import COMPILED_REGION_KIND, UNTUNED_REGION_KIND, region_id, region_kind
 from aitune.torch.registry import ModuleRegistry
 
 _NN_MODULE_NAMES = frozenset(dir(nn.Module))
@@ -184,7 +184,7 @@ def _root_methods(obj: nn.Module) -> list[RegionTarget]:
     return [
         RegionTarget(
             region=region_id(UNTUNED_REGION_KIND, "(root)"),
-            kind="untuned_module",
+            kind=UNTUNED_REGION_KIND,
             path="",
             module=obj,
             module_type=qualified_type(obj),
@@ -195,10 +195,9 @@ def _root_methods(obj: nn.Module) -> list[RegionTarget]:
 
 
 def _managed_target(entry: Any) -> RegionTarget:
-    kind = "aot_managed_module" if entry.kind == "aot_module" else "jit_managed_module"
     return RegionTarget(
         region=entry.region,
-        kind=kind,
+        kind=region_kind(entry.kind).document_kind,
         path=entry.name,
         module=entry.hook_target,
         module_type=qualified_type(entry.underlying),

@@ -35,7 +35,9 @@ from aitune.markers import (
     COMPILED_REGION_KIND,
     TRACE_METADATA_KEY,
     UNTUNED_REGION_KIND,
+    parse_region_id,
     region_id,
+    region_path,
     region_span_name,
     run_span_name,
 )
@@ -128,8 +130,8 @@ class OutermostModuleSpans:
         return [
             {
                 "id": region,
-                "name": region.partition(":")[2],
-                "kind": region.partition(":")[0],  # untuned_module, or compiled_module: the id's kind is the kind
+                "name": region_path(region),
+                "kind": parse_region_id(region)[0].document_kind,
                 "module_type": qualified_type(m._orig_mod if is_compiled(m) else m),
             }
             for m, region in self._known.values()
