@@ -52,22 +52,31 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: dict,
 
     performed = options.warmup + 1 + options.runs
     plain: list[float] = []
-    captured: list[float] = []
-    whole_ratios: list[float] = []
+    captured: dict[str, list[float]] = {"full": [], "lite": []}
+    whole_ratios: dict[str, list[float]] = {"full": [], "lite": []}
+    estimates: list[float] = []
     for _ in range(options.repeats):
-        batch = [wall_us(call) for _ in range(options.runs)]
-        start = time.perf_counter_ns()
-        prof = ait.profile(obj, input_data, function, warmup_runs=options.warmup, measured_runs=options.runs)
-        whole_us = (time.perf_counter_ns() - start) / 1000
-        plain += batch
-        captured += [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
-        whole_ratios.append(whole_us / (statistics.median(batch) * performed))
+        for mode in ("full", "lite"):
+            batch = [wall_us(call) for _ in range(options.runs)]
+            start = time.perf_counter_ns()
+            prof = ait.profile(
+                obj, input_data, function, warmup_runs=options.warmup, measured_runs=options.runs, mode=mode
+            )
+            whole_us = (time.perf_counter_ns() - start) / 1000
+            plain += batch
+            captured[mode] += [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
+            whole_ratios[mode].append(whole_us / (statistics.median(batch) * performed))
+            if mode == "full" and "capture_overhead" in prof.data:
+                estimates.append(prof.data["capture_overhead"]["ratio"])
     return {
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
-        "captured_ms": statistics.median(captured) / 1000,
-        "run_ratio": statistics.median(captured) / statistics.median(plain),
-        "whole_ratio": statistics.median(whole_ratios),
+        "captured_ms": statistics.median(captured["full"]) / 1000,
+        "run_ratio": statistics.median(captured["full"]) / statistics.median(plain),
+        "lite_run_ratio": statistics.median(captured["lite"]) / statistics.median(plain),
+        "whole_ratio": statistics.median(whole_ratios["full"]),
+        "lite_whole_ratio": statistics.median(whole_ratios["lite"]),
+        "estimate": statistics.median(estimates) if estimates else float("nan"),
         "regions": len(prof.data["regions"]),
     }
 
@@ -136,13 +145,18 @@ def main() -> None:
         f"repeats={options.repeats} warmup={options.warmup} runs={options.runs}; "
         f"first profile() in the process (profiler start-up included): {cold_s:.2f} s\n"
     )
-    print("| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | (b) whole profile() ratio |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | document's capture_overhead "
+        "| (b) whole profile() ratio | lite (a) | lite (b) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
             f"| {row['example']} | {row['regions']} | {row['plain_ms']:.2f} | {row['captured_ms']:.2f} | "
-            f"{row['run_ratio']:.3f} | {row['whole_ratio']:.3f} |"
+            f"{row['run_ratio']:.3f} | {row['estimate']:.3f} | {row['whole_ratio']:.3f} | "
+            f"{row['lite_run_ratio']:.3f} | {row['lite_whole_ratio']:.3f} |"
         )
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
 
 
 if __name__ == "__main__":

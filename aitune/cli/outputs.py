@@ -64,8 +64,10 @@ def capture_entry_into(
     warmup: int,
     runs: int,
     keep_trace: bool,
+    *,
+    lite: bool = False,
 ) -> list[Written]:
-    """Profile ``source:function`` with a progress bar and write its files into ``folder``."""
+    """Profile ``source:function`` with a progress bar and write its files into ``folder``; ``lite``: no profiler."""
     from aitune.torch.performance.capture import check_run_counts
     from aitune.torch.performance.entry import capture_entry
 
@@ -82,6 +84,7 @@ def capture_entry_into(
             measured_runs=runs,
             trace_file=trace,
             on_call=lambda: progress.advance(task),
+            lite=lite,
         )
     return [write_profile(folder, prof.data, trace=trace)]
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, run_samples
+from aitune.report.document import LITE_LACKS, is_lite
 from aitune.report.headline import headline_rows
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
@@ -60,7 +61,10 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
         table.add_row(f"… {len(rows) - limit} more region(s)", "", "", "")
     for row in headline[-1:]:
         table.add_row(Text(row.label, style="italic"), *_time_cells(row.times_us, run_median))
-    return Group(table, Text(run_time_line(doc, domain)))
+    lines = [Text(run_time_line(doc, domain))]
+    if is_lite(doc):
+        lines.append(Text(f"lite capture: {LITE_LACKS}"))
+    return Group(table, *lines)
 
 
 def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -> Table | None:

@@ -23,6 +23,21 @@ from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIN
 
 SCHEMA_VERSION = 1
 
+FULL_MODE = "full"
+LITE_MODE = "lite"
+"""``profiler.mode``: a full capture traces operators; a lite one times runs and regions only, so its
+document has no operator table (``profiler.key_averages``), residual causes or operator mixes."""
+
+LITE_LACKS = (
+    "runs and regions timed by a clock, without the profiler: no operator table, residual causes or operator mixes"
+)
+"""What a lite document lacks, in the words every reader shows."""
+
+
+def is_lite(doc: Mapping[str, Any]) -> bool:
+    """Whether ``doc`` (a document, or a capture's metadata) comes from a lite capture."""
+    return doc.get("profiler", {}).get("mode") == LITE_MODE
+
 AOT_KIND = "aot_managed_module"
 JIT_KIND = "jit_managed_module"
 UNTUNED_KIND = "untuned_module"
@@ -144,8 +159,9 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
     spanning = attribution.spanning_regions(result.runs)
     runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
-    causes = residual_causes(events, spanning)
-    mixes = region_operator_mixes(events)
+    lite = is_lite(meta)
+    causes = {} if lite else residual_causes(events, spanning)
+    mixes = None if lite else region_operator_mixes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -259,7 +275,8 @@ def _profiler_section(events: TraceEvents, meta: Mapping[str, Any]) -> dict[str,
     profiler = dict(meta.get("profiler", {}))
     profiler.setdefault("activities", ["CPU", "CUDA"] if events.has_device_data else ["CPU"])  # as the trace shows
     profiler["trace_kind"] = events.trace_kind
-    profiler["key_averages"] = key_averages(events)
+    if not is_lite(meta):
+        profiler["key_averages"] = key_averages(events)
     return profiler
 
 

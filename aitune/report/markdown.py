@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitune.analysis.statistics import summarize
-from aitune.report.document import ProfileDoc, scenario_names, select_scenario
+from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 
@@ -69,6 +69,8 @@ def _overview(doc: ProfileDoc) -> str:
         f"- Input: {inputs.get('args_count', MISSING)} positional argument(s); keyword arguments: {kwargs}",
         f"- Profiler activities: {', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING}",
     ]
+    if is_lite(doc):
+        lines.append(f"- Lite capture: {LITE_LACKS}")
     if doc.get("trace_file"):
         lines.append(f"- Chrome trace: {doc['trace_file']}")
     overhead = doc.get("capture_overhead")

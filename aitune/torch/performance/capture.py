@@ -6,11 +6,17 @@ plain baseline), one profiler warmup whose events are discarded (it absorbs the 
 allocation, and records the input shapes each region sees), then ``measured_runs`` runs, each
 inside a run span. CPU activity always; CUDA activity and synchronisation around each run when
 CUDA is there.
+
+A lite capture runs the same schedule without the profiler: region spans are clock stamps taken
+by the wrappers, runs are stamped around each call (after a device synchronisation, never one per
+region), and the stamps are read as a Chrome trace of run and region spans (`stamps`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -21,12 +27,13 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from aitune.analysis.events import TraceEvents
+from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
-from aitune.torch.performance.instrument import InputShapes, Instrumented
+from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
+from aitune.torch.performance.stamps import stamped_trace
 
 
 def profiler_activities() -> list[ProfilerActivity]:
@@ -55,6 +62,7 @@ def capture_trace(
     trace_path: Path | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
+    lite: bool = False,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
 
@@ -63,6 +71,7 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
+    ``lite`` runs the schedule without the profiler (see the module docstring).
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -73,6 +82,9 @@ def capture_trace(
     warmup_walls = [
         _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
     ]
+    if lite:
+        meta = {**metadata, "warmup_wall_times_us": warmup_walls}
+        return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
     with (
         Instrumented(targets),
         profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
@@ -99,6 +111,43 @@ def capture_trace(
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
     return events_from_profiler(profiler, meta)
+
+
+def _capture_lite(
+    call: Callable[[], Any],
+    targets: Sequence[RegionTarget],
+    synchronize: Callable[[], None],
+    measured_runs: int,
+    metadata: Mapping[str, Any],
+    trace_path: Path | None,
+) -> TraceEvents:
+    stamps: list[StampedSpan] = []
+    with Instrumented(targets, stamps=stamps):
+        with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
+            _timed(call, synchronize, "instrumented warmup run")
+        stamps.clear()
+        run_walls = []
+        for index in range(measured_runs):
+            synchronize()
+            start = time.perf_counter_ns()
+            _run_workload(call, f"measured run {index + 1} of {measured_runs}")
+            synchronize()
+            end = time.perf_counter_ns()
+            stamps.append((run_span_name(index), start, end, threading.get_ident()))
+            run_walls.append((end - start) / 1000)
+    meta = {
+        **metadata,
+        "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
+        "run_wall_times_us": run_walls,
+    }
+    trace = stamped_trace(stamps, meta)
+    if trace_path is not None:
+        try:
+            data = json.dumps(trace).encode()
+            trace_path.write_bytes(gzip.compress(data) if trace_path.suffix == ".gz" else data)
+        except OSError as error:
+            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+    return read_trace_events(trace)
 
 
 def with_input_shapes(
