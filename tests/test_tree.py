@@ -25,7 +25,7 @@ def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
     block = model.block
     pairs: dict[str, list[tuple[float, float]]] = {"first": [], "second": [], "block self": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = 2 + index, run["timing"]["cpu_time_us"]  # after the user warmup and the profiler warmup
+        call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
         node = node_by_id(run["tree"], "untuned_module:block")
         first = node_by_id(node["children"], "untuned_module:block.first")
         second = node_by_id(node["children"], "untuned_module:block.second")
@@ -95,7 +95,7 @@ def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
         generate = run["tree"][0]
         assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
         assert rows["untuned_module:generate (self)"].times_us[index] == generate["cpu_self_time_us"]
-        glue = model.glue_spent_us[2 + index] / run["timing"]["cpu_time_us"]
+        glue = model.glue_spent_us[index - len(prof.data["runs"])] / run["timing"]["cpu_time_us"]
         pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
     assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is named
@@ -173,5 +173,5 @@ def test_the_capture_reports_its_own_overhead():
     prof = ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=3, measured_runs=2)
 
     overhead = prof.data["capture_overhead"]
-    assert overhead["plain_samples"] == 2
+    assert overhead["plain_samples"] == min(4, prof.data["warmup"]["performed"] - 1)  # the last warm ones
     assert overhead["ratio"] == pytest.approx(overhead["captured_wall_time_us"] / overhead["plain_wall_time_us"])

@@ -16,7 +16,13 @@ from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
-from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
+from aitune.analysis.statistics import (
+    capture_overhead,
+    overhead_warnings,
+    run_statistics,
+    statistics_warnings,
+    warmup_summary,
+)
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
 from aitune.markers import AOT_REGION_KIND, COMPILED_REGION_KIND, JIT_REGION_KIND
@@ -129,6 +135,7 @@ class ProfileDoc(TypedDict, total=False):
     trace_file: str
     statistics: dict[str, Any]  # summaries over the runs: see aitune.analysis.statistics.run_statistics
     capture_overhead: dict[str, Any]
+    warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
 
@@ -180,6 +187,8 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     if runs:
         doc["statistics"] = run_statistics(runs)
         doc["warnings"] += statistics_warnings(runs)
+    if meta.get("warmup_wall_times_us"):
+        doc["warmup"] = warmup_summary(meta["warmup_wall_times_us"], meta.get("config", {}).get("warmup_runs", 0))
     overhead = capture_overhead(meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()))
     if overhead is not None:
         doc["capture_overhead"] = overhead
@@ -303,6 +312,7 @@ SCENARIO_KEYS = (
     "warnings",
     "statistics",
     "capture_overhead",
+    "warmup",
     "trace_file",
     "spanning_regions",
 )

@@ -75,11 +75,17 @@ def _overview(doc: ProfileDoc) -> str:
         lines.append(f"- Chrome trace: {doc['trace_file']}")
     overhead = doc.get("capture_overhead")
     if overhead:
+        low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
+        interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
         lines.append(
-            f"- Capture overhead: fastest run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms in uninstrumented warmups ({overhead['ratio']:.2f}×"
-            + ("; below 1: the warmups were still warming up)" if overhead["ratio"] < 1 else ")")
+            f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
+            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups "
+            f"({overhead['ratio']:.2f}×{interval})"
         )
+    warmup = doc.get("warmup")
+    if warmup:
+        steady = "steady" if warmup["steady"] else "not yet steady: the overhead and first runs are uncertain"
+        lines.append(f"- Warmups: {warmup['performed']} performed ({warmup['requested']} requested), {steady}")
     if scenario_names(doc):
         lines.append(f"- Scenarios: {', '.join(scenario_names(doc))}")
     return "\n".join(lines)

@@ -1,11 +1,11 @@
 """The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
 written out as a self-describing Chrome trace).
 
-Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
-plain baseline), one profiler warmup whose events are discarded (it absorbs the profiler's buffer
-allocation, and records the input shapes each region sees), then ``measured_runs`` runs, each
-inside a run span. CPU activity always; CUDA activity and synchronisation around each run when
-CUDA is there.
+Schedule: at least ``warmup_runs`` user warmups with nothing installed and the profiler off, more
+until their times are steady (timed: the plain baseline), one profiler warmup whose events are
+discarded (it absorbs the profiler's buffer allocation, and records the input shapes each region
+sees), then ``measured_runs`` runs, each inside a run span. CPU activity always; CUDA activity
+and synchronisation around each run when CUDA is there.
 
 A lite capture runs the same schedule without the profiler: region spans are clock stamps taken
 by the wrappers, runs are stamped around each call (after a device synchronisation, never one per
@@ -28,6 +28,7 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
@@ -79,9 +80,7 @@ def capture_trace(
     plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
-    warmup_walls = [
-        _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
-    ]
+    warmup_walls = _warm_up(call, synchronize, warmup_runs)
     if lite:
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
@@ -148,6 +147,17 @@ def _capture_lite(
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
     return read_trace_events(trace)
+
+
+def _warm_up(call: Callable[[], Any], synchronize: Callable[[], None], warmup_runs: int) -> list[float]:
+    """Wall µs of ``warmup_runs`` plain calls, then of more (at most `MAX_EXTRA_WARMUPS`) until their
+    times are steady (`is_steady`): a fixed count is often too few, and a run time still falling
+    would make the measured runs look faster than the warmups. ``warmup_runs=0`` warms up nothing."""
+    walls: list[float] = []
+    bound = warmup_runs + MAX_EXTRA_WARMUPS if warmup_runs else 0
+    while len(walls) < bound and (len(walls) < warmup_runs or not is_steady(walls)):
+        walls.append(_timed(call, synchronize, f"warmup run {len(walls) + 1}"))
+    return walls
 
 
 def with_input_shapes(
