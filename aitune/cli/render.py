@@ -12,7 +12,7 @@ from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, run_samples
 from aitune.report.document import LITE_LACKS, is_lite
-from aitune.report.headline import headline_rows
+from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
 MISSING = "-"
@@ -44,23 +44,22 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
 
 
 def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
-    """The headline's rows by median time per run, with their share of the median run, then the residual and run time.
+    """The headline's rows by median time per run and share (`HeadlineRow.share`), then the residual and run time.
 
     The headline is the level where the run's time splits (see `aitune.report.headline`): with the
     residual it adds up to the run; nested regions are in the Markdown.
     """
-    run_median = statistics.median(run_samples(doc, domain)) if doc["runs"] else 0.0
     table = Table(title=f"Where the time goes ({domain}, median per run)")
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
     headline = headline_rows(doc, domain) if doc["runs"] else []
     rows = sorted((row for row in headline if row.role != "residual"), key=lambda row: -statistics.median(row.times_us))
     for row in rows[:limit]:
-        table.add_row(Text(row.label), *_time_cells(row.times_us, run_median))
+        table.add_row(Text(row.label), *_time_cells(row))
     if len(rows) > limit:
         table.add_row(f"… {len(rows) - limit} more region(s)", "", "", "")
     for row in headline[-1:]:
-        table.add_row(Text(row.label, style="italic"), *_time_cells(row.times_us, run_median))
+        table.add_row(Text(row.label, style="italic"), *_time_cells(row))
     lines = [Text(run_time_line(doc, domain))]
     if is_lite(doc):
         lines.append(Text(f"lite capture: {LITE_LACKS}"))
@@ -133,10 +132,9 @@ def _change_cells(change: Change) -> tuple[str, str, str]:
     return ms(change.before_us), ms(change.after_us), ratio_text(change)
 
 
-def _time_cells(times: list[float], run_median: float) -> tuple[str, str, str]:
-    median = statistics.median(times)
-    share = f"{median / run_median:.1%}" if run_median > 0 else MISSING
-    return ms(median), share, f"{ms(min(times))}–{ms(max(times))}"
+def _time_cells(row: HeadlineRow) -> tuple[str, str, str]:
+    times = row.times_us
+    return ms(statistics.median(times)), f"{row.share:.1%}", f"{ms(min(times))}–{ms(max(times))}"
 
 
 def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Group:
