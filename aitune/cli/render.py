@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, run_samples
+from aitune.gains import speedup
 from aitune.report.document import LITE_LACKS, is_lite
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
@@ -108,7 +109,7 @@ def diff_view(diff: ProfileDiff) -> Group:
     for row in diff.regions:
         label = Text(f"{row.path} (kind changed)" if row.kind_changed else row.path)
         table.add_row(label, *_change_cells(row.change), row.status)
-    parts: list[Any] = [table]
+    parts: list[Any] = [table, Text(speedup_line(diff.run_time))]
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -116,6 +117,16 @@ def diff_view(diff: ProfileDiff) -> Group:
         if warnings is not None:
             parts.append(warnings)
     return Group(*parts)
+
+
+def speedup_line(change: Change) -> str:
+    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.gains`' convention,
+    worded as the viewer words it."""
+    value, low, high = speedup(change)
+    if value is None:
+        return f"speedup {MISSING}"
+    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
+    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
 
 
 def _operator_table(diff: ProfileDiff) -> Table:
