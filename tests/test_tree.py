@@ -1,5 +1,7 @@
 """Nested regions, root entry methods, dynamic nesting, residual causes and scenarios on real captures."""
 
+import statistics
+
 import pytest
 import torch
 from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, median_gap
@@ -98,7 +100,15 @@ def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
         glue = model.glue_spent_us[index - len(prof.data["runs"])] / run["timing"]["cpu_time_us"]
         pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
-    assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is named
+    # The glue (nominally 0.6 of the run) outweighs the body exactly when the workload's own clock says so:
+    # a busy machine stretching one spin may change which is bigger, never whether the headline agrees.
+    runs = len(prof.data["runs"])
+    body_us = [sum(model.body.spent_us[-3 * runs :][3 * index : 3 * index + 3]) for index in range(runs)]
+    glue_us = model.glue_spent_us[-runs:]
+    named = statistics.median(rows["untuned_module:generate (self)"].times_us) > statistics.median(
+        rows["untuned_module:body"].times_us
+    )
+    assert named == (statistics.median(glue_us) > statistics.median(body_us))
     assert sorted(rows["(residual)"].fractions)[1] < 0.05
 
 
