@@ -27,12 +27,15 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # hf_models: tiny configs, no download
 
 import decoder_app
+import hf_models
 import pipeline_app
 
 import aitune
 import aitune.torch as ait
+from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.instrument import Instrumented, StampedSpan
 from aitune.torch.performance.regions import RegionTarget
 
@@ -45,10 +48,15 @@ def wall_us(call: Callable[[], Any]) -> float:
     return (time.perf_counter_ns() - start) / 1000
 
 
-def measure(name: str, obj: Any, function: Callable[..., Any], input_data: dict, options: argparse.Namespace) -> dict:
+HF_NEW_TOKENS = 16
+
+
+def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, options: argparse.Namespace) -> dict:
+    args, kwargs = normalize_input(input_data)
+
     def call() -> Any:
         with torch.no_grad():
-            return function(**input_data)
+            return function(*args, **kwargs)
 
     performed = options.warmup + 1 + options.runs
     plain: list[float] = []
@@ -137,6 +145,12 @@ def main() -> None:
         measure("pipeline_app (infer)", pipeline_app.pipe, pipeline_app.infer, pipeline_app.input_data, options),
         measure("decoder_app (generate)", decoder_app.model, decoder_app.infer, decoder_app.input_data, options),
     ]
+    llama, ids, _ = hf_models.llama_decoder()
+
+    def generate(tokens: torch.Tensor) -> torch.Tensor:
+        return llama.generate(tokens, max_new_tokens=HF_NEW_TOKENS, do_sample=False)
+
+    rows.append(measure(f"HF Llama generate ({HF_NEW_TOKENS} tokens)", llama, generate, ids, options))
     print(
         f"aitune {aitune.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
         f"{platform.machine()}, {torch.get_num_threads()} torch threads"
