@@ -17,8 +17,8 @@ from typing import Any
 from torch import nn
 
 from aitune.errors import AituneError, CaptureError
+from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.profile import PerformanceProfile, profile
-from aitune.torch.performance.stamps import FULL_MODE, LITE_MODE
 from aitune.torch.performance.usercode import importable_from, is_file_source, load_module, user_code_error
 
 

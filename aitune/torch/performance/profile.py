@@ -22,11 +22,11 @@ from aitune.report import (
     render_markdown,
     save,
 )
+from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
 from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, discover_targets, qualified_type
-from aitune.torch.performance.stamps import FULL_MODE, LITE_MODE
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
 

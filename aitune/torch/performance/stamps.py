@@ -12,10 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aitune.markers import TRACE_METADATA_KEY
-from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.instrument import StampedSpan
-
-__all__ = ["FULL_MODE", "LITE_MODE", "stamped_trace"]
 
 
 def stamped_trace(stamps: Sequence[StampedSpan], metadata: Mapping[str, Any]) -> dict[str, Any]:
