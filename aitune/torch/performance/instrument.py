@@ -208,11 +208,16 @@ def _collect(action: Undo, failures: list[BaseException]) -> None:
         failures.append(error)
 
 
-def _spanning(span_name: str, state: _RegionState) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Wrap a callable so each outermost call is one span (closed also when it raises)."""
+def _spanning(
+    span_name: str, state: _RegionState, inside: _RegionState | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wrap a callable so each outermost call is one span (closed also when it raises), unless the
+    ``inside`` state (the module's forward, for its methods) is open: then it is that span's time."""
 
     def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if inside is not None and inside.depth:
+                return original(*args, **kwargs)
             state.enter(span_name)
             try:
                 return original(*args, **kwargs)
@@ -239,20 +244,7 @@ def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionS
     reaches it (script mode, which sees forwards only, names it so too). A method the forward calls
     itself (a UNet's ``get_time_embed``) is part of the forward's time.
     """
-
-    def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if forward.depth:
-                return original(*args, **kwargs)
-            state.enter(span_name)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                state.leave()
-
-        return wrapper
-
-    return _override_method(module, method, spanning)
+    return _override_method(module, method, _spanning(span_name, state, inside=forward))
 
 
 def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:
