@@ -18,15 +18,12 @@ operation per side instead of thousands of Python calls.
 
 from __future__ import annotations
 
-import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
+from aitune.analysis.statistics import bootstrap_ratio_interval
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id, region_path
 from aitune.report import document
@@ -34,9 +31,6 @@ from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 
 DOMAINS = ("cpu", "device")
-BOOTSTRAP_RESAMPLES = 2000
-CONFIDENCE = 0.95
-SEED = 0
 TOP_OPERATORS = 10
 
 
@@ -255,39 +249,6 @@ def change(before: Sequence[float], after: Sequence[float]) -> Change:
     return Change(before_us, after_us, after_us / before_us, *low_high)
 
 
-def bootstrap_ratio_interval(
-    before: Sequence[float], after: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
-) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval (`CONFIDENCE`) of median(after) ÷ median(before); deterministic."""
-    old_draws, new_draws = resample_indices(len(before), len(after), resamples, seed)
-    old = np.median(np.asarray(before, dtype=float)[old_draws], axis=1)
-    new = np.median(np.asarray(after, dtype=float)[new_draws], axis=1)
-    kept = old > 0
-    ratios = np.sort(new[kept] / old[kept]).tolist()
-    if not ratios:
-        return None, None
-    tail = (1 - CONFIDENCE) / 2
-    return _quantile(ratios, tail), _quantile(ratios, 1 - tail)
-
-
-@lru_cache(maxsize=16)
-def resample_indices(before_n: int, after_n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Which runs each bootstrap resample draws on each side: two read-only ``resamples × n`` index arrays.
-
-    Drawn with `random.Random(seed).choices`, alternating before and after per resample, so the
-    resamples do not depend on numpy's generators and stay the same across numpy versions.
-    """
-    rng = random.Random(seed)
-    pairs = [
-        (rng.choices(range(before_n), k=before_n), rng.choices(range(after_n), k=after_n)) for _ in range(resamples)
-    ]
-    old = np.array([draw for draw, _ in pairs], dtype=np.intp).reshape(resamples, before_n)
-    new = np.array([draw for _, draw in pairs], dtype=np.intp).reshape(resamples, after_n)
-    for array in (old, new):
-        array.flags.writeable = False  # shared by every caller through the cache
-    return old, new
-
-
 def operator_changes(
     before: Mapping[str, Any], after: Mapping[str, Any], domain: str, limit: int = TOP_OPERATORS
 ) -> list[OperatorChange]:
@@ -348,11 +309,3 @@ def _check_has_domain(doc: Mapping[str, Any], domain: str, side: str) -> None:
         raise ProfileError(f"the {side} profile has no measured runs; capture it again.")
     if any(f"{domain}_time_us" not in run["timing"] for run in doc["runs"]):
         raise ProfileError(f"the {side} profile has no {domain} time data; compare with --domain cpu.")
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile of an already sorted, non-empty sequence."""
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

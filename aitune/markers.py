@@ -28,8 +28,6 @@ COMPILED_REGION_KIND = "compiled_module"
 """A module the user compiled with ``torch.compile``: one region, its inside not walked; also its document kind."""
 
 
-
-
 class RegionKind(NamedTuple):
     """One kind of region, in its two spellings: the prefix of its ids and the ``kind`` of a profile's region."""
 

@@ -42,7 +42,7 @@ def test_known_busy_times_are_attributed_within_three_points():
 
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": [], "glue": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = 2 + index, run["timing"]["cpu_time_us"]  # after the user warmup and the profiler warmup
+        call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
         got = shares(prof, index)
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
@@ -81,7 +81,7 @@ def test_every_module_is_restored_when_the_workload_raises_mid_run():
 
         def forward(self, x):
             Failing.calls += 1
-            if Failing.calls == 3:
+            if Failing.calls == 2:  # after the profiler warmup
                 raise RuntimeError("boom")
             return super().forward(x)
 
@@ -89,7 +89,7 @@ def test_every_module_is_restored_when_the_workload_raises_mid_run():
     before = snapshot(model)
 
     with pytest.raises(CaptureError, match="raised RuntimeError during the measured run 1 of 2: boom"):
-        ait.profile(model, torch.ones(1, 4), warmup_runs=1, measured_runs=2)
+        ait.profile(model, torch.ones(1, 4), warmup_runs=0, measured_runs=2)
 
     assert snapshot(model) == before
 
@@ -287,8 +287,9 @@ def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
         "distinct": 2,
         "examples": [{"args[0]": [1, 3], "kwargs.mask": [3, 3]}, {"args[0]": [1, 4], "kwargs.mask": [4, 4]}],
     }
-    # user warmup: nothing installed; profiler warmup: span and shape hooks; measured runs: the span hook alone
-    assert pipe.step.hooks_seen == [0] * 3 + [2] * 3 + [1] * 6
+    # user warmup: nothing installed; profiler warmup: the shape hook; measured runs: no hook (spans wrap forward)
+    warmups = prof.data["warmup"]["performed"]
+    assert pipe.step.hooks_seen == [0] * 3 * warmups + [1] * 3 + [0] * 6
 
 
 def test_environment_names_versions_and_never_the_host():

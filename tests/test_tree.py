@@ -1,5 +1,7 @@
 """Nested regions, root entry methods, dynamic nesting, residual causes and scenarios on real captures."""
 
+import statistics
+
 import pytest
 import torch
 from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, median_gap
@@ -25,7 +27,7 @@ def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
     block = model.block
     pairs: dict[str, list[tuple[float, float]]] = {"first": [], "second": [], "block self": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = 2 + index, run["timing"]["cpu_time_us"]  # after the user warmup and the profiler warmup
+        call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
         node = node_by_id(run["tree"], "untuned_module:block")
         first = node_by_id(node["children"], "untuned_module:block.first")
         second = node_by_id(node["children"], "untuned_module:block.second")
@@ -95,10 +97,18 @@ def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
         generate = run["tree"][0]
         assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
         assert rows["untuned_module:generate (self)"].times_us[index] == generate["cpu_self_time_us"]
-        glue = model.glue_spent_us[2 + index] / run["timing"]["cpu_time_us"]
+        glue = model.glue_spent_us[index - len(prof.data["runs"])] / run["timing"]["cpu_time_us"]
         pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
-    assert sorted(glue for _, glue in pairs)[1] > 0.4  # nominally 0.6: the glue dominates, and is named
+    # The glue (nominally 0.6 of the run) outweighs the body exactly when the workload's own clock says so:
+    # a busy machine stretching one spin may change which is bigger, never whether the headline agrees.
+    runs = len(prof.data["runs"])
+    body_us = [sum(model.body.spent_us[-3 * runs :][3 * index : 3 * index + 3]) for index in range(runs)]
+    glue_us = model.glue_spent_us[-runs:]
+    named = statistics.median(rows["untuned_module:generate (self)"].times_us) > statistics.median(
+        rows["untuned_module:body"].times_us
+    )
+    assert named == (statistics.median(glue_us) > statistics.median(body_us))
     assert sorted(rows["(residual)"].fractions)[1] < 0.05
 
 
@@ -173,5 +183,5 @@ def test_the_capture_reports_its_own_overhead():
     prof = ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=3, measured_runs=2)
 
     overhead = prof.data["capture_overhead"]
-    assert overhead["plain_samples"] == 2
+    assert overhead["plain_samples"] == min(4, prof.data["warmup"]["performed"] - 1)  # the last warm ones
     assert overhead["ratio"] == pytest.approx(overhead["captured_wall_time_us"] / overhead["plain_wall_time_us"])

@@ -7,18 +7,35 @@ computation on a short list gives the same numbers.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, TypedDict
+
+import numpy as np
 
 from aitune.analysis.attribution import AttributedRun, fraction
 from aitune.analysis.warnings import ProfileWarning, warning
 
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0
+
 OUTLIER_MADS = 3.0
-"""A run is an outlier when it lies more than this many MADs from the median."""
+"""A run is an outlier when it lies more than this many MADs from the median …"""
+
+OUTLIER_MIN_DEVIATION = 0.10
+"""… and more than this fraction of the median from it. On a quiet machine the runs of a steady
+workload lie within a percent or two of each other, so 3 MADs alone flag runs 2% slow: a warning
+that fires on every capture. A run 10% off the others is one worth looking at in the trace."""
 
 HIGH_CV = 0.10
-"""A coefficient of variation above this earns a warning: the medians are not to be trusted yet."""
+"""A robust coefficient of variation (1.4826 × MAD ÷ median, the std of normal noise) above this
+earns a warning: the runs as a whole spread too much for their median to be trusted. Robust, so one
+slow run, which `RUN_OUTLIERS` names and which moves the median by nothing, does not raise it too."""
+
+_MAD_TO_STD = 1.4826
 
 
 class Summary(TypedDict):
@@ -65,19 +82,37 @@ def summarize(values: Sequence[float]) -> Summary:
     )
 
 
-def outlier_indices(values: Sequence[float], mads: float = OUTLIER_MADS) -> list[int]:
-    """Indices of values more than ``mads`` median absolute deviations from the median.
+def median_share(fractions: Sequence[float]) -> float:
+    """A region's share of the run: the median over runs of its per-run fraction (0 with no runs).
 
-    >>> outlier_indices([10.0, 10.2, 9.9, 10.1, 30.0])
-    [4]
+    The one definition every reader shows (terminal, Markdown, viewer, suggest), so one region reads
+    the same share everywhere; a ratio of medians (median region time ÷ median run) would differ.
+    Like any median, the shares of one level need not add up to exactly 100%.
+    """
+    return statistics.median(fractions) if fractions else 0.0
+
+
+def outlier_indices(values: Sequence[float], mads: float = OUTLIER_MADS) -> list[int]:
+    """Indices of values more than ``mads`` median absolute deviations and `OUTLIER_MIN_DEVIATION` of
+    the median away from the median.
+
+    >>> outlier_indices([10.0, 10.2, 9.9, 10.1, 30.0]), outlier_indices([100.0, 100.2, 99.9, 100.1, 103.0])
+    ([4], [])
     """
     if len(values) < 3:
         return []
     median = statistics.median(values)
     mad = statistics.median(abs(value - median) for value in values)
-    if mad == 0:
-        return [index for index, value in enumerate(values) if value != median]
-    return [index for index, value in enumerate(values) if abs(value - median) > mads * mad]
+    limit = max(mads * mad, OUTLIER_MIN_DEVIATION * abs(median))
+    return [index for index, value in enumerate(values) if abs(value - median) > limit]
+
+
+def robust_cv(values: Sequence[float]) -> float:
+    """1.4826 × MAD ÷ median: the coefficient of variation of normal noise, unmoved by a few outliers."""
+    median = statistics.median(values)
+    if not median:
+        return 0.0
+    return _MAD_TO_STD * statistics.median(abs(value - median) for value in values) / abs(median)
 
 
 def run_time_warnings(name: str, values: Sequence[float], source: str = "statistics") -> list[ProfileWarning]:
@@ -89,18 +124,19 @@ def run_time_warnings(name: str, values: Sequence[float], source: str = "statist
         found.append(
             warning(
                 "RUN_OUTLIERS",
-                f"run(s) {', '.join(map(str, outliers))} have a {name} more than {OUTLIER_MADS:g} MADs from the median "
-                f"({median / 1000:.3f} ms); something else ran on the machine or the workload varies — "
+                f"run(s) {', '.join(map(str, outliers))} have a {name} more than {OUTLIER_MADS:g} MADs and "
+                f"{OUTLIER_MIN_DEVIATION:.0%} from the median ({median / 1000:.3f} ms); something else ran on the "
+                "machine or the workload varies — "
                 "look at those runs in the trace, or add warmup runs.",
                 source,
             )
         )
-    summary = summarize(values) if values else None
-    if summary and summary["cv"] > HIGH_CV:
+    spread = robust_cv(values) if len(values) >= 3 else 0.0
+    if spread > HIGH_CV:
         found.append(
             warning(
                 "HIGH_RUN_VARIANCE",
-                f"the {name} varies by {summary['cv']:.0%} (coefficient of variation) across {summary['count']} runs; "
+                f"the {name} varies by {spread:.0%} (robust coefficient of variation) across {len(values)} runs; "
                 "medians are uncertain — measure more runs, add warmups, or quiet the machine.",
                 source,
             )
@@ -151,26 +187,68 @@ def statistics_warnings(runs: Sequence[AttributedRun]) -> list[ProfileWarning]:
 
 OVERHEAD_WARN_RATIO = 1.10
 
+STEADY_WINDOW = 2
+"""Warmups are steady when the last this many calls are, at median, no faster than the this many before."""
+
+STEADY_TOLERANCE = 0.03
+"""… by more than this fraction: a run time still falling faster than that is still warming up."""
+
+MAX_EXTRA_WARMUPS = 10
+"""A capture adds at most this many warmups beyond the requested ones waiting for steady run times."""
+
+
+def is_steady(walls_us: Sequence[float], window: int = STEADY_WINDOW, tolerance: float = STEADY_TOLERANCE) -> bool:
+    """Whether a series of warmup wall times has stopped falling: the median of the last ``window``
+    calls is at least ``1 - tolerance`` times the median of the ``window`` calls before them.
+
+    Only a fall counts: noise that makes a call slower says nothing about warming up.
+
+    >>> is_steady([900.0, 300.0, 120.0, 100.0]), is_steady([300.0, 120.0, 100.0, 101.0, 99.0, 100.0])
+    (False, True)
+    """
+    if len(walls_us) < 2 * window:
+        return False
+    recent = statistics.median(walls_us[-window:])
+    before = statistics.median(walls_us[-2 * window : -window])
+    return recent >= (1 - tolerance) * before
+
+
+def warmup_summary(walls_us: Sequence[float], requested: int) -> dict[str, Any]:
+    """The ``warmup`` section: calls requested and performed, whether they ended steady, their wall µs."""
+    return {
+        "requested": requested,
+        "performed": len(walls_us),
+        "steady": is_steady(walls_us),
+        "wall_times_us": list(walls_us),
+    }
+
 
 def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[float]) -> dict[str, Any] | None:
-    """Fastest measured run ÷ fastest uninstrumented warmup (the first, cold one left out); None without one.
+    """Median measured run ÷ median warm uninstrumented warmup, with a 95% bootstrap interval; None without one.
 
-    Minimums, not medians: warmups still carry first-call costs (allocations, kernel selection) and a
-    busy machine stretches single calls, and both only ever add time, so the fastest call of each
-    kind is the fairest estimate of its cost. The cold first warmup is kept as ``first_wall_time_us``:
-    what it took beyond the fastest warm call is the workload's first-call cost.
+    The plain sample is the warmups from the steady window on (the last ``2 × STEADY_WINDOW``, or all
+    but the cold first when fewer): earlier calls still carry first-call costs, and a minimum of either
+    side reads a lucky call, not the typical one. Medians of both sides are right on average (one
+    preempted call moves neither), and the interval says how far noise can move the ratio. The cold
+    first warmup is kept as ``first_wall_time_us``: what it took beyond the warm calls is the
+    workload's first-call cost.
     """
-    plain = list(warmup_walls_us[1:])
+    plain = list(warmup_walls_us[1:][-2 * STEADY_WINDOW :])
     if not plain or not run_walls_us:
         return None
-    plain_us, captured_us = min(plain), min(run_walls_us)
-    return {
+    plain_us, captured_us = statistics.median(plain), statistics.median(run_walls_us)
+    overhead = {
         "plain_wall_time_us": plain_us,
         "captured_wall_time_us": captured_us,
         "ratio": captured_us / plain_us if plain_us > 0 else 1.0,
         "plain_samples": len(plain),
         "first_wall_time_us": warmup_walls_us[0],
     }
+    enough = len(plain) >= 2 and len(run_walls_us) >= 2
+    low, high = bootstrap_ratio_interval(plain, run_walls_us) if enough else (None, None)
+    if low is not None and high is not None:
+        overhead["ratio_low"], overhead["ratio_high"] = low, high
+    return overhead
 
 
 def overhead_warnings(overhead: dict[str, Any] | None) -> list[ProfileWarning]:
@@ -186,3 +264,44 @@ def overhead_warnings(overhead: dict[str, Any] | None) -> list[ProfileWarning]:
             "capture",
         )
     ]
+
+
+def bootstrap_ratio_interval(
+    before: Sequence[float], after: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval (`CONFIDENCE`) of median(after) ÷ median(before); deterministic."""
+    old_draws, new_draws = resample_indices(len(before), len(after), resamples, seed)
+    old = np.median(np.asarray(before, dtype=float)[old_draws], axis=1)
+    new = np.median(np.asarray(after, dtype=float)[new_draws], axis=1)
+    kept = old > 0
+    ratios = np.sort(new[kept] / old[kept]).tolist()
+    if not ratios:
+        return None, None
+    tail = (1 - CONFIDENCE) / 2
+    return _quantile(ratios, tail), _quantile(ratios, 1 - tail)
+
+
+@lru_cache(maxsize=16)
+def resample_indices(before_n: int, after_n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which runs each bootstrap resample draws on each side: two read-only ``resamples × n`` index arrays.
+
+    Drawn with `random.Random(seed).choices`, alternating before and after per resample, so the
+    resamples do not depend on numpy's generators and stay the same across numpy versions.
+    """
+    rng = random.Random(seed)
+    pairs = [
+        (rng.choices(range(before_n), k=before_n), rng.choices(range(after_n), k=after_n)) for _ in range(resamples)
+    ]
+    old = np.array([draw for draw, _ in pairs], dtype=np.intp).reshape(resamples, before_n)
+    new = np.array([draw for _, draw in pairs], dtype=np.intp).reshape(resamples, after_n)
+    for array in (old, new):
+        array.flags.writeable = False  # shared by every caller through the cache
+    return old, new
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of an already sorted, non-empty sequence."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

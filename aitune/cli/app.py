@@ -64,6 +64,9 @@ def capture(
     runs: Annotated[int, typer.Option(help="Measured calls.")] = 10,
     out: Annotated[Path | None, typer.Option(help="Output folder (default aitune_profiles/<target>-<time>).")] = None,
     no_trace: Annotated[bool, typer.Option("--no-trace", help="Do not keep the Chrome trace.")] = False,
+    lite: Annotated[
+        bool, typer.Option("--lite", help="Time regions and runs without the profiler (no operator table).")
+    ] = False,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -74,10 +77,14 @@ def capture(
     folder = out or outputs.default_folder(source, function)
     if function and script_args:
         fail("script arguments after -- apply to script mode only; drop them, or name a script without :function.")
+    if lite and not function:
+        fail("--lite applies to entry mode only; name the function to profile (app.py:infer) or drop --lite.")
     # With --json, stdout carries the JSON alone: what the user's code prints goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         if function:
-            written = outputs.capture_entry_into(folder, source, function, obj, input_name, warmup, runs, not no_trace)
+            written = outputs.capture_entry_into(
+                folder, source, function, obj, input_name, warmup, runs, not no_trace, lite=lite
+            )
         else:
             written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
     if as_json:

@@ -66,8 +66,10 @@ def capture_entry_into(
     warmup: int,
     runs: int,
     keep_trace: bool,
+    *,
+    lite: bool = False,
 ) -> list[Written]:
-    """Profile ``source:function`` with a progress bar and write its files into ``folder``."""
+    """Profile ``source:function`` with a progress bar and write its files into ``folder``; ``lite``: no profiler."""
     from aitune.torch.performance.capture import check_run_counts
     from aitune.torch.performance.entry import capture_entry
 
@@ -85,6 +87,7 @@ def capture_entry_into(
                 measured_runs=runs,
                 trace_file=trace,
                 on_call=lambda: progress.advance(task),
+                lite=lite,
             )
         return [write_profile(folder, prof.data, trace=trace)]
 
@@ -209,8 +212,7 @@ def _take(lock: Path, folder: Path) -> None:
         os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
         raise CaptureError(
-            f"{folder} is being written by another capture (or one that was killed: delete {lock}); "
-            "pass another --out."
+            f"{folder} is being written by another capture (or one that was killed: delete {lock}); pass another --out."
         ) from None
     except OSError as error:
         raise OutputError(cannot_write(lock, error)) from None

@@ -14,7 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, run_samples
-from aitune.report.headline import headline_rows
+from aitune.gains import speedup
+from aitune.report.document import LITE_LACKS, is_lite
+from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.safe_text import terminal_text
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
@@ -49,24 +51,26 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
 
 
 def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
-    """The headline's rows by median time per run, with their share of the median run, then the residual and run time.
+    """The headline's rows by median time per run and share (`HeadlineRow.share`), then the residual and run time.
 
     The headline is the level where the run's time splits (see `aitune.report.headline`): with the
     residual it adds up to the run; nested regions are in the Markdown.
     """
-    run_median = statistics.median(run_samples(doc, domain)) if doc["runs"] else 0.0
     table = Table(title=terminal_text(f"Where the time goes ({domain}, median per run)"))
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
     headline = headline_rows(doc, domain) if doc["runs"] else []
     rows = sorted((row for row in headline if row.role != "residual"), key=lambda row: -statistics.median(row.times_us))
     for row in rows[:limit]:
-        table.add_row(terminal_text(row.label), *_time_cells(row.times_us, run_median))
+        table.add_row(terminal_text(row.label), *_time_cells(row))
     if len(rows) > limit:
         table.add_row(terminal_text(f"… {len(rows) - limit} more region(s)"), "", "", "")
     for row in headline[-1:]:
-        table.add_row(terminal_text(row.label, style="italic"), *_time_cells(row.times_us, run_median))
-    return Group(table, terminal_text(run_time_line(doc, domain)))
+        table.add_row(terminal_text(row.label, style="italic"), *_time_cells(row))
+    lines = [terminal_text(run_time_line(doc, domain))]
+    if is_lite(doc):
+        lines.append(terminal_text(f"lite capture: {LITE_LACKS}"))
+    return Group(table, *lines)
 
 
 def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -> Table | None:
@@ -115,7 +119,7 @@ def diff_view(diff: ProfileDiff) -> Group:
     for row in diff.regions:
         label = terminal_text(f"{row.path} (kind changed)" if row.kind_changed else row.path)
         table.add_row(label, *_change_cells(row.change), terminal_text(row.status))
-    parts: list[Any] = [table]
+    parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -123,6 +127,16 @@ def diff_view(diff: ProfileDiff) -> Group:
         if warnings is not None:
             parts.append(warnings)
     return Group(*parts)
+
+
+def speedup_line(change: Change) -> str:
+    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.gains`' convention,
+    worded as the viewer words it."""
+    value, low, high = speedup(change)
+    if value is None:
+        return f"speedup {MISSING}"
+    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
+    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
 
 
 def _operator_table(diff: ProfileDiff) -> Table:
@@ -139,10 +153,9 @@ def _change_cells(change: Change) -> tuple[str, str, str]:
     return ms(change.before_us), ms(change.after_us), ratio_text(change)
 
 
-def _time_cells(times: list[float], run_median: float) -> tuple[str, str, str]:
-    median = statistics.median(times)
-    share = f"{median / run_median:.1%}" if run_median > 0 else MISSING
-    return ms(median), share, f"{ms(min(times))}–{ms(max(times))}"
+def _time_cells(row: HeadlineRow) -> tuple[str, str, str]:
+    times = row.times_us
+    return ms(statistics.median(times)), f"{row.share:.1%}", f"{ms(min(times))}–{ms(max(times))}"
 
 
 def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Group:

@@ -1,10 +1,12 @@
 """Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown."""
 
 from aitune.report.document import (
+    LITE_LACKS,
     SCHEMA_VERSION,
     ProfileDoc,
     build_profile,
     combine_scenarios,
+    is_lite,
     profile_from_events,
     scenario_names,
     select_scenario,
@@ -16,6 +18,7 @@ from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
 
 __all__ = [
+    "LITE_LACKS",
     "SCHEMA_VERSION",
     "HeadlineRow",
     "ProfileDoc",
@@ -24,6 +27,7 @@ __all__ = [
     "combine_scenarios",
     "dumps",
     "headline_rows",
+    "is_lite",
     "load",
     "operator_rows",
     "operator_views",

@@ -16,13 +16,33 @@ from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
-from aitune.analysis.statistics import capture_overhead, overhead_warnings, run_statistics, statistics_warnings
+from aitune.analysis.statistics import (
+    capture_overhead,
+    overhead_warnings,
+    run_statistics,
+    statistics_warnings,
+    warmup_summary,
+)
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id
 
 SCHEMA_VERSION = 1
 
+FULL_MODE = "full"
+LITE_MODE = "lite"
+"""``profiler.mode``: a full capture traces operators; a lite one times runs and regions only, so its
+document has no operator table (``profiler.key_averages``), residual causes or operator mixes."""
+
+LITE_LACKS = (
+    "runs and regions timed by a clock, without the profiler: no operator table, residual causes or operator mixes"
+)
+"""What a lite document lacks, in the words every reader shows."""
+
+
+def is_lite(doc: Mapping[str, Any]) -> bool:
+    """Whether ``doc`` (a document, or a capture's metadata) comes from a lite capture."""
+    return doc.get("profiler", {}).get("mode") == LITE_MODE
 
 
 class Timing(TypedDict, total=False):
@@ -108,6 +128,7 @@ class ProfileDoc(TypedDict, total=False):
     trace_file: str
     statistics: dict[str, Any]  # summaries over the runs: see aitune.analysis.statistics.run_statistics
     capture_overhead: dict[str, Any]
+    warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
 
@@ -141,8 +162,9 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
     spanning = attribution.spanning_regions(result.runs)
     runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
-    causes = residual_causes(events, spanning)
-    mixes = region_operator_mixes(events)
+    lite = is_lite(meta)
+    causes = {} if lite else residual_causes(events, spanning)
+    mixes = None if lite else region_operator_mixes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -161,6 +183,8 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     if runs:
         doc["statistics"] = run_statistics(runs)
         doc["warnings"] += statistics_warnings(runs)
+    if meta.get("warmup_wall_times_us"):
+        doc["warmup"] = warmup_summary(meta["warmup_wall_times_us"], meta.get("config", {}).get("warmup_runs", 0))
     overhead = capture_overhead(meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()))
     if overhead is not None:
         doc["capture_overhead"] = overhead
@@ -255,7 +279,8 @@ def _profiler_section(events: TraceEvents, meta: Mapping[str, Any]) -> dict[str,
     profiler = dict(meta.get("profiler", {}))
     profiler.setdefault("activities", ["CPU", "CUDA"] if events.has_device_data else ["CPU"])  # as the trace shows
     profiler["trace_kind"] = events.trace_kind
-    profiler["key_averages"] = key_averages(events)
+    if not is_lite(meta):
+        profiler["key_averages"] = key_averages(events)
     return profiler
 
 
@@ -282,6 +307,7 @@ SCENARIO_KEYS = (
     "warnings",
     "statistics",
     "capture_overhead",
+    "warmup",
     "trace_file",
     "spanning_regions",
 )

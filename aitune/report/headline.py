@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.analysis.attribution import fraction
+from aitune.analysis.statistics import median_share
 from aitune.markers import region_path
 
 RESIDUAL_LABEL = "(residual)"
@@ -35,6 +36,11 @@ class HeadlineRow:
     calls: list[int]
     times_us: list[float]
     fractions: list[float]  # of each run's time in the domain
+
+    @property
+    def share(self) -> float:
+        """Its share of the run, as every reader shows it (`aitune.analysis.statistics.median_share`)."""
+        return median_share(self.fractions)
 
 
 def headline_rows(doc: Mapping[str, Any], domain: str = "cpu") -> list[HeadlineRow]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitune.analysis.statistics import summarize
-from aitune.report.document import ProfileDoc, scenario_names, select_scenario
+from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.safe_text import markdown_text
@@ -78,15 +78,23 @@ def _overview(doc: ProfileDoc) -> str:
         f"- Input: {inputs.get('args_count', MISSING)} positional argument(s); keyword arguments: {kwargs}",
         f"- Profiler activities: {markdown_text(', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING)}",
     ]
+    if is_lite(doc):
+        lines.append(f"- Lite capture: {LITE_LACKS}")
     if doc.get("trace_file"):
         lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")
     if overhead:
+        low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
+        interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
         lines.append(
-            f"- Capture overhead: fastest run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms in uninstrumented warmups ({overhead['ratio']:.2f}×"
-            + ("; below 1: the warmups were still warming up)" if overhead["ratio"] < 1 else ")")
+            f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
+            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups "
+            f"({overhead['ratio']:.2f}×{interval})"
         )
+    warmup = doc.get("warmup")
+    if warmup:
+        steady = "steady" if warmup["steady"] else "not yet steady: the overhead and first runs are uncertain"
+        lines.append(f"- Warmups: {warmup['performed']} performed ({warmup['requested']} requested), {steady}")
     if scenario_names(doc):
         lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(doc)))}")
     return "\n".join(lines)

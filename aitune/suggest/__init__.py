@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aitune.analysis.attribution import fraction
+from aitune.analysis.statistics import median_share
 from aitune.compare import DOMAINS, run_samples, select_scenario
 from aitune.errors import ProfileError
 from aitune.suggest.advice import Advice, advice
@@ -155,7 +156,7 @@ def _overlap(path: str, other: str) -> bool:
 
 def _target(candidate: Candidate, found: Found, run_times: list[float], domain: str) -> Target:
     shares = [fraction(time, run) for time, run in zip(candidate.times, run_times, strict=True)]
-    share, time, calls = statistics.median(shares), candidate.median_us, statistics.median(candidate.calls)
+    share, time, calls = median_share(shares), candidate.median_us, statistics.median(candidate.calls)
     region_speedup = predicted_region_speedup(candidate, domain)
     why = reasons(candidate, found, shares, region_speedup, domain)
     return Target(

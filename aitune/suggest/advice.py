@@ -100,7 +100,7 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
 
 
 def _first_call(overhead: Mapping[str, Any] | None) -> Advice | None:
-    """The cold first warmup against the fastest warm one (`aitune.analysis.statistics.capture_overhead`)."""
+    """The cold first warmup against the warm ones (`aitune.analysis.statistics.capture_overhead`)."""
     if not overhead or "first_wall_time_us" not in overhead:
         return None
     first, warm = overhead["first_wall_time_us"], overhead["plain_wall_time_us"]

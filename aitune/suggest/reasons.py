@@ -138,8 +138,9 @@ def _mix(candidate: Candidate, region_speedup: float, domain: str) -> Iterable[t
         yield (
             "NO_OPERATOR_MIX",
             (
-                "the profile holds no operator mix for it (AITune's profiles, older captures; `aitune-profile "
-                "analyze` of its trace adds one): predicted with the smallest gain measured on any module, "
+                "the profile holds no operator mix for it (lite captures, AITune's profiles, older captures; a full "
+                "capture, or `aitune-profile analyze` of a full capture's trace, adds one): predicted with the "
+                "smallest gain measured on any module, "
                 f"{MEASURED_SPEEDUPS['dispatch'].speedup:.2f}×."
             ),
         )

@@ -9,6 +9,7 @@ import html
 import panel as pn
 
 from aitune.compare import Change, ProfileDiff
+from aitune.gains import speedup
 from aitune.viewer.store import ProfileStore
 from aitune.viewer.views import StoreView, text_block
 
@@ -22,12 +23,10 @@ def format_ms(us: float | None) -> str:
 
 def format_speedup(change: Change) -> str:
     """before ÷ after as ``1.85×``, with the interval ``[1.70–2.01]`` when compare gave one; ``-`` when missing."""
-    if change.ratio is None or change.ratio <= 0:
+    value, low, high = speedup(change)  # the one convention (aitune.gains), as the CLI's compare shows it
+    if value is None:
         return "-"
-    text = f"{1 / change.ratio:.2f}×"
-    if change.ci_low and change.ci_high:
-        text += f" [{1 / change.ci_high:.2f}–{1 / change.ci_low:.2f}]"
-    return text
+    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
 
 
 def spread(store: ProfileStore, side: str, metric: str) -> str:

@@ -154,6 +154,4 @@ _VIEWER_FIX = "capture fewer runs, or read it with `aitune-profile report` inste
 
 
 def _too_big(name: str, size: int) -> str:
-    return (
-        f"{name} is {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; {_VIEWER_FIX}."
-    )
+    return f"{name} is {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; {_VIEWER_FIX}."

@@ -54,7 +54,7 @@ def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
             "kind": "residual" if row.region_id is None else _kind(kinds.get(row.region_id), row.region_id),
             "calls": _median(row.calls),
             "time_us": _median(row.times_us),
-            "fraction": _median(row.fractions),
+            "fraction": row.share,
         }
         for row in headline_rows(doc, domain)
     ]

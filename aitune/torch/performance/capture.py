@@ -1,16 +1,22 @@
 """The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
 written out as a self-describing Chrome trace).
 
-Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
-plain baseline), one profiler warmup whose events are discarded (it absorbs the profiler's buffer
-allocation, and records the input shapes each region sees), then ``measured_runs`` runs, each
-inside a run span. CPU activity always; CUDA activity and synchronisation around each run when
-CUDA is there.
+Schedule: at least ``warmup_runs`` user warmups with nothing installed and the profiler off, more
+until their times are steady (timed: the plain baseline), one profiler warmup whose events are
+discarded (it absorbs the profiler's buffer allocation, and records the input shapes each region
+sees), then ``measured_runs`` runs, each inside a run span. CPU activity always; CUDA activity
+and synchronisation around each run when CUDA is there.
+
+A lite capture runs the same schedule without the profiler: region spans are clock stamps taken
+by the wrappers, runs are stamped around each call (after a device synchronisation, never one per
+region), and the stamps are read as a Chrome trace of run and region spans (`stamps`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -18,15 +24,18 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._C._profiler import _ExperimentalConfig
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from aitune.analysis.events import TraceEvents
+from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
-from aitune.torch.performance.instrument import InputShapes, Instrumented
+from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
+from aitune.torch.performance.stamps import stamped_trace
 
 
 def profiler_activities() -> list[ProfilerActivity]:
@@ -55,6 +64,7 @@ def capture_trace(
     trace_path: Path | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
+    lite: bool = False,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
 
@@ -63,6 +73,7 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
+    ``lite`` runs the schedule without the profiler (see the module docstring).
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -70,12 +81,19 @@ def capture_trace(
     plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
-    warmup_walls = [
-        _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
-    ]
+    warmup_walls = _warm_up(call, synchronize, warmup_runs)
+    if lite:
+        meta = {**metadata, "warmup_wall_times_us": warmup_walls}
+        return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
     with (
         Instrumented(targets),
-        profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
+        profile(
+            activities=activities,
+            schedule=plan,
+            record_shapes=record_shapes,
+            with_stack=with_stack,
+            experimental_config=_trace_only(),
+        ) as profiler,
     ):
         with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
             _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
@@ -99,6 +117,54 @@ def capture_trace(
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
     return events_from_profiler(profiler, meta)
+
+
+def _capture_lite(
+    call: Callable[[], Any],
+    targets: Sequence[RegionTarget],
+    synchronize: Callable[[], None],
+    measured_runs: int,
+    metadata: Mapping[str, Any],
+    trace_path: Path | None,
+) -> TraceEvents:
+    stamps: list[StampedSpan] = []
+    with Instrumented(targets, stamps=stamps):
+        with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
+            _timed(call, synchronize, "instrumented warmup run")
+        stamps.clear()
+        run_walls = []
+        for index in range(measured_runs):
+            synchronize()
+            start = time.perf_counter_ns()
+            _run_workload(call, f"measured run {index + 1} of {measured_runs}")
+            synchronize()
+            end = time.perf_counter_ns()
+            stamps.append((run_span_name(index), start, end, threading.get_ident()))
+            run_walls.append((end - start) / 1000)
+    meta = {
+        **metadata,
+        "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
+        "run_wall_times_us": run_walls,
+    }
+    trace = stamped_trace(stamps, meta)
+    if trace_path is not None:
+        try:
+            data = json.dumps(trace).encode()
+            trace_path.write_bytes(gzip.compress(data) if trace_path.suffix == ".gz" else data)
+        except OSError as error:
+            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+    return read_trace_events(trace)
+
+
+def _warm_up(call: Callable[[], Any], synchronize: Callable[[], None], warmup_runs: int) -> list[float]:
+    """Wall µs of ``warmup_runs`` plain calls, then of more (at most `MAX_EXTRA_WARMUPS`) until their
+    times are steady (`is_steady`): a fixed count is often too few, and a run time still falling
+    would make the measured runs look faster than the warmups. ``warmup_runs=0`` warms up nothing."""
+    walls: list[float] = []
+    bound = warmup_runs + MAX_EXTRA_WARMUPS if warmup_runs else 0
+    while len(walls) < bound and (len(walls) < warmup_runs or not is_steady(walls)):
+        walls.append(_timed(call, synchronize, f"warmup run {len(walls) + 1}"))
+    return walls
 
 
 def with_input_shapes(
@@ -128,6 +194,20 @@ def _run_workload(call: Callable[[], Any], which: str) -> None:
         raise CaptureError(
             f"the profiled workload raised {type(error).__name__} during the {which}: {error}"
         ) from error
+
+
+def _trace_only() -> Any:
+    """torch's ``trace_only`` session config where it has one, else None (the default session).
+
+    The capture reads the raw activities (`events_from_profiler`) and never torch's Python event
+    objects, so building them when the session stops is wasted. Skipping it took the session's
+    exit after 2,500 module calls from 0.47 s to 0.40 s (medians of 7 interleaved, torch 2.13, a
+    machine at load 7); the trace export and the metadata are unaffected.
+    """
+    try:
+        return _ExperimentalConfig(trace_only=True)
+    except TypeError:  # a torch whose config has no trace_only
+        return None
 
 
 def _no_sync() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from torch import nn
 
 from aitune.errors import AituneError, CaptureError, UserCodeError
+from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.profile import PerformanceProfile, profile
 from aitune.torch.performance.usercode import importable_from, is_file_source, load_module, user_code_error
 
@@ -85,13 +86,23 @@ def capture_entry(
     measured_runs: int = 10,
     trace_file: Path | None = None,
     on_call: Callable[[], None] | None = None,
+    lite: bool = False,
 ) -> PerformanceProfile:
-    """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call."""
+    """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call.
+
+    ``lite`` profiles with ``mode="lite"`` (no profiler, see `profile`)."""
     with loaded_entry(source, function_name, obj=obj, input_name=input_name) as entry:
         function = counted(entry.function, on_call)
         try:
             return profile(
-                entry.root, entry.input_data, function, warmup_runs, measured_runs, trace_file, obj_name=entry.root_name
+                entry.root,
+                entry.input_data,
+                function,
+                warmup_runs,
+                measured_runs,
+                trace_file,
+                obj_name=entry.root_name,
+                mode=LITE_MODE if lite else FULL_MODE,
             )
         except CaptureError as error:
             raise entry.user_error(error) from error.__cause__

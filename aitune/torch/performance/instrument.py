@@ -1,14 +1,25 @@
-"""Instrumentation for one capture: forward hooks and entry-method wrappers that open region spans,
-and the input-shape recorder installed for the profiler warmup run only.
+"""Instrumentation for one capture: forward and entry-method wrappers that open region spans, and
+the input-shape recorder installed for the profiler warmup run only.
 
-Everything installed is undone on exit, also when the workload raised: hooks removed, method
-overrides restored (or deleted when the class defined the method), open spans closed. No state is
-stored on the user's modules; the per-module depth counters live in the installer.
+A region's forward is wrapped on the instance (``module.forward = wrapper``), not hooked: any
+forward hook sends ``nn.Module.__call__`` down its slow path, about 3 µs a call before the hook
+does anything, against about 0.3 µs for a wrapper (``benchmarks/overhead.py --spans``). The user's
+own forward hooks therefore run outside the region's span, in its parent's time.
+
+A span is a ``record_function`` span for the profiler (full captures), or a pair of
+``time.perf_counter_ns`` stamps kept in a list (lite captures, no profiler): the same wrappers
+and depth counters serve both.
+
+Everything installed is undone on exit, also when the workload raised: method overrides restored
+(or deleted when the class defined the method), shape hooks removed, open spans closed. No state
+is stored on the user's modules; the per-module depth counters live in the installer.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +36,13 @@ from aitune.torch.performance.inputs import input_summary
 from aitune.torch.performance.regions import RegionTarget
 
 Undo = Callable[[], None]
+_clock = time.perf_counter_ns
+_thread = threading.get_ident
+
+
+StampedSpan = tuple[str, int, int, int]
+"""One region entry timed by the lite capture's clock: (span name, ``perf_counter_ns`` at entry and
+at exit, thread ident); a plain tuple, as a named one costs a Python-level constructor per span."""
 
 
 class _RegionState:
@@ -43,12 +61,11 @@ class _RegionState:
 
     def enter(self, name: str) -> None:
         if self.depth == 0:
-            self.span = _open_span(name)
-            self.span.__enter__()
+            self.span = self._open(name)
         self.depth += 1
 
     def leave(self) -> None:
-        if self.depth == 0:  # a post hook whose pre hook never ran (an earlier pre hook raised)
+        if self.depth == 0:  # a leave whose enter never ran (an earlier wrapper raised)
             return
         self.depth -= 1
         if self.depth == 0:
@@ -57,24 +74,53 @@ class _RegionState:
     def close(self) -> None:
         span, self.span, self.depth = self.span, None, 0
         if span is not None:
-            span.__exit__(None, None, None)
+            self._close(span)
+
+    def _open(self, name: str) -> Any:
+        span = _open_span(name)
+        span.__enter__()
+        return span
+
+    def _close(self, span: Any) -> None:
+        span.__exit__(None, None, None)
+
+
+class _StampedState(_RegionState):
+    """A region state whose spans are clock stamps appended to ``stamps`` (the lite capture)."""
+
+    __slots__ = ("stamps",)
+
+    def __init__(self, stamps: list[StampedSpan]) -> None:
+        super().__init__()
+        self.stamps = stamps
+
+    def _open(self, name: str) -> Any:
+        return name, _clock()
+
+    def _close(self, span: Any) -> None:
+        self.stamps.append((span[0], span[1], _clock(), _thread()))
 
 
 class Instrumented:
-    """Context manager that instruments ``targets`` on enter and restores every module on exit."""
+    """Context manager that instruments ``targets`` on enter and restores every module on exit.
 
-    def __init__(self, targets: Sequence[RegionTarget]) -> None:
+    With ``stamps`` (a list), spans are clock stamps appended to it instead of profiler spans.
+    """
+
+    def __init__(self, targets: Sequence[RegionTarget], stamps: list[StampedSpan] | None = None) -> None:
         self.targets = list(targets)
         self._undo: list[Undo] = []
         self._states: list[_RegionState] = []
+        self._state = _RegionState if stamps is None else functools.partial(_StampedState, stamps)
 
     def __enter__(self) -> Instrumented:
         try:
             for target in self.targets:
-                forward, methods = _RegionState(), _RegionState()
+                forward, methods = self._state(), self._state()
                 self._states += [forward, methods]
                 if target.hook_forward:
-                    self._undo.append(_install_hooks(target.module, region_span_name(target.region), forward))
+                    name = region_span_name(target.region)
+                    self._undo.append(_override_method(target.module, "forward", _spanning(name, forward)))
                 for method in target.methods:
                     name = region_span_name(target.method_region(method))
                     self._undo.append(_wrap_method(target.module, method, name, methods, forward))
@@ -162,26 +208,25 @@ def _collect(action: Undo, failures: list[BaseException]) -> None:
         failures.append(error)
 
 
-def _install_hooks(module: nn.Module, span_name: str, state: _RegionState) -> Undo:
-    def pre_hook(_module: nn.Module, _args: Any) -> None:
-        state.enter(span_name)
+def _spanning(
+    span_name: str, state: _RegionState, inside: _RegionState | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wrap a callable so each outermost call is one span (closed also when it raises), unless the
+    ``inside`` state (the module's forward, for its methods) is open: then it is that span's time."""
 
-    def post_hook(_module: nn.Module, _args: Any, _output: Any) -> None:
-        state.leave()
+    def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if inside is not None and inside.depth:
+                return original(*args, **kwargs)
+            state.enter(span_name)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                state.leave()
 
-    # Prepended so the span also covers the user's own pre hooks; always_call so it closes on raise.
-    pre = module.register_forward_pre_hook(pre_hook, prepend=True)
-    try:
-        post = module.register_forward_hook(post_hook, always_call=True)
-    except BaseException:
-        pre.remove()
-        raise
+        return wrapper
 
-    def undo() -> None:
-        pre.remove()
-        post.remove()
-
-    return undo
+    return spanning
 
 
 def _install_shape_hook(module: nn.Module, record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Undo:
@@ -199,20 +244,7 @@ def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionS
     reaches it (script mode, which sees forwards only, names it so too). A method the forward calls
     itself (a UNet's ``get_time_embed``) is part of the forward's time.
     """
-
-    def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if forward.depth:
-                return original(*args, **kwargs)
-            state.enter(span_name)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                state.leave()
-
-        return wrapper
-
-    return _override_method(module, method, spanning)
+    return _override_method(module, method, _spanning(span_name, state, inside=forward))
 
 
 def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:

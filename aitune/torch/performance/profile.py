@@ -23,6 +23,7 @@ from aitune.report import (
     render_markdown,
     save,
 )
+from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
@@ -81,6 +82,7 @@ def profile(
     record_shapes: bool = False,
     with_stack: bool = False,
     obj_name: str | None = None,
+    mode: str = FULL_MODE,
 ) -> PerformanceProfile:
     """Profile ``inference_function(input)`` (or ``obj(input)``) and attribute its time to regions of ``obj``.
 
@@ -91,6 +93,8 @@ def profile(
     trace file (``trace.json`` → ``trace.<name>.json``). ``max_depth=1`` gives AITune's flat regions.
     ``obj_name``, the name ``obj`` has in the user's code (``pipe``), is recorded as ``target.root``:
     region paths start from it, and compare strips it from a script-mode capture's ``pipe.unet``.
+    ``mode="lite"`` times regions and runs without the profiler: no operator table, no residual
+    causes, no operator mixes, and about the plain run time (the document's ``profiler.mode``).
 
     Example::
 
@@ -101,6 +105,7 @@ def profile(
     check_run_counts(warmup_runs, measured_runs)
     if not isinstance(max_depth, int) or max_depth < 1:
         raise CaptureError(f"max_depth must be an integer of at least 1 (got {max_depth!r}); 1 gives flat regions.")
+    _check_mode(mode, record_shapes, with_stack)
     function = inference_function if inference_function is not None else obj
     if not callable(function):
         raise CaptureError(
@@ -118,9 +123,14 @@ def profile(
             "max_depth": max_depth,
             "record_shapes": record_shapes,
             "with_stack": with_stack,
+            "mode": mode,
         },
         "target": {"type": qualified_type(obj), **({"root": obj_name} if obj_name else {})},
-        "profiler": {"activities": [activity.name for activity in profiler_activities()]},
+        "profiler": (
+            {"mode": LITE_MODE, "activities": []}
+            if mode == LITE_MODE
+            else {"mode": FULL_MODE, "activities": [activity.name for activity in profiler_activities()]}
+        ),
         "regions": region_metadata(targets),
         "environment": environment(),
     }
@@ -129,6 +139,7 @@ def profile(
         "measured_runs": measured_runs,
         "record_shapes": record_shapes,
         "with_stack": with_stack,
+        "lite": mode == LITE_MODE,
     }
     scenarios = _scenarios(input_data)
     if scenarios is None:
@@ -142,6 +153,16 @@ def profile(
     ]
     doc = combine_scenarios([scenario.name for scenario in scenarios], docs)
     return _collected(PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None))
+
+
+def _check_mode(mode: str, record_shapes: bool, with_stack: bool) -> None:
+    if mode not in (FULL_MODE, LITE_MODE):
+        raise CaptureError(f"mode must be {FULL_MODE!r} or {LITE_MODE!r} (got {mode!r}).")
+    if mode == LITE_MODE and (record_shapes or with_stack):
+        raise CaptureError(
+            "record_shapes and with_stack are profiler options and a lite capture runs no profiler; "
+            "drop them or use mode='full'."
+        )
 
 
 def _collected(result: PerformanceProfile) -> PerformanceProfile:

@@ -1,0 +1,143 @@
+"""Lite captures: regions, tree and run timing from clock stamps, without the profiler, through every reader."""
+
+import json
+
+import pytest
+import torch
+from busy import BusyPipeline, TwoLevelModel, median_gap
+from cli_helpers import APPS, run_cli
+
+import aitune.torch as ait
+from aitune import compare
+from aitune.errors import CaptureError
+from aitune.report import LITE_LACKS, load, render_markdown, validate
+from aitune.suggest import suggest
+from aitune.viewer.sources import Loaded
+from aitune.viewer.store import ProfileStore
+
+LITE = {"warmup_runs": 1, "measured_runs": 3, "mode": "lite"}
+
+
+@pytest.fixture(scope="module")
+def lite_and_full():
+    model = TwoLevelModel()
+    lite = ait.profile(model, torch.ones(1, 4), **LITE).data
+    full = ait.profile(model, torch.ones(1, 4), warmup_runs=1, measured_runs=3).data
+    return lite, full
+
+
+def test_a_lite_document_says_it_is_lite_and_holds_no_operator_data(lite_and_full):
+    lite, _ = lite_and_full
+
+    assert lite["profiler"]["mode"] == "lite"
+    assert lite["config"]["mode"] == "lite"
+    assert "key_averages" not in lite["profiler"]
+    assert all("causes" not in run["residual"] for run in lite["runs"])
+    assert all("operators" not in node for run in lite["runs"] for node in run["tree"])
+
+
+def test_a_lite_document_is_valid_and_adds_up_at_every_level(lite_and_full):
+    lite, _ = lite_and_full
+
+    assert validate(lite) == []  # includes Σ = 1 per run and children + self = total at every tree node
+
+
+def test_a_lite_capture_has_the_full_captures_regions_and_tree(lite_and_full):
+    lite, full = lite_and_full
+
+    def shape(nodes):
+        return [(node["region_id"], node["calls"], shape(node["children"])) for node in nodes]
+
+    assert [region["id"] for region in lite["regions"]] == [region["id"] for region in full["regions"]]
+    assert shape(lite["runs"][0]["tree"]) == shape(full["runs"][0]["tree"])
+
+
+def test_lite_region_shares_match_the_work_the_modules_measured_themselves():
+    pipe = BusyPipeline()
+
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5, mode="lite")
+
+    pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
+    for index, run in enumerate(prof.data["runs"]):
+        call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
+        got = {r["region_id"]: r["cpu_time_fraction"] for r in run["regions"]}
+        pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
+        pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
+    assert {key: median_gap(value) for key, value in pairs.items()} == {
+        "encoder": pytest.approx(0, abs=0.03),
+        "denoiser": pytest.approx(0, abs=0.03),
+    }
+
+
+def test_the_saved_lite_trace_reanalysed_gives_the_same_runs(tmp_path):
+    trace = tmp_path / "trace.json.gz"
+
+    live = ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **LITE)
+
+    assert ait.analyze_trace(trace).data["runs"] == live.data["runs"]
+
+
+def test_markdown_says_the_capture_is_lite_and_has_no_operator_table(lite_and_full):
+    lite, _ = lite_and_full
+
+    text = render_markdown(lite)
+
+    assert f"Lite capture: {LITE_LACKS}" in text
+    assert "Residual causes" not in text
+
+
+def test_compare_lines_up_a_lite_capture_with_a_full_one(lite_and_full):
+    lite, full = lite_and_full
+
+    diff = compare.compare_profiles(full, lite)
+
+    assert {change.path for change in diff.regions} >= {"block"}
+
+
+def test_suggest_says_a_lite_capture_has_no_operator_mix(lite_and_full):
+    lite, _ = lite_and_full
+
+    found = suggest(lite)
+
+    codes = {reason.code for target in found.targets for reason in target.reasons}
+    assert "NO_OPERATOR_MIX" in codes
+
+
+def test_the_viewer_store_shows_a_lite_capture_with_an_empty_operator_table(lite_and_full):
+    lite, _ = lite_and_full
+    store = ProfileStore(before=Loaded("lite.json", lite))
+
+    regions = store.region_table("cpu")
+
+    assert "block" in regions["path"].tolist()
+    assert store.operator_table("cpu").empty
+
+
+def test_profiler_options_are_refused_in_a_lite_capture():
+    with pytest.raises(CaptureError, match="lite capture runs no profiler"):
+        ait.profile(TwoLevelModel(), torch.ones(1, 4), record_shapes=True, **LITE)
+
+
+def test_the_cli_captures_lite_with_the_lite_flag(tmp_path):
+    out = tmp_path / "lite"
+
+    result = run_cli(
+        "capture",
+        f"{APPS / 'busy_app.py'}:infer",
+        "--input",
+        "x",
+        "--lite",
+        "--runs",
+        "2",
+        "--warmup",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+        check=True,
+    )
+
+    written = json.loads(result.stdout)["profiles"][0]
+    doc = load(written["profile"])
+    assert doc["profiler"]["mode"] == "lite"
+    assert "lite capture" in run_cli("report", written["profile"], check=True).stdout

@@ -1,0 +1,57 @@
+"""One definition each: a region's share and a speedup read the same in the terminal, Markdown, viewer and suggest."""
+
+from builders import op, region, run, trace
+from rich.console import Console
+from viewer_docs import pipeline_doc
+
+from aitune import compare
+from aitune.cli.render import profile_summary, speedup_line
+from aitune.report import build_profile, render_markdown
+from aitune.suggest import suggest
+from aitune.viewer import overview
+from aitune.viewer.sources import Loaded
+from aitune.viewer.store import ProfileStore
+
+
+def uneven_doc():
+    """unet takes 60 of 100 µs, 10 of 50, 90 of 200: the median of its shares (0.6, 0.2, 0.45) is 45%,
+    its median time over the median run (60 ÷ 100 µs) 60%."""
+    events = []
+    for index, (unet_us, run_us) in enumerate([(60.0, 100.0), (10.0, 50.0), (90.0, 200.0)]):
+        start = index * 1000.0
+        events += [
+            region("untuned_module:unet", start, start + unet_us),
+            op("aten::conv2d", start + 1, start + unet_us - 1),
+            run(index, start, start + run_us),
+        ]
+    return build_profile(trace(*events, config={"measured_runs": 3}))
+
+
+def terminal_text(renderable) -> str:
+    console = Console(width=160, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_a_region_has_one_share_in_every_reader():
+    doc = uneven_doc()
+
+    terminal = terminal_text(profile_summary(doc))
+    markdown = render_markdown(doc)
+    viewer = ProfileStore(before=Loaded("one.json", doc)).region_table("cpu")
+    suggested = {target.path: target.share for target in suggest(doc).targets}
+
+    assert "45.0%" in terminal.split("untuned_module:unet")[1].splitlines()[0]
+    assert "| untuned_module:unet | 45.0% |" in markdown
+    assert viewer.set_index("path").loc["unet", "fraction"] == 0.45
+    assert suggested["unet"] == 0.45
+
+
+def test_the_cli_and_the_viewer_word_a_speedup_the_same_way():
+    diff = compare.compare_profiles(pipeline_doc(65.0), pipeline_doc(30.0))
+
+    cli = speedup_line(diff.run_time)
+    viewer = overview.format_speedup(diff.run_time)
+
+    assert cli.startswith(f"speedup {viewer} ")
+    assert float(viewer.split("×")[0]) > 1  # the after side is faster: a speedup above 1, before ÷ after
