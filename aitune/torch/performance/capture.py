@@ -98,7 +98,7 @@ def capture_trace(
             profiler.export_chrome_trace(str(trace_path))
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
-    return events_from_profiler(profiler, meta)
+    return events_from_profiler(profiler, meta, trace_path)
 
 
 def with_input_shapes(

@@ -222,7 +222,7 @@ def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> 
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
     if trace_file is not None:
         profiler.export_chrome_trace(str(trace_file))
-    doc = profile_from_events(events_from_profiler(profiler, metadata))
+    doc = profile_from_events(events_from_profiler(profiler, metadata, trace_file))
     if trace_file is not None:
         doc["trace_file"] = trace_file.name
     return PerformanceProfile(data=doc, trace_file=trace_file.resolve() if trace_file is not None else None)
