@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ def profiler_activities() -> list[ProfilerActivity]:
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     return activities
+
+
+@contextmanager
+def without_cycle_warning() -> Iterator[None]:
+    """Silence the "Profiler clears events at the end of each cycle" warning torch 2.11 gives at every
+    session's start (2.13 only when a session is restarted): aitune reads one cycle per session."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
+        yield
 
 
 def check_run_counts(warmup_runs: int, measured_runs: int) -> None:
@@ -74,6 +84,7 @@ def capture_trace(
         _timed(call, synchronize, f"warmup run {index + 1} of {warmup_runs}") for index in range(warmup_runs)
     ]
     with (
+        without_cycle_warning(),
         Instrumented(targets),
         profile(activities=activities, schedule=plan, record_shapes=record_shapes, with_stack=with_stack) as profiler,
     ):

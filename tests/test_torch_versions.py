@@ -1,12 +1,15 @@
-"""Reading a finished profiler session: kineto's activities where torch has the fast path, the exported
-Chrome trace where it does not (torch 2.11, the lent GPU image's), with the same events either way."""
+"""What differs between torch 2.13 and 2.11 (the lent GPU image's): reading a finished profiler session
+(kineto's activities where torch has the fast path, the exported Chrome trace where it does not, with the
+same events either way), and the profiler's start-up warning."""
 
 from __future__ import annotations
 
 import tempfile
+import warnings
 
 import pytest
 import torch
+import torch.profiler.profiler as torch_profiler
 from busy import BusyPipeline
 from torch._C._autograd import _ProfilerResult
 from torch.autograd.profiler import record_function
@@ -71,3 +74,13 @@ def test_without_kineto_s_activities_a_capture_without_a_trace_file_leaves_no_fi
     ]
     assert prof.trace_file is None
     assert sorted(path.name for path in tmp_path.rglob("*")) == ["tmp"]
+
+
+def test_a_capture_passes_on_no_profiler_cycle_warning(monkeypatch):
+    monkeypatch.setattr(torch_profiler, "_WARNINGS_SHOWN", set())  # torch warns once a process
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=0, measured_runs=1)
+
+    assert not [str(w.message) for w in caught if "Profiler clears events" in str(w.message)]
