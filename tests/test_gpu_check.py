@@ -48,7 +48,8 @@ def test_gpu_check_dry_run_passes_every_step_and_writes_its_results(tmp_path):
     headline = [row["label"] for row in steps["profile_examples"]["pipeline_app"]["headline"]]
     assert headline[-1] == "(residual)" and "untuned_module:unet" in headline
     loop = steps["closed_loop"]
-    assert loop["recommended"] == ["unet"] and [region["winner"] for region in loop["regions"]] == ["onnxruntime"]
+    assert loop["recommended"][0] == "unet"
+    assert [(region["path"], region["winner"]) for region in loop["regions"]] == [("unet", "onnxruntime")]
     assert {"compare.json", "plan.json", "before/profile.json", "after/profile.json"} <= set(loop["files"])
     summary = (tmp_path / "gpu_check.md").read_text()
     assert "# GPU check" in summary and "Headline of pipeline_app" in summary
