@@ -1,18 +1,22 @@
-"""The GPU checks in one go: device-time attribution, tuning backends on CUDA, capture overhead.
+"""The GPU checks in one go: device-time attribution, tuning backends on CUDA, the closed loop, capture overhead.
 
-    scripts/gpu_check.sh OUT_DIR            # on a machine with CUDA: everything, about 8 minutes on an H200
+    scripts/gpu_check.sh OUT_DIR            # on a machine with CUDA: everything (not yet run on one)
     scripts/gpu_check.sh --dry-run OUT_DIR  # anywhere: every step on the CPU with small sizes
 
 Writes OUT_DIR/gpu_check.json (every figure) and OUT_DIR/gpu_check.md (the summary), and exits 1
-when any check failed, so one device run tells everything. Installs nothing.
+when any check failed, so one device run tells everything. Installs nothing: scripts/gpu_check.sh
+puts the wheels the GPU image lacks on the path (see scripts/gpu_bundle.sh).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -28,13 +32,29 @@ import decoder_app  # noqa: E402
 import overhead  # noqa: E402
 import pipeline_app  # noqa: E402
 import tuning_models  # noqa: E402
+from rich.console import Console  # noqa: E402
 
 import aitune.torch as ait  # noqa: E402
-from aitune.report import validate  # noqa: E402
+from aitune.analysis.statistics import summarize  # noqa: E402
+from aitune.cli.loop import loop_view, write_loop  # noqa: E402
+from aitune.report import headline_rows, validate  # noqa: E402
+from aitune.report.markdown import table  # noqa: E402
+from aitune.torch.loop import LoopConfig  # noqa: E402
 from aitune.torch.performance.environment import environment  # noqa: E402
+from aitune.torch.tuning.strategies import named_strategy  # noqa: E402
 
 DEVICE_RESIDUAL_LIMIT = 0.05
 """A GPU-bound pipeline keeps almost all device work inside regions."""
+
+GPU_TEST_FILES = ("tests/test_gpu.py", "tests/tuning/test_backends.py")
+"""The files holding ``gpu``-marked tests: collecting all of tests/ would import the viewer's, whose
+panel the GPU image lacks."""
+
+IMAGE_LIMITS = {"tensorrt": "TensorRT cannot travel there: its wheels are far over the 64 MiB a device run carries"}
+"""Why a backend the GPU image lacks stays skipped there, beside the backend's own reason."""
+
+LEVEL = 1.0
+"""The bundled pipeline's image is 0–255 levels: a tuned run may flip one level where eager sits on .5."""
 
 
 class Check:
@@ -60,7 +80,7 @@ class Check:
 
 def gpu_tests(dry_run: bool) -> dict[str, Any]:
     """The tests marked ``gpu``: run them (collect only, in a dry run)."""
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"]
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", *GPU_TEST_FILES]
     if dry_run:
         command.append("--collect-only")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -94,6 +114,7 @@ def profile_examples(device: torch.device, runs: int) -> dict[str, Any]:
             "problems": problems,
             "warnings": [w["code"] for w in prof.data["warnings"]],
             "run_wall_ms": round(run["timing"].get("wall_time_us", 0) / 1000, 3),
+            "headline": headline(prof.data),
         }
         entry["ok"] = not problems and (domain == "cpu" or name != "pipeline_app" or residual < DEVICE_RESIDUAL_LIMIT)
         if device.type == "cuda" and domain != "device":
@@ -104,13 +125,35 @@ def profile_examples(device: torch.device, runs: int) -> dict[str, Any]:
     return results
 
 
+def headline(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The document's headline rows (`aitune.report.headline_rows`) with their median share per domain."""
+    domains = ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
+    rows: dict[str, dict[str, Any]] = {}
+    for domain in domains:  # every domain has the same rows, in the same order
+        for row in headline_rows(doc, domain):
+            entry = rows.setdefault(row.label, {"label": row.label})
+            entry[f"{domain}_share"] = round(summarize(row.fractions)["median"], 4)
+    return list(rows.values())
+
+
 def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
-    """Every backend on one conv model: built, gated against eager, timed; the candidate table."""
+    """Every backend on one conv model: built, gated against eager, timed; the candidate table.
+
+    Inductor runs twice on CUDA: plain, and with CUDA graphs (``mode="reduce-overhead"``). A backend
+    this machine cannot run (TensorRT on the GPU image, ONNX Runtime without its CUDA provider) is
+    skipped with its reason, in the output and the results.
+    """
     model = tuning_models.ConvModel(classes=10).eval().to(device)
     batch = torch.randn(2 if dry_run else 16, 3, 64 if dry_run else 224, 64 if dry_run else 224, device=device)
-    backends: list[Any] = [ait.InductorBackend(), ait.OnnxRuntimeBackend()]
-    if not dry_run:
-        backends.append(ait.TensorRTBackend())
+    backends: list[Any] = [ait.InductorBackend(), ait.OnnxRuntimeBackend(), ait.TensorRTBackend()]
+    if device.type == "cuda":
+        backends.insert(1, ait.InductorBackend(mode="reduce-overhead"))
+    skipped = {}
+    for backend in backends:
+        reason = backend.unavailable_reason(device)
+        if reason is not None:
+            skipped[backend.name] = "; ".join(filter(None, (reason, IMAGE_LIMITS.get(backend.name))))
+            print(f"  skipped {backend.name}: {skipped[backend.name]}", flush=True)
     wrapper = ait.Module(model.backbone, name="gpu_check_backbone")
     try:
         wrapper.enable_recording()
@@ -120,11 +163,12 @@ def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
     finally:
         wrapper.close()
     graph = report["graphs"][0]
-    table = [
+    rows = [
         {
             key: candidate[key]
             for key in (
                 "backend",
+                "config",
                 "status",
                 "reason",
                 "build_time_s",
@@ -136,16 +180,53 @@ def tune_backends(device: torch.device, dry_run: bool) -> dict[str, Any]:
         }
         for candidate in graph["candidates"]
     ]
-    for row in table:
-        print(f"  {row['backend']}: {row['status']} {row['speedup_vs_eager']}x {row['reason'] or ''}", flush=True)
+    for row in rows:
+        speedup = f" {row['speedup_vs_eager']:.2f}x" if row["speedup_vs_eager"] is not None else ""
+        print(f"  {row['backend']} {row['config']}: {row['status']}{speedup} {row['reason'] or ''}", flush=True)
     # Built, run and within tolerance is the check; which one is fastest is a figure, not a verdict.
-    broken = [row for row in table if (row["reason"] or "").startswith(("build failed", "run failed", "outside"))]
-    gated = [row for row in table if row["status"] != "skipped" and row not in broken]
+    broken = [row for row in rows if (row["reason"] or "").startswith(("build failed", "run failed", "outside"))]
+    gated = [row for row in rows if row["status"] != "skipped" and row not in broken]
     return {
         "ok": bool(gated) and not broken,
         "eager_latency_us": graph["eager"]["latency_median_us"],
-        "candidates": table,
+        "candidates": rows,
+        "skipped": skipped,
         "winner": graph["winner"],
+    }
+
+
+def closed_loop(device: torch.device, dry_run: bool) -> dict[str, Any]:
+    """`aitune-profile tune examples/pipeline_app.py:infer --input input_data` with the pipeline on ``device``.
+
+    The command loads the example on the CPU and has no device option, so the same loop runs here
+    through `aitune.torch.optimize` on the example's pipeline moved with ``Pipeline.to``, and writes
+    the command's folder. A dry run tunes with ONNX Runtime alone (first-wins), as tests/test_loop.py
+    does, so that it takes seconds; on CUDA every default backend competes.
+    """
+    pipe, inputs = pipeline_app.pipe.to(device), _to(pipeline_app.input_data, device)
+    sizes = {"warmup_runs": 1, "measured_runs": 3, "record_calls": 1} if dry_run else {"measured_runs": 5}
+    strategy = named_strategy("first-wins", ["onnxruntime"]) if dry_run else None
+    plain = pipeline_app.infer(**inputs)
+    result = ait.optimize(
+        pipe, inputs, pipeline_app.infer, config=LoopConfig(top=1, strategy=strategy, **sizes), obj_name="pipe"
+    )
+    try:
+        level_change = (pipeline_app.infer(**inputs) - plain).abs().max().item()
+        Console(width=120).print(loop_view(result))
+        with tempfile.TemporaryDirectory(prefix="gpu-check-loop-") as folder:
+            write_loop(Path(folder), result, None)
+            written = sorted(str(path.relative_to(folder)) for path in Path(folder).rglob("*") if path.is_file())
+    finally:
+        result.restore()
+    value, low, high = (result.comparison()["speedup"][key] for key in ("value", "ci_low", "ci_high"))
+    on_device = all("device_time_us" in run["timing"] for run in result.after["runs"])
+    return {
+        "ok": level_change <= LEVEL and (device.type == "cpu" or on_device),
+        "recommended": (result.suggestions or {}).get("recommended", []),
+        "regions": [gain.to_dict() for gain in result.gains],
+        "speedup": {"value": value, "ci_low": low, "ci_high": high},
+        "max_image_level_change": level_change,
+        "files": written,
     }
 
 
@@ -173,12 +254,28 @@ def _to(inputs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torc
     return {key: value.to(device) for key, value in inputs.items()}
 
 
+def machine() -> dict[str, Any]:
+    """What the figures depend on beyond torch's environment block: the driver, ONNX Runtime and TensorRT."""
+    facts: dict[str, Any] = {"tensorrt_installed": importlib.util.find_spec("tensorrt") is not None}
+    if shutil.which("nvidia-smi"):
+        query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        facts["driver"] = subprocess.run(query, capture_output=True, text=True, timeout=60).stdout.strip()
+    if importlib.util.find_spec("onnxruntime") is not None:
+        import onnxruntime
+
+        facts["onnxruntime"] = onnxruntime.__version__
+        facts["onnxruntime_providers"] = onnxruntime.get_available_providers()
+    return facts
+
+
 def summary_markdown(results: dict[str, Any]) -> str:
-    env = results["environment"]
+    env, facts = results["environment"], results["machine"]
     lines = [
         f"# GPU check — {results['date']}",
         "",
-        f"Device: {', '.join(env.get('devices', [])) or 'CPU (dry run)'}; torch {env['torch']}, CUDA {env['cuda']}; "
+        f"Device: {', '.join(env.get('devices', [])) or 'CPU (dry run)'}; driver {facts.get('driver', '-')}; "
+        f"torch {env['torch']}, CUDA {env['cuda']}; onnxruntime {facts.get('onnxruntime', '-')} "
+        f"({', '.join(facts.get('onnxruntime_providers', [])) or '-'}); "
         f"dry run: {results['dry_run']}; result: {'passed' if results['ok'] else 'FAILED'}",
         "",
     ]
@@ -187,11 +284,20 @@ def summary_markdown(results: dict[str, Any]) -> str:
         if "error" in step:
             lines.append(f"\n    {step['error']}")
         lines.append("")
+        lines += [f"- skipped {backend}: {reason}" for backend, reason in step.get("skipped", {}).items()]
+        for example, entry in step.items():
+            if isinstance(entry, dict) and entry.get("headline"):
+                lines += [f"Headline of {example} (median share of the run):", "", _headline_table(entry), ""]
         lines.append("```json")
         lines.append(json.dumps({k: v for k, v in step.items() if k not in ("traceback", "output")}, indent=2))
         lines.append("```")
         lines.append("")
     return "\n".join(lines)
+
+
+def _headline_table(entry: dict[str, Any]) -> str:
+    rows = [[row["label"], row.get("cpu_share", "-"), row.get("device_share", "-")] for row in entry["headline"]]
+    return table(["Row", "CPU", "Device"], rows)
 
 
 def main() -> int:
@@ -207,12 +313,14 @@ def main() -> int:
     check.run("gpu_tests", lambda: gpu_tests(options.dry_run))
     check.run("profile_examples", lambda: profile_examples(device, 2 if options.dry_run else 10))
     check.run("tune_backends", lambda: tune_backends(device, options.dry_run))
+    check.run("closed_loop", lambda: closed_loop(device, options.dry_run))
     check.run("capture_overhead", lambda: capture_overhead(device, options.dry_run))
     results = {
         "date": time.strftime("%Y-%m-%d"),
         "dry_run": options.dry_run,
         "ok": check.ok,
         "environment": environment(),
+        "machine": machine(),
         "steps": check.steps,
     }
     options.out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,10 @@ def cli_command() -> list[str]:
 
 def run_cli(*args: str, cwd: Path | None = None, check: bool = False, block_torch: bool = False):
     """Run ``aitune-profile args...``; the worktree's code first on the path, a wide terminal for tables."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160", "NO_COLOR": "1"}
+    # The caller's path stays after the worktree: it may hold dependencies installed into a folder of their
+    # own, as scripts/gpu_check.sh does on the GPU image.
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "160", "NO_COLOR": "1"}
     command = cli_command()
     if block_torch:  # as on a maintainer's machine without torch
         code = "import sys; sys.modules['torch'] = None; from aitune.cli import main; main()"

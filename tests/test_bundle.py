@@ -3,6 +3,7 @@
 import getpass
 import gzip
 import hashlib
+import json
 import re
 import socket
 import zipfile
@@ -56,7 +57,8 @@ def test_the_bundle_has_no_home_path_user_name_or_host_name(bundles):
     assert str(Path.home()) + "/" not in text
     for name in {getpass.getuser(), socket.gethostname()}:
         assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), name
-    assert '"host_name":"<host>"' in members(bundles[0])["trace.json.gz"]
+    trace = json.loads(members(bundles[0])["trace.json.gz"])
+    assert trace.get("host_name", "<host>") == "<host>"  # torch 2.13 writes the host's name there, 2.11 does not
 
 
 def test_two_bundles_of_the_same_inputs_are_byte_identical(bundles):

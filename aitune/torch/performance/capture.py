@@ -18,8 +18,9 @@ import gzip
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,15 @@ def profiler_activities() -> list[ProfilerActivity]:
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     return activities
+
+
+@contextmanager
+def without_cycle_warning() -> Iterator[None]:
+    """Silence the "Profiler clears events at the end of each cycle" warning torch 2.11 gives at every
+    session's start (2.13 only when a session is restarted): aitune reads one cycle per session."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
+        yield
 
 
 def check_run_counts(warmup_runs: int, measured_runs: int) -> None:
@@ -86,6 +96,7 @@ def capture_trace(
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
     with (
+        without_cycle_warning(),
         Instrumented(targets),
         profile(
             activities=activities,
@@ -116,7 +127,7 @@ def capture_trace(
             profiler.export_chrome_trace(str(trace_path))
         except OSError as error:
             raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
-    return events_from_profiler(profiler, meta)
+    return events_from_profiler(profiler, meta, trace_path)
 
 
 def _capture_lite(

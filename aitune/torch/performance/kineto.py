@@ -3,18 +3,24 @@
 The same events a Chrome trace export would write, without writing and parsing JSON (about 4×
 cheaper per event): categories, names, threads, times and correlation ids are taken the way
 torch's exporter takes them, so a saved trace re-analysed offline gives the same document.
+That fast path reads kineto's activities through ``kineto_results.trace_activities()``, which
+torch 2.11 (the lent GPU image's) lacks; there the session's Chrome trace is parsed instead.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from torch.profiler import profile
 
-from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, TraceEvents
+from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, TraceEvents, read_trace_events
+from aitune.markers import TRACE_METADATA_KEY
+from aitune.report.io import read_trace
 
 # torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
 # ("trimonth"), in µs with three decimals; using the same origin gives bit-identical floats.
@@ -22,8 +28,16 @@ _PERIOD_S = 7_889_238
 _CORRELATION = re.compile(r'"correlation":\s*(\d+)')
 
 
-def events_from_profiler(profiler: profile, metadata: Mapping[str, Any]) -> TraceEvents:
-    """The `TraceEvents` of a stopped profiler session, with ``metadata`` as its aitune metadata."""
+def events_from_profiler(
+    profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
+) -> TraceEvents:
+    """The `TraceEvents` of a stopped profiler session, with ``metadata`` as its aitune metadata.
+
+    ``exported_trace`` is where the session's Chrome trace was already written, if it was: torch
+    saves a session's trace once, so the fallback reads that file instead of exporting again.
+    """
+    if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
+        return events_from_exported_trace(profiler, metadata, exported_trace)
     events = TraceEvents(metadata=metadata)
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
     add = events.add
@@ -39,6 +53,22 @@ def events_from_profiler(profiler: profile, metadata: Mapping[str, Any]) -> Trac
             _correlation(activity) if category in with_correlation else None,
         )
     return events
+
+
+def events_from_exported_trace(
+    profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
+) -> TraceEvents:
+    """The `TraceEvents` of a stopped profiler session read from its Chrome trace, as an offline re-analysis
+    reads it (the slower path, for torch without the fast one): from ``exported_trace`` when the session's
+    trace was already written there, else exported to a temporary file first."""
+    if exported_trace is not None:
+        trace = read_trace(exported_trace)
+    else:
+        with tempfile.TemporaryDirectory(prefix="aitune-trace-") as folder:
+            path = Path(folder) / "trace.json"
+            profiler.export_chrome_trace(str(path))
+            trace = read_trace(path)
+    return read_trace_events({**trace, TRACE_METADATA_KEY: metadata})
 
 
 def _correlation(activity: Any) -> int:

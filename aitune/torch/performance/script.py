@@ -42,7 +42,7 @@ from aitune.markers import (
     run_span_name,
 )
 from aitune.report import profile_from_events
-from aitune.torch.performance.capture import profiler_activities
+from aitune.torch.performance.capture import profiler_activities, without_cycle_warning
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.profile import PerformanceProfile, collecting_profiles
@@ -213,7 +213,7 @@ def owned_modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:
 def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> PerformanceProfile:
     activities = profiler_activities()
     spans = OutermostModuleSpans()
-    with torch.profiler.profile(activities=activities) as profiler:
+    with without_cycle_warning(), torch.profiler.profile(activities=activities) as profiler:
         start = time.perf_counter_ns()
         with record_function(run_span_name(0)), spans:
             run_script(path, args)
@@ -224,7 +224,7 @@ def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> 
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
     if trace_file is not None:
         profiler.export_chrome_trace(str(trace_file))
-    doc = profile_from_events(events_from_profiler(profiler, metadata))
+    doc = profile_from_events(events_from_profiler(profiler, metadata, trace_file))
     if trace_file is not None:
         doc["trace_file"] = trace_file.name
     return PerformanceProfile(data=doc, trace_file=trace_file.resolve() if trace_file is not None else None)

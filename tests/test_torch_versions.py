@@ -1,0 +1,86 @@
+"""What differs between torch 2.13 and 2.11 (the lent GPU image's): reading a finished profiler session
+(kineto's activities where torch has the fast path, the exported Chrome trace where it does not, with the
+same events either way), and the profiler's start-up warning."""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+
+import pytest
+import torch
+import torch.profiler.profiler as torch_profiler
+from busy import BusyPipeline
+from torch._C._autograd import _ProfilerResult
+from torch.autograd.profiler import record_function
+from torch.profiler import ProfilerActivity, profile
+
+import aitune.torch as ait
+from aitune.markers import region_span_name, run_span_name
+from aitune.torch.performance.kineto import events_from_exported_trace, events_from_profiler
+
+HAS_FAST_PATH = hasattr(_ProfilerResult, "trace_activities")
+
+
+def finished_session() -> profile:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    with (
+        profile(activities=[ProfilerActivity.CPU]) as session,
+        record_function(run_span_name(0)),
+        record_function(region_span_name("untuned_module:0")),
+    ):
+        model(torch.randn(2, 8))
+    return session
+
+
+@pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
+def test_the_exported_trace_gives_the_same_events_as_kineto_s_activities():
+    session = finished_session()
+
+    fast = events_from_profiler(session, {"source": "live"})
+    exported = events_from_exported_trace(session, {"source": "live"})
+
+    assert exported == fast
+    assert [span.name for span in exported.runs] == [run_span_name(0)]
+    assert [span.name for span in exported.regions] == [region_span_name("untuned_module:0")]
+    assert "aten::linear" in exported.ops.names
+
+
+def test_without_kineto_s_activities_a_capture_reads_its_exported_trace(monkeypatch, tmp_path):
+    monkeypatch.delattr(_ProfilerResult, "trace_activities", raising=False)  # as on torch 2.11
+    trace = tmp_path / "trace.json.gz"
+
+    prof = ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=0, measured_runs=2, trace_file=trace)
+
+    assert len(prof.data["runs"]) == 2
+    assert [region["region_id"] for region in prof.data["runs"][0]["regions"]] == [
+        "untuned_module:encoder",
+        "untuned_module:denoiser",
+    ]
+    assert ait.analyze_trace(trace).data == prof.data
+
+
+def test_without_kineto_s_activities_a_capture_without_a_trace_file_leaves_no_file_behind(monkeypatch, tmp_path):
+    monkeypatch.delattr(_ProfilerResult, "trace_activities", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the fallback's export goes
+
+    prof = ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=0, measured_runs=1)
+
+    assert [region["region_id"] for region in prof.data["runs"][0]["regions"]] == [
+        "untuned_module:encoder",
+        "untuned_module:denoiser",
+    ]
+    assert prof.trace_file is None
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["tmp"]
+
+
+def test_a_capture_passes_on_no_profiler_cycle_warning(monkeypatch):
+    monkeypatch.setattr(torch_profiler, "_WARNINGS_SHOWN", set())  # torch warns once a process
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ait.profile(BusyPipeline(), torch.ones(1, 4), warmup_runs=0, measured_runs=1)
+
+    assert not [str(w.message) for w in caught if "Profiler clears events" in str(w.message)]
