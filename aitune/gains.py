@@ -67,12 +67,14 @@ def region_gains(
     targets = {target["path"]: target for target in suggestions.get("targets", ())}
     whole = {"predicted_speedup": whole_model_predicted, "predicted_region_speedup": whole_model_predicted}
     rows = {row.path: row.change for row in diff.regions}
+    # compare may line a method region up under its module's path (``vae.decode`` with ``aot_module:vae``).
+    by_before_id = {row.before_id: row.change for row in diff.regions if row.before_id is not None}
     run_before = diff.run_time.before_us
     gains = []
     for path, (winner, reason) in outcomes.items():
         target = whole if path == "" else targets.get(path, {})
         measured_path = path_of(target["region_id"]) if "region_id" in target else path
-        before = rows.get(measured_path, Change(None, None)).before_us
+        before = by_before_id.get(target.get("region_id"), rows.get(measured_path, Change(None, None))).before_us
         after = _after_time(rows, (path, measured_path))
         if path == "":
             before, after = run_before, diff.run_time.after_us
