@@ -20,12 +20,12 @@ from aitune.cli.edge import without_profiler_lines
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
 from aitune.gains import speedup
+from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
 from aitune.report import dumps
 
 if TYPE_CHECKING:
     from aitune.torch.loop import LoopConfig, LoopResult
 
-FILES = ("suggestions.json", "tuning.json", "compare.json", "plan.json")
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,9 @@ def tune_entry_into(
     from aitune.torch.loop import optimize
     from aitune.torch.performance.entry import loaded_entry
 
-    traces = (folder / "before" / TRACE_NAME, folder / "after" / TRACE_NAME) if keep_traces else None
+    traces = (folder / BEFORE_FOLDER / TRACE_NAME, folder / AFTER_FOLDER / TRACE_NAME) if keep_traces else None
     with output_folder(folder), without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
-        for side in ("before", "after"):
+        for side in (BEFORE_FOLDER, AFTER_FOLDER):
             (folder / side).mkdir(exist_ok=True)
         with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
             result = optimize(
@@ -87,8 +87,8 @@ def tune_entry_into(
 
 def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
     """Both profiles and the four reports of ``result`` into ``folder``."""
-    before = write_profile(folder / "before", result.before, trace=traces[0] if traces else None)
-    after = write_profile(folder / "after", result.after, trace=traces[1] if traces else None)
+    before = write_profile(folder / BEFORE_FOLDER, result.before, trace=traces[0] if traces else None)
+    after = write_profile(folder / AFTER_FOLDER, result.after, trace=traces[1] if traces else None)
     contents = {
         "suggestions.json": result.suggestions,
         "tuning.json": result.tuning,
@@ -96,7 +96,7 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
         "plan.json": result.plan,
     }
     reports = {}
-    for name in FILES:
+    for name in REPORT_FILES:
         if contents[name] is not None:
             reports[name] = folder / name
             reports[name].write_bytes(dumps(contents[name]))
