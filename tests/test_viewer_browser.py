@@ -22,7 +22,7 @@ pytestmark = [
 ]
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
+BEFORE, AFTER = "tuned-pipeline/before/profile.json", "tuned-pipeline/after/profile.json"
 TIMEOUT_MS = 20_000
 
 
@@ -30,8 +30,7 @@ TIMEOUT_MS = 20_000
 def runs_dir(tmp_path_factory) -> Path:
     """The samples plus a hostile pair whose region name and warning message are markup."""
     folder = tmp_path_factory.mktemp("runs")
-    for path in SAMPLES.iterdir():
-        shutil.copy(path, folder / path.name)
+    shutil.copytree(SAMPLES, folder, dirs_exist_ok=True)
     hostile = with_warning(pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}"), "HOSTILE", HOSTILE)
     (folder / "hostile.profile.json").write_bytes(dumps(hostile))
     (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
@@ -81,7 +80,7 @@ def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server,
 def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.locator(".bk-tab", has_text="Timeline").click()
-        page.wait_for_selector("text=Download before-eager.trace.json.gz", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=Download trace.json.gz", timeout=TIMEOUT_MS)
 
         assert page.locator("canvas").count() >= 1
 
