@@ -18,6 +18,7 @@ from aitune.viewer.overview import Overview
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import MAX_FILE_BYTES
 from aitune.viewer.store import SIDES, ProfileStore
+from aitune.viewer.targets import TuningTargets
 
 RUNS_DIR_ENV = "AITUNE_VIEWER_RUNS_DIR"
 NONE = "(none)"
@@ -156,6 +157,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     context = {"store": store, "selection": selection}
     tabs = pn.Tabs(
         ("Regions", views.RegionShares(**context)),
+        ("Suggestions", TuningTargets(**context)),
         ("Region tree", views.RegionTree(**context)),
         ("Run timing", views.RunTiming(**context)),
         ("Operators", views.Operators(**context)),

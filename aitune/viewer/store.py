@@ -17,6 +17,7 @@ from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
 from aitune.report import scenario_names
+from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
 
@@ -134,6 +135,25 @@ class ProfileStore(param.Parameterized):
             return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
 
         return self._cached(("tree", domain, run), aligned)
+
+    @property
+    def suggested_side(self) -> str:
+        """The side suggestions are read from: the only profile ("what to tune"), or a pair's after ("next")."""
+        return "after" if self.is_pair else "before"
+
+    def suggestions(self, domain: str) -> Suggestions | None:
+        """`aitune.suggest` on `suggested_side` in ``domain`` (cpu without device time); None without a profile."""
+        loaded = self.sides().get(self.suggested_side)
+        if loaded is None:
+            return None
+        return self._cached(("suggestions", self._domain(domain)), lambda: self._suggest(loaded, self._domain(domain)))
+
+    def _suggest(self, loaded: Loaded, domain: str) -> Suggestions | None:
+        try:
+            return suggest(loaded.doc, domain=domain)
+        except ProfileError as error:
+            self.problem = str(error)
+            return None
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""

@@ -7,6 +7,8 @@ escaped before it reaches an HTML pane and shown as plain text in tables.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import panel as pn
@@ -18,6 +20,7 @@ from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
 
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
+WRAPPED_TEXT = {"type": "textarea"}  # escapes too, and wraps the text over lines
 MEDIAN_RUN = "median run of each side"
 
 
@@ -31,8 +34,28 @@ def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
     return pn.pane.HTML(f'<div class="{css_class}">{html.escape(text)}</div>', sizing_mode="stretch_width")
 
 
-def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: int = 25) -> pn.widgets.Tabulator:
-    """A read-only, sortable Tabulator with header filters on the text columns, text shown as text."""
+def speedup_format(missing: str = "-") -> NumberFormatter:
+    """A speedup (before ÷ after, or an end-to-end bound) to three decimals; ``missing`` where there is none."""
+    return NumberFormatter(format="0.000", nan_format=missing, null_format=missing)
+
+
+def share_format() -> NumberFormatter:
+    """A fraction of the run as a percentage with one decimal."""
+    return NumberFormatter(format="0.0%", nan_format="-", null_format="-")
+
+
+def table(
+    frame: pd.DataFrame,
+    text_columns: list[str],
+    name: str,
+    page_size: int = 25,
+    formatters: Mapping[str, Any] | None = None,
+) -> pn.widgets.Tabulator:
+    """A read-only, sortable Tabulator with header filters on the text columns, text shown as text.
+
+    Columns are formatted by their names: ``*_us`` (µs), ``*_calls``, ``*_speedup`` (× figures)
+    and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages).
+    """
     present = [column for column in text_columns if column in frame.columns]
     return pn.widgets.Tabulator(
         frame,
@@ -43,7 +66,10 @@ def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: in
         formatters={
             **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
             **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
+            **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
+            **{column: share_format() for column in frame.columns if str(column).startswith("share")},
             **{column: PLAIN_TEXT for column in present},
+            **(formatters or {}),
         },
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
