@@ -32,6 +32,17 @@ class RegionGain:
         return self.winner != "eager"
 
     @property
+    def note(self) -> str:
+        """Why it was kept as it was (the reason no backend won); empty when it was tuned."""
+        return self.reason or ("" if self.tuned else "kept as it was")
+
+    @property
+    def realised_shown(self) -> tuple[float | None, float | None]:
+        """The realised speedups (end to end, for the region) a view shows: none for a region kept as it
+        was, whose measured change is noise."""
+        return (self.realised_speedup, self.realised_region_speedup) if self.tuned else (None, None)
+
+    @property
     def prediction_error(self) -> float | None:
         """Predicted ÷ realised end-to-end speedup (1: exact; above 1: the forecast was optimistic)."""
         if self.predicted_speedup is None or not self.realised_speedup:

@@ -1,15 +1,20 @@
-"""The viewer closes the loop: what to tune in one profile, and next in a pair's after side (no server).
+"""The viewer closes the loop: what to tune, and what tuning gained in a tune folder's pair (no server).
 
 Real documents: the committed tune folder of the bundled example (`scripts/make_sample_traces.py`).
 """
 
+import shutil
 from pathlib import Path
 
+import orjson
+import pandas as pd
+import pytest
 from viewer_docs import HOSTILE, pipeline_doc
 
+from aitune.loop_report import read_loop_report
 from aitune.report import load
 from aitune.suggest import suggest
-from aitune.viewer import tables, targets, views
+from aitune.viewer import overview, tables, targets, views
 from aitune.viewer.app import build_page, open_initial
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import Loaded
@@ -85,6 +90,63 @@ def test_suggestion_text_from_a_stranger_reaches_the_page_as_text():
     grid = next(part for part in parts if "target-table" in part.css_classes)
     assert HOSTILE in grid.value["path"].tolist()
     assert grid.formatters["path"] == views.PLAIN_TEXT
+
+
+def test_a_pair_from_a_tune_folder_shows_the_gains_of_its_compare_report():
+    store = sample_store(BEFORE, AFTER)
+
+    report = store.tune_report()
+
+    written = orjson.loads((SAMPLES / TUNED / "compare.json").read_bytes())
+    assert report == read_loop_report(written, "compare.json")
+    rows = tables.gain_table(report)
+    assert rows[["path", "winner"]].values.tolist() == [[g["path"], g["winner"]] for g in written["tuned_regions"]]
+    for row, gain in zip(rows.itertuples(), written["tuned_regions"], strict=True):
+        shown = gain["realised_speedup"] if gain["tuned"] else None  # a region kept as it was: noise, not a gain
+        assert (None if pd.isna(row.realised_speedup) else row.realised_speedup) == shown
+        assert row.note == (gain["reason"] or ("" if gain["tuned"] else "kept as it was"))
+    assert overview.format_gain(report.speedup, report.ci_low, report.ci_high) in overview.tuned_line(report)
+
+
+def test_the_tuned_regions_view_shows_the_speedup_line_and_the_gain_table():
+    store = sample_store(BEFORE, AFTER)
+
+    parts = rendered(overview.TunedRegions, store)
+
+    grid = next(part for part in parts if "gain-table" in getattr(part, "css_classes", []))
+    assert grid.value.equals(tables.gain_table(store.tune_report()))
+    assert any("Tuned by aitune-profile tune:" in getattr(part, "object", "") for part in parts)
+
+
+@pytest.mark.parametrize(
+    "names", [(BEFORE, "scenarios-batch.profile.json"), (BEFORE,), (AFTER, BEFORE)], ids=["other", "one", "swapped"]
+)
+def test_a_pair_not_from_one_tune_folder_has_no_tune_report(names):
+    store = sample_store(*names)
+
+    assert store.tune_report() is None
+    assert rendered(overview.TunedRegions, store)[0].height == 0
+
+
+def test_uploads_have_no_tune_report_even_under_a_tune_folders_names():
+    store = ProfileStore(runs_dir=SAMPLES)
+    store.open_uploads({name: (SAMPLES / name).read_bytes() for name in (BEFORE, AFTER)})
+
+    assert store.is_pair and store.tune_report() is None
+
+
+def test_a_broken_compare_report_is_one_sentence_and_the_pair_still_shows(tmp_path):
+    shutil.copytree(SAMPLES / TUNED, tmp_path / TUNED)
+    (tmp_path / TUNED / "compare.json").write_text('{"domain": "cpu", "speedup": {}, "tuned_regions": [3]}')
+    store = sample_store(BEFORE, AFTER, runs_dir=tmp_path)
+
+    assert store.tune_report() is None
+
+    assert store.problem == (
+        "tuned-pipeline/compare.json: tuned_regions[0] is not an object; write the folder again with "
+        "`aitune-profile tune`."
+    )
+    assert not store.region_table("cpu").empty
 
 
 def test_the_page_opens_the_tune_folders_pair_by_default_with_a_suggestions_tab():

@@ -146,14 +146,12 @@ def loop_view(result: LoopResult) -> Group:
     for header in ("Region", "Backend", "Predicted", "Realised", "Own speedup", "Note"):
         table.add_column(header, justify="left" if header in ("Region", "Backend", "Note") else "right")
     for gain in result.gains:
-        note = gain.reason or ("" if gain.tuned else "kept as it was")
         table.add_row(
             Text(gain.path or "(whole model)"),
             Text(gain.winner),
             _times(gain.predicted_speedup),
-            _times(gain.realised_speedup if gain.tuned else None),  # an untouched region's change is noise
-            _times(gain.realised_region_speedup if gain.tuned else None),
-            Text(note, overflow="fold"),
+            *(_times(value) for value in gain.realised_shown),  # an untouched region's change is noise
+            Text(gain.note, overflow="fold"),
         )
     lines = [end_to_end_line(result)]
     if result.whole_model is not None:

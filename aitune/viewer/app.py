@@ -14,7 +14,7 @@ import param
 
 from aitune.loop_report import AFTER_FOLDER
 from aitune.viewer import views
-from aitune.viewer.overview import Overview
+from aitune.viewer.overview import Overview, TunedRegions
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import MAX_FILE_BYTES
 from aitune.viewer.store import SIDES, ProfileStore
@@ -168,7 +168,9 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     )
     compare_after_load(store, selection)
     sidebar = pn.Column(pickers(store), scenario_picker(store), uploader(store), "**Time domain**", domain, width=320)
-    main = pn.Column(views.Problem(**context), Overview(**context), tabs, sizing_mode="stretch_width")
+    main = pn.Column(
+        views.Problem(**context), Overview(**context), TunedRegions(**context), tabs, sizing_mode="stretch_width"
+    )
     return pn.Row(sidebar, main, sizing_mode="stretch_width", name="aitune viewer")
 
 

@@ -16,6 +16,7 @@ import param
 from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
+from aitune.loop_report import LoopReport
 from aitune.report import scenario_names
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
@@ -154,6 +155,21 @@ class ProfileStore(param.Parameterized):
         except ProfileError as error:
             self.problem = str(error)
             return None
+
+    def tune_report(self) -> LoopReport | None:
+        """The compare report of the tune folder the pair came from (`sources.tune_folder`); None for other pairs."""
+        folder = sources.tune_folder(self.before, self.after) if self.is_pair else None
+        if folder is None:
+            return None
+
+        def read() -> LoopReport | None:
+            try:
+                return sources.read_tune_report(folder, self.runs_dir)
+            except ProfileError as error:
+                self.problem = str(error)
+                return None
+
+        return self._cached("tune report", read)
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""

@@ -1,7 +1,7 @@
 """Tables of one profile document for the viewer: pure functions from the document to DataFrames.
 
 Only reading and arranging happens here (medians over runs, per-run rows, the trace's spans for one
-run, suggest's targets as rows); anything that compares two profiles
+run, suggest's targets and a tune folder's gains as rows); anything that compares two profiles
 belongs to `aitune.compare`, every figure of a target to `aitune.suggest`.
 """
 
@@ -14,6 +14,7 @@ import pandas as pd
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
+from aitune.loop_report import LoopReport
 from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, REGION_SPAN_PREFIX, region_path, run_span_name
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.headline import RESIDUAL_LABEL
@@ -44,6 +45,16 @@ TARGET_COLUMNS = [
 ]
 REASON_COLUMNS = ["path", "code", "blocking", "message"]
 ADVICE_COLUMNS = ["code", "message", "time_per_run_us", "share"]
+GAIN_COLUMNS = [
+    "path",
+    "winner",
+    "predicted_speedup",
+    "realised_speedup",
+    "predicted_region_speedup",
+    "realised_region_speedup",
+    "note",
+]
+WHOLE_MODEL = "(whole model)"
 
 
 def has_device_time(doc: ProfileDoc) -> bool:
@@ -167,3 +178,20 @@ def advice_table(suggestions: Suggestions) -> pd.DataFrame:
     rows = [[item.code, item.message, item.time_per_run_us, item.share] for item in suggestions.advice]
     return pd.DataFrame(rows, columns=ADVICE_COLUMNS)
 
+
+def gain_table(report: LoopReport) -> pd.DataFrame:
+    """Per region a tune folder tuned: its winner, predicted and realised gains, and why it was kept as it was.
+
+    A region kept as it was has no realised gain (`RegionGain.realised_shown`): its change is noise.
+    """
+    rows = [
+        {
+            **{column: getattr(gain, column) for column in GAIN_COLUMNS[:-1]},
+            "path": gain.path or WHOLE_MODEL,
+            "realised_speedup": gain.realised_shown[0],
+            "realised_region_speedup": gain.realised_shown[1],
+            "note": gain.note,
+        }
+        for gain in report.regions
+    ]
+    return pd.DataFrame(rows, columns=GAIN_COLUMNS)
