@@ -1,4 +1,4 @@
-"""The viewer closes the loop: what to tune, and what tuning gained in a tune folder's pair (no server).
+"""The viewer closes the loop: what to tune, what tuning gained, time per region, methods lined up (no server).
 
 Real documents: the committed tune folder of the bundled example (`scripts/make_sample_traces.py`).
 """
@@ -9,12 +9,14 @@ from pathlib import Path
 import orjson
 import pandas as pd
 import pytest
+from bokeh.models import HoverTool
 from viewer_docs import HOSTILE, pipeline_doc
 
+from aitune import compare
 from aitune.loop_report import read_loop_report
 from aitune.report import load
 from aitune.suggest import suggest
-from aitune.viewer import overview, tables, targets, views
+from aitune.viewer import figures, overview, tables, targets, views
 from aitune.viewer.app import build_page, open_initial
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import Loaded
@@ -147,6 +149,59 @@ def test_a_broken_compare_report_is_one_sentence_and_the_pair_still_shows(tmp_pa
         "`aitune-profile tune`."
     )
     assert not store.region_table("cpu").empty
+
+
+def test_a_pairs_region_chart_draws_time_per_run_and_gives_the_share_on_hover():
+    store = sample_store(BEFORE, AFTER)
+    regions = store.region_table("cpu")
+
+    plot = figures.region_bars(regions, "cpu", "time")
+
+    bars = plot.renderers[0]
+    assert bars.glyph.right == "ms"
+    assert bars.data_source.data["ms"] == (regions["time_us"] / 1000).tolist()
+    tooltips = dict(next(tool for tool in plot.tools if isinstance(tool, HoverTool)).tooltips)
+    assert tooltips["share"] == "@percent{0.0}%"
+    assert plot.title.text.startswith("Time per region")
+
+
+def test_the_region_view_draws_a_pair_in_time_and_one_profile_in_shares():
+    pair, one = sample_store(BEFORE, AFTER), sample_store(BEFORE)
+
+    drawn = {
+        name: next(part.object for part in rendered(views.RegionShares, store) if isinstance(part, views.pn.pane.Bokeh))
+        for name, store in (("pair", pair), ("one", one))
+    }
+
+    assert drawn["pair"].renderers[0].glyph.right == "ms"
+    assert drawn["one"].renderers[0].glyph.right == "percent"
+
+
+def test_the_sample_pairs_method_region_lines_up_with_the_wrapper_that_replaced_it():
+    store = sample_store(BEFORE, AFTER)
+
+    regions = store.region_table("cpu")
+    lines = overview.movers(store.compare_now("cpu"), limit=10)
+
+    vae = regions[regions["path"] == "vae"]
+    assert vae[["side", "region_id", "kind"]].values.tolist() == [
+        ["before", "untuned_module:vae.decode", "untuned"],
+        ["after", "aot_module:vae", "managed"],
+    ]
+    assert "vae.decode" not in regions["path"].tolist()
+    assert sorted(line.split(":")[0] for line in lines) == ["text_encoder (both)", "unet (both)", "vae (both)"]
+
+
+def test_the_chart_groups_by_compares_own_headline_paths():
+    before, after = load(SAMPLES / BEFORE), load(SAMPLES / AFTER)
+    store = sample_store(BEFORE, AFTER)
+
+    regions = store.region_table("cpu")
+
+    old, new = compare.headline_paths(before, after)
+    paths = {"before": old, "after": new}
+    for side, label, path in regions[["side", "region_id", "path"]].itertuples(index=False):
+        assert path == paths[side].get(label, tables.RESIDUAL)
 
 
 def test_the_page_opens_the_tune_folders_pair_by_default_with_a_suggestions_tab():

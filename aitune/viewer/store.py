@@ -104,8 +104,22 @@ class ProfileStore(param.Parameterized):
     # Derived tables ------------------------------------------------------------------------
 
     def region_table(self, domain: str) -> pd.DataFrame:
-        """Per region path: median time and fraction per side in ``domain``; residual as its own row."""
-        return self._cached(("regions", domain), lambda: self._stacked(lambda doc: tables.region_summary(doc, domain)))
+        """Per headline row: median time and fraction per side in ``domain``; residual as its own row.
+
+        A pair's rows carry the paths `aitune.compare` lines them up under (``vae.decode`` before
+        and the wrapper ``aot_module:vae`` after are both ``vae``), so their bars stand together.
+        """
+
+        def lined_up() -> pd.DataFrame:
+            regions = self._stacked(lambda doc: tables.region_summary(doc, domain))
+            if not self.is_pair:
+                return regions
+            docs = self.sides()
+            paths = dict(zip(SIDES, compare.headline_paths(docs["before"].doc, docs["after"].doc), strict=True))
+            rows = regions[["side", "region_id", "path"]].itertuples(index=False)
+            return regions.assign(path=[paths[side].get(label, path) for side, label, path in rows])
+
+        return self._cached(("regions", domain), lined_up)
 
     def run_table(self) -> pd.DataFrame:
         """Every measured run of every side, with a ``side`` column and outliers marked."""

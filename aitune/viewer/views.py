@@ -104,7 +104,7 @@ class Problem(StoreView):
 
 
 class RegionShares(StoreView):
-    """Grouped bars of region shares per side, with the domain toggle when device time exists."""
+    """Grouped bars per region and side: the share of one profile's run, a pair's time per run (ms)."""
 
     def __panel__(self) -> pn.viewable.Viewable:
         return self.rendered(self.selection.param.domain)
@@ -114,11 +114,19 @@ class RegionShares(StoreView):
         regions = self.store.region_table(domain)
         if regions.empty:
             return text_block("No regions to show.")
+        measure = "time" if self.store.is_pair else "share"
         note = text_block(
             "Hatched bars are managed (tuned) regions; plain bars are untuned; the dotted bar is the residual "
-            "(time outside every region). Bars line up by region path."
+            "(time outside every region). Bars line up by region path, as aitune.compare lines regions up."
+            + (
+                " A pair is drawn in ms per run, its share on hover: a region that got faster can take a larger"
+                " share of a shorter run."
+                if measure == "time"
+                else ""
+            )
         )
-        return pn.Column(note, pn.pane.Bokeh(figures.region_bars(regions, domain)), sizing_mode="stretch_width")
+        plot = figures.region_bars(regions, domain, measure)
+        return pn.Column(note, pn.pane.Bokeh(plot), sizing_mode="stretch_width")
 
 
 class RunTiming(StoreView):
