@@ -16,6 +16,12 @@ from aitune.viewer.store import ProfileStore
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, table, text_block
 
 TOP_MOVERS = 5
+TITLES = {
+    "predicted_speedup": "predicted ×",
+    "realised_speedup": "realised ×",
+    "predicted_region_speedup": "predicted, region ×",
+    "realised_region_speedup": "realised, region ×",
+}
 
 
 def format_ms(us: float | None) -> str:
@@ -150,6 +156,7 @@ class TunedRegions(StoreView):
         report = self.store.tune_report()
         if report is None:
             return pn.Spacer(height=0)
-        gains = table(tables.gain_table(report), ["path", "winner"], "gain-table", formatters={"note": WRAPPED_TEXT})
+        rows = tables.gain_table(report)
+        gains = table(rows, ["path", "winner"], "gain-table", formatters={"note": WRAPPED_TEXT}, titles=TITLES)
         line = text_block(tuned_line(report), "aitune-text tuned-speedup")
         return pn.Column(line, gains, sizing_mode="stretch_width")

@@ -12,9 +12,18 @@ from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 from aitune.viewer import tables
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, speedup_format, table, text_block
 
+TITLES = {
+    "share_low": "min",
+    "share_high": "max",
+    "time_per_run_us": "µs per run",
+    "calls_per_run": "calls",
+    "upper_bound_speedup": "upper bound ×",
+    "predicted_speedup": "predicted ×",
+    "predicted_region_speedup": "for the region ×",
+}
 NOTE = (
     "share: median of the region's time ÷ the run's, with its min and max over the runs · "
-    "upper_bound: end to end if the region took no time · predicted: end to end (and for the region alone) "
+    "upper bound: end to end if the region took no time · predicted: end to end (and for the region alone) "
     "with the speedups the benchmarks measured on CPU · speedups are before ÷ after."
 )
 
@@ -52,6 +61,7 @@ class TuningTargets(StoreView):
             ["path", "verdict"],
             "target-table",
             formatters={"upper_bound_speedup": speedup_format("∞")},
+            titles=TITLES,
         )
         parts = [
             text_block(heading(side, self.store.sides()[side].name, found)),

@@ -21,6 +21,7 @@ from aitune.viewer.store import ProfileStore
 
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
 WRAPPED_TEXT = {"type": "textarea"}  # escapes too, and wraps the text over lines
+WRAPPED_WIDTH = 400  # px: a wrapped column needs a width to wrap within; a sentence takes two or three lines
 MEDIAN_RUN = "median run of each side"
 
 
@@ -50,13 +51,16 @@ def table(
     name: str,
     page_size: int = 25,
     formatters: Mapping[str, Any] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> pn.widgets.Tabulator:
     """A read-only, sortable Tabulator with header filters on the text columns, text shown as text.
 
     Columns are formatted by their names: ``*_us`` (µs), ``*_calls``, ``*_speedup`` (× figures)
-    and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages).
+    and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages);
+    ``titles`` gives a column a shorter header than its name.
     """
     present = [column for column in text_columns if column in frame.columns]
+    chosen = {**formatters} if formatters else {}
     return pn.widgets.Tabulator(
         frame,
         disabled=True,
@@ -69,8 +73,10 @@ def table(
             **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
             **{column: share_format() for column in frame.columns if str(column).startswith("share")},
             **{column: PLAIN_TEXT for column in present},
-            **(formatters or {}),
+            **chosen,
         },
+        widths={column: WRAPPED_WIDTH for column, formatter in chosen.items() if formatter == WRAPPED_TEXT},
+        titles=dict(titles or {}),
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
         css_classes=[name],
