@@ -1,6 +1,7 @@
 """The viewer closes the loop: what to tune, what tuning gained, time per region, methods lined up (no server).
 
-Real documents: the committed tune folder of the bundled example (`scripts/make_sample_traces.py`).
+Real documents: the committed tune folder of the bundled example (`scripts/make_sample_traces.py`), and
+captures of the example pipeline with and without an aitune wrapper around its decoder.
 """
 
 import shutil
@@ -51,7 +52,8 @@ def test_one_profile_suggests_what_to_tune_with_suggests_own_figures():
     assert rows["predicted_speedup"].tolist() == [target.predicted_speedup for target in found.targets]
     assert rows["share_low"].tolist() == [target.share_low for target in found.targets]
     tuned = rows.loc[rows["verdict"] == "tune", "path"].tolist()
-    assert tuned == [target.path for target in found.recommended()] == ["unet", "vae"]
+    written = orjson.loads((SAMPLES / TUNED / "suggestions.json").read_bytes())
+    assert tuned == [target.path for target in found.recommended()] == written["recommended"]
 
 
 def test_a_pair_suggests_what_to_tune_next_in_its_after_profile():
@@ -62,7 +64,9 @@ def test_a_pair_suggests_what_to_tune_next_in_its_after_profile():
     assert store.suggested_side == "after"
     assert found == suggest(load(SAMPLES / AFTER), domain="cpu")
     verdicts = dict(zip(*tables.target_table(found)[["path", "verdict"]].T.values, strict=True))
-    assert verdicts["vae"] == "ALREADY_TUNED"  # the wrapper the loop left in place
+    written = orjson.loads((SAMPLES / TUNED / "compare.json").read_bytes())["tuned_regions"]
+    tuned = [gain["path"] for gain in written if gain["tuned"]]
+    assert tuned and all(verdicts[path] == "ALREADY_TUNED" for path in tuned)  # the wrappers the loop left in place
 
 
 def test_the_suggestions_tab_lays_out_the_targets_the_picked_ones_and_every_reason():
@@ -177,8 +181,30 @@ def test_the_region_view_draws_a_pair_in_time_and_one_profile_in_shares():
     assert drawn["one"].renderers[0].glyph.right == "percent"
 
 
-def test_the_sample_pairs_method_region_lines_up_with_the_wrapper_that_replaced_it():
-    store = sample_store(BEFORE, AFTER)
+@pytest.fixture(scope="module")
+def wrapped_vae_pair():
+    """Real captures of the example pipeline: eager, then with ``vae`` in an aitune wrapper (passthrough)."""
+    import pipeline_app
+
+    import aitune.torch as ait
+
+    pipe = pipeline_app.Pipeline()
+
+    def capture():
+        return ait.profile(pipe, pipeline_app.input_data, pipe, warmup_runs=0, measured_runs=2, obj_name="pipe").data
+
+    before = capture()
+    ait.wrap(pipe, ["vae"])["vae"].enable_passthrough()
+    try:
+        after = capture()
+    finally:
+        ait.unwrap(pipe, ["vae"])
+    return before, after
+
+
+def test_a_method_region_lines_up_with_the_wrapper_that_replaced_it_in_the_chart_and_the_movers(wrapped_vae_pair):
+    before, after = wrapped_vae_pair
+    store = ProfileStore(before=Loaded("before.json", before), after=Loaded("after.json", after))
 
     regions = store.region_table("cpu")
     lines = overview.movers(store.compare_now("cpu"), limit=10)
