@@ -4,7 +4,9 @@ Regions line up by *path*, the region id without its kind prefix, so ``untuned_m
 and ``aot_module:unet`` after are one row, and a region that moved into a nested tree still meets
 its old self. A document may name the object its paths start from (``target.root``: entry mode's
 ``pipe``); that root is stripped from the paths of a side that names none, so an entry capture's
-``unet`` meets a script capture's ``pipe.unet`` (and an AITune profile's ``unet``).
+``unet`` meets a script capture's ``pipe.unet`` (and an AITune profile's ``unet``). An entry
+method's region that only one side has (``vae.decode``) lines up with its module (``vae``) when
+only the other side has that: the wrapper ``aot_module:vae`` that tuning put in its place.
 
 Every ratio is after ÷ before of the median over the measured runs. Its confidence interval is a
 percentile bootstrap of the ratio of medians: each side's per-run samples are resampled with
@@ -19,7 +21,7 @@ operation per side instead of thousands of Python calls.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,9 +31,13 @@ from aitune.markers import parse_region_id, region_path
 from aitune.report import document
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.regions import RegionIndex
 
 DOMAINS = ("cpu", "device")
 TOP_OPERATORS = 10
+
+Samples = dict[str, tuple[str, list[float]]]
+"""Per path: the region id (or headline label) found there and its time in each run (µs)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,6 @@ def compare_profiles(
     for name, doc in sides.items():
         _check_has_domain(doc, domain, name)
     old, new = sides["before"], sides["after"]
-    old_root, new_root = aligning_roots(old, new)
     known: dict[tuple[str, tuple[float, ...], tuple[float, ...]], Change] = {}  # the headline repeats most regions
     warnings_before, warnings_after = _one_sided_warnings(old.get("warnings", []), new.get("warnings", []))
     return ProfileDiff(
@@ -151,10 +156,8 @@ def compare_profiles(
         runs=(len(old["runs"]), len(new["runs"])),
         run_time=change(run_samples(old, domain), run_samples(new, domain)),
         residual=change(residual_samples(old, domain), residual_samples(new, domain)),
-        regions=_region_changes(region_samples(old, domain, old_root), region_samples(new, domain, new_root), known),
-        headline=_region_changes(
-            headline_samples(old, domain, old_root), headline_samples(new, domain, new_root), known
-        ),
+        regions=_region_changes(*lined_up(old, new, region_samples, domain), known),
+        headline=_region_changes(*lined_up(old, new, headline_samples, domain), known),
         operators=operator_changes(old, new, domain),
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
@@ -219,13 +222,13 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
     return headline_rows(doc, domain)[-1].times_us
 
 
-def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
+def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> Samples:
     """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
     top level into a tree still lines up.
     """
-    samples: dict[str, tuple[str, list[float]]] = {}
+    samples: Samples = {}
     for index, run in enumerate(doc["runs"]):
         for share in _walk(run.get("tree") or run["regions"]):
             path = path_of(share["region_id"], root)
@@ -234,9 +237,49 @@ def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[
     return samples
 
 
-def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> dict[str, tuple[str, list[float]]]:
+def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> Samples:
     """Per path of a headline row but the residual (see `aitune.report.headline_rows`): its label and its times (µs)."""
     return {_relative(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain)[:-1]}
+
+
+def lined_up(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    samples: Callable[[Mapping[str, Any], str, str], Samples],
+    domain: str,
+) -> tuple[Samples, Samples]:
+    """Both sides' ``samples`` (`region_samples` or `headline_samples`) keyed by the paths they line up under.
+
+    Paths are relative to the aligning roots (`aligning_roots`). Then an entry method's region
+    that one side alone has (``vae.decode``) moves to its module's path (``vae``) when the other
+    side alone has that path: after tuning, the wrapper ``aot_module:vae`` replaced
+    ``untuned_module:vae.decode``, and the two are one row. A root object's own entry method
+    (``generate``, module path ``""``) has no module to meet and stays as it is.
+    """
+    old_root, new_root = aligning_roots(before, after)
+    old, new = samples(before, domain, old_root), samples(after, domain, new_root)
+    return (
+        _methods_moved(old, new, RegionIndex(before), old_root),
+        _methods_moved(new, old, RegionIndex(after), new_root),
+    )
+
+
+def headline_paths(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """Per side, the label of each headline row but the residual (`HeadlineRow.label`) → the path compare
+    lines it up under (see `lined_up`): what a chart of the two headlines groups its bars by."""
+    sides = lined_up(before, after, headline_samples, DOMAINS[0])
+    return tuple({label: path for path, (label, _) in side.items()} for side in sides)  # type: ignore[return-value]
+
+
+def _methods_moved(own: Samples, other: Samples, regions: RegionIndex, root: str) -> Samples:
+    # Judged against the other side as it came, so that one side's move never triggers the other's.
+    moved = dict(own)
+    for path, (region, _) in own.items():
+        module, method = regions.module_path(region)
+        module = _relative(module, root)
+        if method and module and path not in other and module in other and module not in moved:
+            moved[module] = moved.pop(path)
+    return moved
 
 
 def change(before: Sequence[float], after: Sequence[float]) -> Change:

@@ -32,6 +32,17 @@ class RegionGain:
         return self.winner != "eager"
 
     @property
+    def note(self) -> str:
+        """Why it was kept as it was (the reason no backend won); empty when it was tuned."""
+        return self.reason or ("" if self.tuned else "kept as it was")
+
+    @property
+    def realised_shown(self) -> tuple[float | None, float | None]:
+        """The realised speedups (end to end, for the region) a view shows: none for a region kept as it
+        was, whose measured change is noise."""
+        return (self.realised_speedup, self.realised_region_speedup) if self.tuned else (None, None)
+
+    @property
     def prediction_error(self) -> float | None:
         """Predicted ÷ realised end-to-end speedup (1: exact; above 1: the forecast was optimistic)."""
         if self.predicted_speedup is None or not self.realised_speedup:
@@ -67,12 +78,14 @@ def region_gains(
     targets = {target["path"]: target for target in suggestions.get("targets", ())}
     whole = {"predicted_speedup": whole_model_predicted, "predicted_region_speedup": whole_model_predicted}
     rows = {row.path: row.change for row in diff.regions}
+    # compare may line a method region up under its module's path (``vae.decode`` with ``aot_module:vae``).
+    by_before_id = {row.before_id: row.change for row in diff.regions if row.before_id is not None}
     run_before = diff.run_time.before_us
     gains = []
     for path, (winner, reason) in outcomes.items():
         target = whole if path == "" else targets.get(path, {})
         measured_path = path_of(target["region_id"]) if "region_id" in target else path
-        before = rows.get(measured_path, Change(None, None)).before_us
+        before = by_before_id.get(target.get("region_id"), rows.get(measured_path, Change(None, None))).before_us
         after = _after_time(rows, (path, measured_path))
         if path == "":
             before, after = run_before, diff.run_time.after_us

@@ -2,21 +2,25 @@
 
     .venv/bin/python scripts/make_sample_traces.py [--out sample_traces]
 
-Writes an eager-vs-tuned pair (``before-eager`` and ``after-tuned``: the same pipeline profiled
-before and after ``aitune.torch.tune`` tried ONNX Runtime for each of its modules, min-latency, keeping
-eager where ONNX Runtime was not 5% faster) and a two-scenario profile (``scenarios-batch``: batch 1
-and batch 4 of the eager pipeline). Each capture is written as
-``<name>.profile.json``, ``<name>.profile.md`` and one gzipped Chrome trace per scenario, host names
-redacted.
+Writes ``tuned-pipeline/``, the folder ``aitune-profile tune examples/pipeline_app.py:infer`` writes
+(``before/`` and ``after/`` with ``profile.json``, ``profile.md`` and ``trace.json.gz``, then
+``suggestions.json``, ``tuning.json``, ``compare.json`` and ``plan.json``), run with
+``OMP_NUM_THREADS=1`` and ONNX Runtime as the only backend so that it takes seconds; and a
+two-scenario profile (``scenarios-batch``: batch 1 and batch 4 of the eager pipeline, written as
+``scenarios-batch.profile.json``, ``.profile.md`` and one gzipped Chrome trace per scenario).
+Every trace is gzipped reproducibly with its host name and scratch path redacted.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -28,16 +32,45 @@ import pipeline_app  # noqa: E402
 import aitune.torch as ait  # noqa: E402
 from aitune.report import dumps, read_trace  # noqa: E402
 
+TUNED = "tuned-pipeline"
 WARMUP_RUNS = 2
 MEASURED_RUNS = 6  # enough runs for a median and a spread, few enough to keep the traces small
-TUNED_MODULES = ["text_encoder", "unet", "vae"]
+TUNE = [
+    "tune",
+    "examples/pipeline_app.py:infer",
+    "--input",
+    "input_data",
+    "--backends",
+    "onnxruntime",  # one backend keeps tuning to seconds; Inductor took 15 s here and did not beat eager
+    "--warmup",
+    str(WARMUP_RUNS),
+    "--runs",
+    str(MEASURED_RUNS),
+]
 
 
-def capture(name: str, pipe: pipeline_app.Pipeline, input_data: Any, out: Path) -> None:
-    """Profile one pipeline on ``input_data`` (one input or a list of `Scenario`) and write its files."""
+def tune_sample(out: Path) -> None:
+    """Run ``aitune-profile tune`` on the example into a scratch folder and copy its folder in as `TUNED`."""
+    # One OpenMP thread: on a shared 2-core machine two threads contending with other jobs stretch runs tenfold.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / TUNED
+        command = [sys.executable, "-m", "aitune.cli", *TUNE, "--out", str(folder)]
+        subprocess.run(command, cwd=ROOT, env=env, check=True)
+        shutil.rmtree(out / TUNED, ignore_errors=True)
+        shutil.copytree(folder, out / TUNED)
+    for trace in sorted((out / TUNED).rglob("*trace.json.gz")):
+        redact_trace(trace)
+    print(f"wrote {TUNED}/ (aitune-profile {' '.join(TUNE)})")
+
+
+def capture_scenarios(out: Path) -> None:
+    """Profile the eager pipeline on two batch sizes, one `Scenario` each, and write its files."""
+    name = "scenarios-batch"
+    pipe = pipeline_app.Pipeline()
     prof = ait.profile(
         obj=pipe,
-        input_data=input_data,
+        input_data=[ait.Scenario("batch1", batch(1)), ait.Scenario("batch4", batch(4))],
         inference_function=pipe,
         warmup_runs=WARMUP_RUNS,
         measured_runs=MEASURED_RUNS,
@@ -48,16 +81,6 @@ def capture(name: str, pipe: pipeline_app.Pipeline, input_data: Any, out: Path) 
     prof.save(out / f"{name}.profile.json")
     (out / f"{name}.profile.md").write_text(prof.markdown())
     print(f"wrote {name}.profile.json, {name}.profile.md and its traces")
-
-
-def tune_modules(pipe: pipeline_app.Pipeline, input_data: dict[str, torch.Tensor]) -> None:
-    """Wrap the pipeline's modules and tune them on the example input: ONNX Runtime where it wins, else eager."""
-    ait.wrap(pipe, TUNED_MODULES)
-    # One backend keeps the tuning step to seconds; Inductor took 15 s here and did not beat eager.
-    strategy = ait.MinLatencyStrategy([ait.OnnxRuntimeBackend()])
-    report = ait.tune(pipe, [input_data], strategy=strategy)
-    winners = {module["name"]: graph["winner"] for module in report["modules"] for graph in module["graphs"]}
-    print(f"tuning winners: {winners}")
 
 
 def redact_trace(path: Path) -> None:
@@ -76,14 +99,10 @@ def batch(size: int) -> dict[str, torch.Tensor]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "sample_traces", help="output folder")
-    out = parser.parse_args().out
+    out = parser.parse_args().out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    pipe = pipeline_app.Pipeline()
-    capture("before-eager", pipe, pipeline_app.input_data, out)
-    tune_modules(pipe, pipeline_app.input_data)
-    capture("after-tuned", pipe, pipeline_app.input_data, out)
-    scenarios = [ait.Scenario("batch1", batch(1)), ait.Scenario("batch4", batch(4))]
-    capture("scenarios-batch", pipeline_app.Pipeline(), scenarios, out)
+    tune_sample(out)
+    capture_scenarios(out)
 
 
 if __name__ == "__main__":

@@ -6,29 +6,10 @@ import statistics
 
 import pytest
 from cli_helpers import run_cli
+from diff_docs import profile, with_method
 
-from aitune.compare import Change, bootstrap_ratio_interval, compare_profiles, regressed
+from aitune.compare import Change, bootstrap_ratio_interval, compare_profiles, headline_paths, regressed
 from aitune.errors import ProfileError
-
-
-def profile(runs, warnings=(), ops=None, scenarios=None):
-    """A minimal document: ``runs`` is a list of {region_id: cpu µs}, each run's residual 10 µs."""
-    doc = {
-        "runs": [
-            {
-                "run_index": index,
-                "timing": {"cpu_time_us": sum(regions.values()) + 10.0},
-                "regions": [{"region_id": rid, "calls": 1, "cpu_time_us": us} for rid, us in regions.items()],
-                "residual": {"cpu_time_us": 10.0},
-            }
-            for index, regions in enumerate(runs)
-        ],
-        "warnings": [{"code": code, "message": code.lower(), "source": "core"} for code in warnings],
-        "profiler": {"key_averages": {"cpu_time_total": ops or []}},
-    }
-    if scenarios:
-        doc["scenarios"] = scenarios
-    return doc
 
 
 def test_regions_line_up_by_path_whatever_their_kind():
@@ -68,11 +49,81 @@ def test_a_root_one_side_names_is_stripped_from_the_other_sides_paths():
 
     assert [(row.path, row.before_id, row.after_id) for row in diff.regions] == [
         ("unet", "untuned_module:unet", "untuned_module:pipe.unet"),
-        ("vae", None, "untuned_module:pipe.vae"),
-        ("vae.decode", "untuned_module:vae.decode", None),
+        ("vae", "untuned_module:vae.decode", "untuned_module:pipe.vae"),  # the method meets its module
     ]
     assert not diff.regions[0].kind_changed
     assert [row.path for row in compare_profiles(entry, entry).regions] == ["unet", "vae.decode"]
+
+
+def test_an_entry_method_lines_up_with_the_wrapper_that_replaced_it():
+    before = with_method(
+        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
+        "untuned_module:vae.decode",
+        "decode",
+    )
+    after = profile([{"untuned_module:unet": 100.0, "aot_module:vae": 10.0}] * 2)
+
+    diff = compare_profiles(before, after)
+
+    for rows in (diff.regions, diff.headline):
+        vae = next(row for row in rows if row.path == "vae")
+        assert (vae.before_id, vae.after_id, vae.status) == ("untuned_module:vae.decode", "aot_module:vae", "both")
+        assert vae.kind_changed and vae.change.ratio == 0.25
+    assert (diff.added, diff.removed) == ([], [])
+
+
+def test_a_method_whose_forward_is_nested_inside_it_stays_apart_where_the_forward_meets_the_wrapper():
+    before = with_method(profile([{"untuned_module:vae.decode": 40.0}] * 2), "untuned_module:vae.decode", "decode")
+    for run in before["runs"]:
+        forward = {"region_id": "untuned_module:vae", "calls": 1, "cpu_time_us": 38.0, "children": []}
+        run["tree"] = [{**run["regions"][0], "children": [forward]}]
+    after = profile([{"aot_module:vae": 10.0}] * 2)
+
+    diff = compare_profiles(before, after)
+
+    assert [(row.path, row.before_id, row.after_id) for row in diff.regions] == [
+        ("vae.decode", "untuned_module:vae.decode", None),
+        ("vae", "untuned_module:vae", "aot_module:vae"),
+    ]
+    assert [(row.path, row.before_id, row.after_id) for row in diff.headline] == [
+        ("vae", "untuned_module:vae.decode", "aot_module:vae")
+    ]
+
+
+def test_a_method_stays_apart_when_its_own_side_has_the_module_or_the_other_side_has_the_method():
+    both = profile([{"untuned_module:vae.decode": 40.0, "untuned_module:vae": 5.0}] * 2)
+    wrapped = profile([{"aot_module:vae": 10.0}] * 2)
+    methods = profile([{"untuned_module:vae.decode": 30.0, "untuned_module:vae.encode": 8.0}] * 2)
+
+    assert sorted(row.path for row in compare_profiles(both, wrapped).headline) == ["vae", "vae.decode"]
+    assert sorted(row.path for row in compare_profiles(methods, methods).headline) == ["vae.decode", "vae.encode"]
+
+
+def test_a_capture_that_marks_its_methods_moves_only_the_marked_ones():
+    unmarked = profile([{"untuned_module:vae.decode": 40.0}] * 2)  # AITune's files mark none: read by name
+    marked = with_method(
+        profile([{"untuned_module:vae.decode": 40.0, "untuned_module:generate": 5.0}] * 2),
+        "untuned_module:generate",
+        "generate",
+    )
+    after = profile([{"aot_module:vae": 10.0, "untuned_module:generate": 5.0}] * 2)
+
+    assert [row.path for row in compare_profiles(unmarked, after).headline if row.status == "both"] == ["vae"]
+    assert sorted(row.path for row in compare_profiles(marked, after).headline) == ["generate", "vae", "vae.decode"]
+
+
+def test_the_headline_paths_a_chart_groups_by_are_compares_lineup():
+    before = with_method(
+        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
+        "untuned_module:vae.decode",
+        "decode",
+    )
+    after = profile([{"aot_module:unet": 50.0, "aot_module:vae": 10.0}] * 2)
+
+    assert headline_paths(before, after) == (
+        {"untuned_module:unet": "unet", "untuned_module:vae.decode": "vae"},
+        {"aot_module:unet": "unet", "aot_module:vae": "vae"},
+    )
 
 
 def test_added_and_removed_regions_and_one_sided_warnings_are_reported():
@@ -217,4 +268,10 @@ def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_reg
         "text_encoder": "untuned_module:text_encoder",
         "unet": "untuned_module:unet",
         "vae": "untuned_module:vae",
+    }
+    headline = {row["path"]: row["before_id"] for row in json.loads(result.stdout)["headline"]}
+    assert headline == {  # at the headline's level, the entry method meets the script's forward
+        "text_encoder": "untuned_module:text_encoder",
+        "unet": "untuned_module:unet",
+        "vae": "untuned_module:vae.decode",
     }

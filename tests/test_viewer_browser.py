@@ -8,13 +8,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 from viewer_docs import HOSTILE, pipeline_doc, with_warning
 from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
 
 from aitune import compare
+from aitune.loop_report import read_loop_report
 from aitune.report import dumps, load
-from aitune.viewer import overview
+from aitune.suggest import suggest
+from aitune.viewer import overview, targets
 
 pytestmark = [
     pytest.mark.browser,
@@ -22,7 +25,8 @@ pytestmark = [
 ]
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
+TUNED = "tuned-pipeline"
+BEFORE, AFTER = f"{TUNED}/before/profile.json", f"{TUNED}/after/profile.json"
 TIMEOUT_MS = 20_000
 
 
@@ -30,8 +34,7 @@ TIMEOUT_MS = 20_000
 def runs_dir(tmp_path_factory) -> Path:
     """The samples plus a hostile pair whose region name and warning message are markup."""
     folder = tmp_path_factory.mktemp("runs")
-    for path in SAMPLES.iterdir():
-        shutil.copy(path, folder / path.name)
+    shutil.copytree(SAMPLES, folder, dirs_exist_ok=True)
     hostile = with_warning(pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}"), "HOSTILE", HOSTILE)
     (folder / "hostile.profile.json").write_bytes(dumps(hostile))
     (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
@@ -78,10 +81,25 @@ def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server,
         page.screenshot(path=ARTIFACTS / "compare-page.png", full_page=True)
 
 
+def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, browser):
+    with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
+        report = read_loop_report(orjson.loads((SAMPLES / TUNED / "compare.json").read_bytes()), "compare.json")
+        found = suggest(load(SAMPLES / AFTER), domain="cpu")
+
+        expect = _expect()
+        expect(page.locator(".gain-table .tabulator-row")).to_have_count(len(report.regions))
+        expect(page.locator(".tuned-speedup")).to_contain_text(
+            overview.format_gain(report.speedup, report.ci_low, report.ci_high)
+        )
+        page.locator(".bk-tab", has_text="Suggestions").click()
+        expect(page.locator(".suggest-picked")).to_have_text(targets.picked_line(found))
+        assert page.locator(".target-table .tabulator-row").count() >= 1
+
+
 def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.locator(".bk-tab", has_text="Timeline").click()
-        page.wait_for_selector("text=Download before-eager.trace.json.gz", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=Download trace.json.gz", timeout=TIMEOUT_MS)
 
         assert page.locator("canvas").count() >= 1
 
@@ -97,12 +115,15 @@ def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
         page.screenshot(path=ARTIFACTS / "region-tree.png", full_page=True)
 
 
-def test_an_uploaded_file_replaces_the_shown_profile(server, browser):
+def test_an_uploaded_file_replaces_the_shown_profile(server, browser, tmp_path):
+    upload = tmp_path / "uploaded-after.profile.json"  # a name the shown profile's does not contain
+    shutil.copy(SAMPLES / AFTER, upload)
+
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
-        page.locator(".profile-upload input[type=file]").set_input_files(str(SAMPLES / AFTER))
+        page.locator(".profile-upload input[type=file]").set_input_files(str(upload))
 
-        page.wait_for_selector(f".aitune-names >> text={AFTER}", timeout=TIMEOUT_MS)
+        page.wait_for_selector(f".aitune-names >> text={upload.name}", timeout=TIMEOUT_MS)
 
 
 def test_hostile_names_and_messages_are_shown_as_text_and_never_run(server, browser):

@@ -36,6 +36,16 @@ def test_without_a_url_a_before_after_pair_is_opened():
     assert default_pair([]) == (None, None)
 
 
+def test_without_a_url_a_tune_folders_own_pair_is_opened():
+    names = ["a/after/profile.json", "a/before/profile.json", "b/after/profile.json", "b/before/profile.json"]
+
+    assert default_pair(names) == ("a/before/profile.json", "a/after/profile.json")
+    assert default_pair(["c/before/profile.json", "d/after/profile.json"]) == (
+        "c/before/profile.json",
+        "d/after/profile.json",
+    )
+
+
 def test_a_url_naming_a_file_outside_the_runs_folder_is_refused():
     store = ProfileStore(runs_dir=SAMPLES)
 
@@ -96,7 +106,7 @@ def test_the_viewer_imports_and_builds_without_torch():
 
 def test_top_movers_are_topmost_regions_not_blocks_inside_a_module_tuned_whole():
     store = ProfileStore(runs_dir=SAMPLES)
-    assert store.open_names("before-eager.profile.json", "after-tuned.profile.json")
+    assert store.open_names("tuned-pipeline/before/profile.json", "tuned-pipeline/after/profile.json")
 
     lines = overview.movers(store.compare_now("cpu"), limit=10)
 

@@ -35,7 +35,7 @@ def test_the_scenario_picker_offers_the_scenarios_and_hides_for_single_input_pro
     offered, shown = list(picker.options), picker.visible
     picker.value = "batch4"
     chosen = store.scenario
-    store.open_names("before-eager.profile.json")
+    store.open_names("tuned-pipeline/before/profile.json")
 
     assert (offered, shown, chosen) == (["batch1", "batch4"], True, "batch4")
     assert (picker.visible, store.scenario) == (False, None)
@@ -43,15 +43,15 @@ def test_the_scenario_picker_offers_the_scenarios_and_hides_for_single_input_pro
 
 def test_the_folder_pickers_follow_an_upload():
     store = ProfileStore(runs_dir=SAMPLES)
-    store.open_names("before-eager.profile.json", "after-tuned.profile.json")
+    store.open_names("tuned-pipeline/before/profile.json", "tuned-pipeline/after/profile.json")
     before, after = pickers(store).objects[1:3]
 
-    store.open_uploads({"mine.json": (SAMPLES / "after-tuned.profile.json").read_bytes()})
+    store.open_uploads({"mine.json": (SAMPLES / "tuned-pipeline/after/profile.json").read_bytes()})
 
     assert (before.value, after.value) == ("(none)", "(none)")
 
 
 def test_a_single_input_profile_ignores_a_scenario_name():
-    loaded = Loaded("one.json", load(SAMPLES / "before-eager.profile.json"))
+    loaded = Loaded("one.json", load(SAMPLES / "tuned-pipeline/before/profile.json"))
 
     assert loaded.scenario("batch4") is loaded

@@ -7,18 +7,10 @@ import orjson
 import pytest
 
 from aitune.errors import ProfileError
-from aitune.report import load, read_trace
+from aitune.report import read_trace
 from aitune.viewer import sources
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-
-
-def test_every_committed_sample_profile_validates_against_the_schema():
-    names = sources.list_profiles(SAMPLES)
-
-    assert len(names) >= 2
-    for name in names:
-        load(SAMPLES / name)
 
 
 def test_every_committed_sample_has_its_trace_and_the_folder_stays_small():
@@ -26,12 +18,13 @@ def test_every_committed_sample_has_its_trace_and_the_folder_stays_small():
         loaded = sources.load_from_folder(SAMPLES, name)
         assert loaded.trace_path is not None, name
         read_trace(loaded.trace_path)
-    assert sum(path.stat().st_size for path in SAMPLES.iterdir()) < 2 * 2**20
+    assert sum(path.stat().st_size for path in SAMPLES.rglob("*") if path.is_file()) < 2 * 2**20
 
 
-def test_the_runs_folder_lists_profiles_and_not_traces(tmp_path):
+def test_the_runs_folder_lists_profiles_and_not_traces_or_a_tune_folders_reports(tmp_path):
     (tmp_path / "run1").mkdir()
-    for name in ("a.profile.json", "run1/profile.json", "a.trace.json.gz", "run1/trace.json", "notes.md"):
+    reports = [f"run1/{name}" for name in ("suggestions.json", "tuning.json", "compare.json", "plan.json")]
+    for name in ("a.profile.json", "run1/profile.json", "a.trace.json.gz", "run1/trace.json", "notes.md", *reports):
         (tmp_path / name).write_text("{}")
 
     assert sources.list_profiles(tmp_path) == ["a.profile.json", "run1/profile.json"]

@@ -14,7 +14,7 @@ from aitune.viewer.sources import Loaded
 from aitune.viewer.store import ProfileStore
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-BEFORE, AFTER = "before-eager.profile.json", "after-tuned.profile.json"
+BEFORE, AFTER = "tuned-pipeline/before/profile.json", "tuned-pipeline/after/profile.json"
 
 
 def pair_store(before, after) -> ProfileStore:
@@ -115,7 +115,7 @@ def test_opening_names_from_the_runs_folder_loads_the_pair_and_its_traces():
     assert store.open_names(BEFORE, AFTER)
 
     assert store.is_pair and store.problem == ""
-    assert store.trace_path("after").name == "after-tuned.trace.json.gz"
+    assert store.trace_path("after") == (SAMPLES / "tuned-pipeline" / "after" / "trace.json.gz").resolve()
 
 
 def test_the_timeline_has_one_lane_per_region_in_run_order():
@@ -134,6 +134,7 @@ def test_the_timeline_has_one_lane_per_region_in_run_order():
         "unet.blocks.1",
         "unet.blocks.2",
         "vae.decode",
+        "vae",  # the forward that vae.decode calls
         "vae.up",
     ]
     assert (spans["start_ms"] >= 0).all() and spans["start_ms"].is_monotonic_increasing
@@ -160,6 +161,7 @@ def test_uploads_open_one_or_two_files_in_order_and_refuse_more(tmp_path):
 
 
 def test_a_bad_upload_is_one_sentence_and_the_shown_profile_stays(tmp_path):
+    (tmp_path / BEFORE).parent.mkdir(parents=True)
     shutil.copy(SAMPLES / BEFORE, tmp_path / BEFORE)
     store = ProfileStore(runs_dir=tmp_path)
     store.open_names(BEFORE)

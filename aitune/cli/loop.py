@@ -19,14 +19,13 @@ from aitune.cli.edge import without_profiler_lines
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
 from aitune.gains import speedup
+from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
 from aitune.report import dumps
 from aitune.report.io import write_atomic
 from aitune.report.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from aitune.torch.loop import LoopConfig, LoopResult
-
-FILES = ("suggestions.json", "tuning.json", "compare.json", "plan.json")
 
 
 @dataclass(frozen=True)
@@ -68,10 +67,10 @@ def tune_entry_into(
     from aitune.torch.loop import optimize
     from aitune.torch.performance.entry import loaded_entry
 
-    traces = (folder / "before" / TRACE_NAME, folder / "after" / TRACE_NAME) if keep_traces else None
+    traces = (folder / BEFORE_FOLDER / TRACE_NAME, folder / AFTER_FOLDER / TRACE_NAME) if keep_traces else None
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
-            for side in ("before", "after"):
+            for side in (BEFORE_FOLDER, AFTER_FOLDER):
                 (folder / side).mkdir(exist_ok=True)
             with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
                 result = optimize(
@@ -89,8 +88,8 @@ def tune_entry_into(
 
 def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
     """Both profiles and the four reports of ``result`` into ``folder``."""
-    before = write_profile(folder / "before", result.before, trace=traces[0] if traces else None)
-    after = write_profile(folder / "after", result.after, trace=traces[1] if traces else None)
+    before = write_profile(folder / BEFORE_FOLDER, result.before, trace=traces[0] if traces else None)
+    after = write_profile(folder / AFTER_FOLDER, result.after, trace=traces[1] if traces else None)
     contents = {
         "suggestions.json": result.suggestions,
         "tuning.json": result.tuning,
@@ -98,7 +97,7 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
         "plan.json": result.plan,
     }
     reports = {}
-    for name in FILES:
+    for name in REPORT_FILES:
         if contents[name] is not None:
             reports[name] = write_atomic(folder / name, dumps(contents[name]))
     return LoopFiles(folder, before, after, reports)
@@ -147,14 +146,12 @@ def loop_view(result: LoopResult) -> Group:
     for header in ("Region", "Backend", "Predicted", "Realised", "Own speedup", "Note"):
         table.add_column(header, justify="left" if header in ("Region", "Backend", "Note") else "right")
     for gain in result.gains:
-        note = gain.reason or ("" if gain.tuned else "kept as it was")
         table.add_row(
             terminal_text(gain.path or "(whole model)"),
             terminal_text(gain.winner),
             _times(gain.predicted_speedup),
-            _times(gain.realised_speedup if gain.tuned else None),  # an untouched region's change is noise
-            _times(gain.realised_region_speedup if gain.tuned else None),
-            terminal_text(note),
+            *(_times(value) for value in gain.realised_shown),  # an untouched region's change is noise
+            terminal_text(gain.note),
         )
     lines = [end_to_end_line(result)]
     if result.whole_model is not None:

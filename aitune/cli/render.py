@@ -183,7 +183,7 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
             f"{target.calls_per_run:g}",
             _speedup(target.upper_bound_speedup),
             _speedup(target.predicted_speedup),
-            terminal_text(_verdict(target, picked)),
+            terminal_text(suggestions.verdict(target, picked)),
         )
     if len(suggestions.targets) > limit:
         table.add_row(terminal_text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
@@ -192,20 +192,6 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
 
 def _speedup(value: float) -> str:
     return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
-
-
-def _verdict(target: Target, picked: list[Target]) -> str:
-    """``tune``; for a recommended target not picked, the picked one it overlaps; else its first blocking code."""
-    if target in picked:
-        return "tune"
-    if not target.recommended:
-        return next((reason.code for reason in target.reasons if reason.blocking), MISSING)
-    for other in picked:
-        if target.path.startswith(other.path + "."):
-            return f"inside {other.path}"
-        if other.path.startswith(target.path + "."):
-            return f"around {other.path}"
-    return "beyond --top"
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:

@@ -81,6 +81,21 @@ class Suggestions:
                 picked.append(target)
         return picked
 
+    def verdict(self, target: Target, picked: list[Target] | None = None) -> str:
+        """``tune`` for a target among ``picked`` (default: `recommended`); for a recommended target not
+        picked, the picked one it lies inside or around; else its first blocking reason's code."""
+        picked = self.recommended() if picked is None else picked
+        if target in picked:
+            return "tune"
+        if not target.recommended:
+            return next((reason.code for reason in target.reasons if reason.blocking), "-")
+        for other in picked:
+            if target.path.startswith(other.path + "."):
+                return f"inside {other.path}"
+            if other.path.startswith(target.path + "."):
+                return f"around {other.path}"
+        return "beyond --top"
+
     def combined(self, targets: Iterable[Target] | None = None) -> tuple[float, float]:
         """(predicted, upper bound) end-to-end speedup of tuning disjoint ``targets`` (default: `recommended`)."""
         chosen = list(self.recommended() if targets is None else targets)

@@ -14,29 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.compare import path_of
-
-ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
-"""Read as entry methods in profiles whose regions do not mark their ``method`` (AITune's, older ones)."""
-
-
-class RegionIndex:
-    """What a document's ``regions`` entries say about each region id: module type, method, input shapes."""
-
-    def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.meta: dict[str, Mapping[str, Any]] = {region["id"]: region for region in doc.get("regions", ())}
-        self.marked = any("method" in region for region in self.meta.values())
-
-    def module_path(self, region_id: str) -> tuple[str, str | None]:
-        """(module path, entry method or None): ``untuned_module:vae.decode`` → ``("vae", "decode")``."""
-        name = path_of(region_id)
-        if self.marked:
-            method = self.meta.get(region_id, {}).get("method")
-        else:
-            last = name.rpartition(".")[2]
-            method = last if last in ENTRY_METHOD_NAMES else None
-        if method is None or not (name == method or name.endswith("." + method)):
-            return name, None
-        return name[: -len(method)].rstrip("."), method
+from aitune.report.regions import RegionIndex
 
 
 @dataclass

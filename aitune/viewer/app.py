@@ -12,11 +12,13 @@ from pathlib import Path
 import panel as pn
 import param
 
+from aitune.loop_report import AFTER_FOLDER
 from aitune.viewer import views
-from aitune.viewer.overview import Overview
+from aitune.viewer.overview import Overview, TunedRegions
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import MAX_FILE_BYTES
-from aitune.viewer.store import ProfileStore
+from aitune.viewer.store import SIDES, ProfileStore
+from aitune.viewer.targets import TuningTargets
 
 RUNS_DIR_ENV = "AITUNE_VIEWER_RUNS_DIR"
 NONE = "(none)"
@@ -50,10 +52,22 @@ def query_value(args: Mapping[str, Sequence[bytes | str]], key: str) -> str | No
 
 
 def default_pair(names: Sequence[str]) -> tuple[str | None, str | None]:
-    """What to open without a URL: a ``before*``/``after*`` pair when the folder has one, else the first file."""
-    before = next((name for name in names if Path(name).name.startswith("before")), names[0] if names else None)
-    after = next((name for name in names if Path(name).name.startswith("after") and name != before), None)
+    """What to open without a URL: a before/after pair when the folder has one, else the first file.
+
+    A before is a file named ``before*`` or one in a ``before/`` folder (a tune folder's); its after
+    is the same file of that folder's ``after/`` when there is one, else the first ``after`` found.
+    """
+    before = next((name for name in names if _side_of(name) == "before"), names[0] if names else None)
+    if before is None or _side_of(before) != "before":
+        return before, None
+    twin = (Path(before).parent.parent / AFTER_FOLDER / Path(before).name).as_posix()
+    after = twin if twin in names else next((name for name in names if _side_of(name) == "after"), None)
     return before, after
+
+
+def _side_of(name: str) -> str | None:
+    path = Path(name)
+    return next((side for side in SIDES if path.name.startswith(side) or path.parent.name == side), None)
 
 
 def open_initial(store: ProfileStore, args: Mapping[str, Sequence[bytes | str]]) -> None:
@@ -143,6 +157,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     context = {"store": store, "selection": selection}
     tabs = pn.Tabs(
         ("Regions", views.RegionShares(**context)),
+        ("Suggestions", TuningTargets(**context)),
         ("Region tree", views.RegionTree(**context)),
         ("Run timing", views.RunTiming(**context)),
         ("Operators", views.Operators(**context)),
@@ -153,7 +168,9 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     )
     compare_after_load(store, selection)
     sidebar = pn.Column(pickers(store), scenario_picker(store), uploader(store), "**Time domain**", domain, width=320)
-    main = pn.Column(views.Problem(**context), Overview(**context), tabs, sizing_mode="stretch_width")
+    main = pn.Column(
+        views.Problem(**context), Overview(**context), TunedRegions(**context), tabs, sizing_mode="stretch_width"
+    )
     return pn.Row(sidebar, main, sizing_mode="stretch_width", name="aitune viewer")
 
 

@@ -20,15 +20,27 @@ MAX_BARS = 40
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
 
-def top_paths(regions: pd.DataFrame, limit: int = MAX_BARS) -> list[str]:
-    """The ``limit`` region paths with the largest fraction on either side, residual always included."""
-    largest = regions[regions["path"] != RESIDUAL].groupby("path", sort=False)["fraction"].max()
+MEASURES = {
+    "time": ("ms", "Time per region in a run ({domain}, median over runs)", "ms of {domain} time per run"),
+    "share": ("percent", "Share of {domain} time per region (median over runs)", "% of run {domain} time"),
+}
+"""What the region bars measure: (column drawn, title, axis label)."""
+
+
+def top_paths(regions: pd.DataFrame, limit: int = MAX_BARS, column: str = "fraction") -> list[str]:
+    """The ``limit`` region paths with the largest ``column`` on either side, residual always included."""
+    largest = regions[regions["path"] != RESIDUAL].groupby("path", sort=False)[column].max()
     return [*largest.sort_values(ascending=False).index[:limit], RESIDUAL]
 
 
-def region_bars(regions: pd.DataFrame, domain: str) -> figure:
-    """Grouped horizontal bars: per region path one bar per side; managed regions hatched, residual dotted."""
-    paths = top_paths(regions)
+def region_bars(regions: pd.DataFrame, domain: str, measure: str = "share") -> figure:
+    """Grouped horizontal bars: per region path one bar per side; managed regions hatched, residual dotted.
+
+    ``measure`` is ``share`` (% of the run) or ``time`` (ms per run, what a before/after pair needs:
+    a region that got faster can take a larger share of a shorter run); the tooltip gives both.
+    """
+    drawn, title, axis = MEASURES[measure]
+    paths = top_paths(regions, column="time_us" if measure == "time" else "fraction")
     shown = regions[regions["path"].isin(paths)]
     sides = list(dict.fromkeys(shown["side"]))
     factors = [(path, side) for path in reversed(paths) for side in sides]
@@ -48,14 +60,14 @@ def region_bars(regions: pd.DataFrame, domain: str) -> figure:
         y_range=FactorRange(*factors),
         height=max(240, 22 * len(factors) + 60),
         sizing_mode="stretch_width",
-        title=f"Share of {domain} time per region (median over runs)",
-        x_axis_label=f"% of run {domain} time",
+        title=title.format(domain=domain),
+        x_axis_label=axis.format(domain=domain),
         tools=_TOOLS,
         name="region-bars",
     )
     plot.hbar(
         y="y",
-        right="percent",
+        right=drawn,
         height=0.8,
         source=source,
         color="color",

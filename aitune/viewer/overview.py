@@ -10,10 +10,18 @@ import panel as pn
 
 from aitune.compare import Change, ProfileDiff
 from aitune.gains import speedup
+from aitune.loop_report import LoopReport
+from aitune.viewer import tables
 from aitune.viewer.store import ProfileStore
-from aitune.viewer.views import StoreView, text_block
+from aitune.viewer.views import WRAPPED_TEXT, StoreView, table, text_block
 
 TOP_MOVERS = 5
+TITLES = {
+    "predicted_speedup": "predicted ×",
+    "realised_speedup": "realised ×",
+    "predicted_region_speedup": "predicted, region ×",
+    "realised_region_speedup": "realised, region ×",
+}
 
 
 def format_ms(us: float | None) -> str:
@@ -23,10 +31,14 @@ def format_ms(us: float | None) -> str:
 
 def format_speedup(change: Change) -> str:
     """before ÷ after as ``1.85×``, with the interval ``[1.70–2.01]`` when compare gave one; ``-`` when missing."""
-    value, low, high = speedup(change)  # the one convention (aitune.gains), as the CLI's compare shows it
-    if value is None:
+    return format_gain(*speedup(change))
+
+
+def format_gain(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A speedup (before ÷ after) as ``1.85×``, with its interval ``[1.70–2.01]`` when known; ``-`` when missing."""
+    if not value:
         return "-"
-    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
+    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low and high else "")
 
 
 def spread(store: ProfileStore, side: str, metric: str) -> str:
@@ -117,3 +129,34 @@ class Overview(StoreView):
         if diff:
             parts.append(text_block("Top movers:\n" + "\n".join(movers(diff))))
         return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["overview"])
+
+
+def tuned_line(report: LoopReport) -> str:
+    """The end-to-end speedup the tune folder's compare report measured, with its interval."""
+    low, high = report.ci_low, report.ci_high
+    if low is not None and high is not None and low <= 1 <= high:
+        verdict = "within noise"
+    else:
+        verdict = "faster" if (report.speedup or 0) >= 1 else "slower"
+    return (
+        f"Tuned by aitune-profile tune: {format_gain(report.speedup, low, high)} end to end, {verdict} "
+        f"({report.domain}, 95% CI). Per tuned region, the gain suggest predicted and the gain measured "
+        "(realised: the run's speedup had only that region changed; region: its own speedup)."
+    )
+
+
+class TunedRegions(StoreView):
+    """For a pair from a tune folder: per tuned region the winner, predicted and realised gain, and why one was
+    kept as it was, from the folder's compare report; nothing for any other pair."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self.rendered()
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        report = self.store.tune_report()
+        if report is None:
+            return pn.Spacer(height=0)
+        rows = tables.gain_table(report)
+        gains = table(rows, ["path", "winner"], "gain-table", formatters={"note": WRAPPED_TEXT}, titles=TITLES)
+        line = text_block(tuned_line(report), "aitune-text tuned-speedup")
+        return pn.Column(line, gains, sizing_mode="stretch_width")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aitune.errors import ProfileError
+from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, LoopReport, read_loop_report
 from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
 from aitune.report import io as report_io
 
@@ -34,22 +35,25 @@ class Loaded:
     doc: ProfileDoc
     trace_path: Path | None = None
     scenario_traces: Mapping[str, Path | None] = field(default_factory=dict)
+    path: Path | None = None  # the file inside the runs folder; None for an upload
 
     def scenario(self, name: str | None) -> Loaded:
         """This profile as if only scenario ``name`` had been profiled; itself for None or a name it lacks."""
         if name is None or name not in scenario_names(self.doc):
             return self
-        return Loaded(self.name, select_scenario(self.doc, name), self.scenario_traces.get(name), self.scenario_traces)
+        doc = select_scenario(self.doc, name)
+        return Loaded(self.name, doc, self.scenario_traces.get(name), self.scenario_traces, self.path)
 
 
 def list_profiles(root: Path) -> list[str]:
-    """Names (relative to ``root``, with ``/``) of the profile JSON files under it, sorted; traces excluded."""
+    """Names (relative to ``root``, with ``/``) of the profile JSON files under it, sorted; traces excluded,
+    and so are the reports a tune folder holds beside its profiles."""
     if not root.is_dir():
         return []
     names = sorted(
         path.relative_to(root).as_posix()
         for path in root.rglob("*.json")
-        if path.is_file() and "trace" not in path.name
+        if path.is_file() and "trace" not in path.name and path.name not in REPORT_FILES
     )
     return names[:MAX_LISTED]
 
@@ -111,7 +115,27 @@ def load_from_folder(root: Path, name: str) -> Loaded:
     scenario_traces = {
         scenario: trace_beside(path, select_scenario(doc, scenario), root) for scenario in scenario_names(doc)
     }
-    return Loaded(name, doc, trace_beside(path, doc, root), scenario_traces)
+    return Loaded(name, doc, trace_beside(path, doc, root), scenario_traces, path)
+
+
+def tune_folder(before: Loaded, after: Loaded) -> Path | None:
+    """The folder ``aitune-profile tune`` wrote, when the two profiles are its ``before/`` and ``after/`` ones
+    and its compare report sits beside them; None for any other pair (uploads included)."""
+    if before.path is None or after.path is None:
+        return None
+    folder = before.path.parent.parent
+    sides = (before.path.parent, after.path.parent)
+    if sides != (folder / BEFORE_FOLDER, folder / AFTER_FOLDER) or not (folder / COMPARE_REPORT).is_file():
+        return None
+    return folder
+
+
+def read_tune_report(folder: Path, root: Path) -> LoopReport:
+    """The compare report of a tune folder inside ``root``, read with the size and depth limits; `ProfileError`
+    in one sentence when it is unreadable or not a tune folder's report."""
+    path = folder / COMPARE_REPORT
+    name = path.relative_to(root.resolve()).as_posix()
+    return read_loop_report(parse_json(read_bounded(path, name), name), name)
 
 
 @lru_cache(maxsize=32)

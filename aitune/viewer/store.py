@@ -16,7 +16,9 @@ import param
 from aitune import compare
 from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
+from aitune.loop_report import LoopReport
 from aitune.report import scenario_names
+from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
 
@@ -102,8 +104,22 @@ class ProfileStore(param.Parameterized):
     # Derived tables ------------------------------------------------------------------------
 
     def region_table(self, domain: str) -> pd.DataFrame:
-        """Per region path: median time and fraction per side in ``domain``; residual as its own row."""
-        return self._cached(("regions", domain), lambda: self._stacked(lambda doc: tables.region_summary(doc, domain)))
+        """Per headline row: median time and fraction per side in ``domain``; residual as its own row.
+
+        A pair's rows carry the paths `aitune.compare` lines them up under (``vae.decode`` before
+        and the wrapper ``aot_module:vae`` after are both ``vae``), so their bars stand together.
+        """
+
+        def lined_up() -> pd.DataFrame:
+            regions = self._stacked(lambda doc: tables.region_summary(doc, domain))
+            if not self.is_pair:
+                return regions
+            docs = self.sides()
+            paths = dict(zip(SIDES, compare.headline_paths(docs["before"].doc, docs["after"].doc), strict=True))
+            rows = regions[["side", "region_id", "path"]].itertuples(index=False)
+            return regions.assign(path=[paths[side].get(label, path) for side, label, path in rows])
+
+        return self._cached(("regions", domain), lined_up)
 
     def run_table(self) -> pd.DataFrame:
         """Every measured run of every side, with a ``side`` column and outliers marked."""
@@ -134,6 +150,40 @@ class ProfileStore(param.Parameterized):
             return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
 
         return self._cached(("tree", domain, run), aligned)
+
+    @property
+    def suggested_side(self) -> str:
+        """The side suggestions are read from: the only profile ("what to tune"), or a pair's after ("next")."""
+        return "after" if self.is_pair else "before"
+
+    def suggestions(self, domain: str) -> Suggestions | None:
+        """`aitune.suggest` on `suggested_side` in ``domain`` (cpu without device time); None without a profile."""
+        loaded = self.sides().get(self.suggested_side)
+        if loaded is None:
+            return None
+        return self._cached(("suggestions", self._domain(domain)), lambda: self._suggest(loaded, self._domain(domain)))
+
+    def _suggest(self, loaded: Loaded, domain: str) -> Suggestions | None:
+        try:
+            return suggest(loaded.doc, domain=domain)
+        except ProfileError as error:
+            self.problem = str(error)
+            return None
+
+    def tune_report(self) -> LoopReport | None:
+        """The compare report of the tune folder the pair came from (`sources.tune_folder`); None for other pairs."""
+        folder = sources.tune_folder(self.before, self.after) if self.is_pair else None
+        if folder is None:
+            return None
+
+        def read() -> LoopReport | None:
+            try:
+                return sources.read_tune_report(folder, self.runs_dir)
+            except ProfileError as error:
+                self.problem = str(error)
+                return None
+
+        return self._cached("tune report", read)
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""

@@ -1,7 +1,8 @@
 """Tables of one profile document for the viewer: pure functions from the document to DataFrames.
 
 Only reading and arranging happens here (medians over runs, per-run rows, the trace's spans for one
-run); anything that compares two profiles belongs to `aitune.compare`.
+run, suggest's targets and a tune folder's gains as rows); anything that compares two profiles
+belongs to `aitune.compare`, every figure of a target to `aitune.suggest`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,18 @@ import pandas as pd
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
-from aitune.markers import REGION_SPAN_PREFIX, parse_region_id, region_kind, region_path, run_span_name
+from aitune.loop_report import LoopReport
+from aitune.markers import (
+    REGION_SPAN_PREFIX,
+    parse_region_id,
+    region_kind,
+    region_path,
+    run_span_name,
+)
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.key_averages import operator_rows
+from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 
 RESIDUAL = RESIDUAL_LABEL
 """The path under which the residual (time outside every region) is listed beside the regions."""
@@ -27,6 +36,30 @@ RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "ou
 OPERATOR_COLUMNS = ["key", "device_type", "count", "self_cpu_time_total_us", "cpu_time_total_us"]
 WARNING_COLUMNS = ["code", "message", "source"]
 TIMELINE_COLUMNS = ["lane", "start_ms", "end_ms", "duration_ms"]
+TARGET_COLUMNS = [
+    "path",
+    "share",
+    "share_low",
+    "share_high",
+    "time_per_run_us",
+    "calls_per_run",
+    "upper_bound_speedup",
+    "predicted_speedup",
+    "predicted_region_speedup",
+    "verdict",
+]
+REASON_COLUMNS = ["path", "code", "blocking", "message"]
+ADVICE_COLUMNS = ["code", "message", "time_per_run_us", "share"]
+GAIN_COLUMNS = [
+    "path",
+    "winner",
+    "predicted_speedup",
+    "realised_speedup",
+    "predicted_region_speedup",
+    "realised_region_speedup",
+    "note",
+]
+WHOLE_MODEL = "(whole model)"
 
 
 def has_device_time(doc: ProfileDoc) -> bool:
@@ -119,3 +152,51 @@ def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
 def _median(values: Iterable[float]) -> float:
     collected = list(values)
     return statistics.median(collected) if collected else 0.0
+
+
+def target_table(suggestions: Suggestions) -> pd.DataFrame:
+    """suggest's ranked targets, one row each, with `Suggestions.verdict`; an unbounded upper bound is NaN."""
+    picked = suggestions.recommended()
+    rows = [
+        {
+            **{column: getattr(target, column) for column in TARGET_COLUMNS[:-1]},
+            "upper_bound_speedup": target.upper_bound_speedup if target.upper_bound_speedup < UPPER_BOUND_CAP else None,
+            "verdict": suggestions.verdict(target, picked),
+        }
+        for target in suggestions.targets
+    ]
+    return pd.DataFrame(rows, columns=TARGET_COLUMNS)
+
+
+def reason_table(suggestions: Suggestions) -> pd.DataFrame:
+    """Every reason of every target, in the targets' rank order."""
+    rows = [
+        [target.path, reason.code, reason.blocking, reason.message]
+        for target in suggestions.targets
+        for reason in target.reasons
+    ]
+    return pd.DataFrame(rows, columns=REASON_COLUMNS)
+
+
+def advice_table(suggestions: Suggestions) -> pd.DataFrame:
+    """suggest's advice beyond modules (residual causes, entry-method code, first-call cost)."""
+    rows = [[item.code, item.message, item.time_per_run_us, item.share] for item in suggestions.advice]
+    return pd.DataFrame(rows, columns=ADVICE_COLUMNS)
+
+
+def gain_table(report: LoopReport) -> pd.DataFrame:
+    """Per region a tune folder tuned: its winner, predicted and realised gains, and why it was kept as it was.
+
+    A region kept as it was has no realised gain (`RegionGain.realised_shown`): its change is noise.
+    """
+    rows = [
+        {
+            **{column: getattr(gain, column) for column in GAIN_COLUMNS[:-1]},
+            "path": gain.path or WHOLE_MODEL,
+            "realised_speedup": gain.realised_shown[0],
+            "realised_region_speedup": gain.realised_shown[1],
+            "note": gain.note,
+        }
+        for gain in report.regions
+    ]
+    return pd.DataFrame(rows, columns=GAIN_COLUMNS)

@@ -7,6 +7,8 @@ escaped before it reaches an HTML pane and shown as plain text in tables.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import panel as pn
@@ -18,6 +20,8 @@ from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
 
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
+WRAPPED_TEXT = {"type": "textarea"}  # escapes too, and wraps the text over lines
+WRAPPED_WIDTH = 400  # px: a wrapped column needs a width to wrap within; a sentence takes two or three lines
 MEDIAN_RUN = "median run of each side"
 
 
@@ -31,9 +35,32 @@ def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
     return pn.pane.HTML(f'<div class="{css_class}">{html.escape(text)}</div>', sizing_mode="stretch_width")
 
 
-def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: int = 25) -> pn.widgets.Tabulator:
-    """A read-only, sortable Tabulator with header filters on the text columns, text shown as text."""
+def speedup_format(missing: str = "-") -> NumberFormatter:
+    """A speedup (before ÷ after, or an end-to-end bound) to three decimals; ``missing`` where there is none."""
+    return NumberFormatter(format="0.000", nan_format=missing, null_format=missing)
+
+
+def share_format() -> NumberFormatter:
+    """A fraction of the run as a percentage with one decimal."""
+    return NumberFormatter(format="0.0%", nan_format="-", null_format="-")
+
+
+def table(
+    frame: pd.DataFrame,
+    text_columns: list[str],
+    name: str,
+    page_size: int = 25,
+    formatters: Mapping[str, Any] | None = None,
+    titles: Mapping[str, str] | None = None,
+) -> pn.widgets.Tabulator:
+    """A read-only, sortable Tabulator with header filters on the text columns, text shown as text.
+
+    Columns are formatted by their names: ``*_us`` (µs), ``*_calls``, ``*_speedup`` (× figures)
+    and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages);
+    ``titles`` gives a column a shorter header than its name.
+    """
     present = [column for column in text_columns if column in frame.columns]
+    chosen = {**formatters} if formatters else {}
     return pn.widgets.Tabulator(
         frame,
         disabled=True,
@@ -43,8 +70,13 @@ def table(frame: pd.DataFrame, text_columns: list[str], name: str, page_size: in
         formatters={
             **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
             **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
+            **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
+            **{column: share_format() for column in frame.columns if str(column).startswith("share")},
             **{column: PLAIN_TEXT for column in present},
+            **chosen,
         },
+        widths={column: WRAPPED_WIDTH for column, formatter in chosen.items() if formatter == WRAPPED_TEXT},
+        titles=dict(titles or {}),
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
         css_classes=[name],
@@ -78,7 +110,7 @@ class Problem(StoreView):
 
 
 class RegionShares(StoreView):
-    """Grouped bars of region shares per side, with the domain toggle when device time exists."""
+    """Grouped bars per region and side: the share of one profile's run, a pair's time per run (ms)."""
 
     def __panel__(self) -> pn.viewable.Viewable:
         return self.rendered(self.selection.param.domain)
@@ -88,11 +120,19 @@ class RegionShares(StoreView):
         regions = self.store.region_table(domain)
         if regions.empty:
             return text_block("No regions to show.")
+        measure = "time" if self.store.is_pair else "share"
         note = text_block(
             "Hatched bars are managed (tuned) regions; plain bars are untuned; the dotted bar is the residual "
-            "(time outside every region). Bars line up by region path."
+            "(time outside every region). Bars line up by region path, as aitune.compare lines regions up."
+            + (
+                " A pair is drawn in ms per run, its share on hover: a region that got faster can take a larger"
+                " share of a shorter run."
+                if measure == "time"
+                else ""
+            )
         )
-        return pn.Column(note, pn.pane.Bokeh(figures.region_bars(regions, domain)), sizing_mode="stretch_width")
+        plot = figures.region_bars(regions, domain, measure)
+        return pn.Column(note, pn.pane.Bokeh(plot), sizing_mode="stretch_width")
 
 
 class RunTiming(StoreView):

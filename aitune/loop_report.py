@@ -1,0 +1,82 @@
+"""The folder ``aitune-profile tune`` writes, read back without torch: its layout and its compare report.
+
+``<folder>/before/profile.json`` and ``<folder>/after/profile.json`` (each with its Markdown and
+trace) sit beside `REPORT_FILES`. `COMPARE_REPORT` holds `aitune.compare.ProfileDiff.to_dict()`
+plus the end-to-end ``speedup`` and the ``tuned_regions`` (`aitune.gains.RegionGain.to_dict()`);
+`read_loop_report` checks the parts a reader shows and gives them back as objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from aitune.compare import DOMAINS
+from aitune.errors import ProfileError
+from aitune.gains import RegionGain
+from aitune.report.validate import shortened
+
+BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
+COMPARE_REPORT = "compare.json"
+REPORT_FILES = ("suggestions.json", "tuning.json", COMPARE_REPORT, "plan.json")
+"""The reports beside the two profile folders; none of them is a profile."""
+
+_SPEEDUP_KEYS = ("value", "ci_low", "ci_high")
+_TEXT_FIELDS = {"path": False, "winner": False, "reason": True}  # field → may be null
+
+
+@dataclass(frozen=True)
+class LoopReport:
+    """What a tune folder's compare report says: the end-to-end speedup (before ÷ after) and each tuned region."""
+
+    domain: str
+    speedup: float | None
+    ci_low: float | None
+    ci_high: float | None
+    regions: list[RegionGain]
+
+
+def read_loop_report(raw: Any, name: str) -> LoopReport:
+    """The `LoopReport` of a parsed compare report; `ProfileError` naming ``name`` and the field when it is not one."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("tuned_regions"), list):
+        raise _bad(name, "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`")
+    if raw.get("domain") not in DOMAINS:
+        raise _bad(name, f"domain {_quoted(raw.get('domain'))} is not one of {', '.join(DOMAINS)}")
+    speedup = raw.get("speedup")
+    if not isinstance(speedup, dict):
+        raise _bad(name, "has no speedup object")
+    value, low, high = (_number(speedup.get(key), f"speedup.{key}", name) for key in _SPEEDUP_KEYS)
+    regions = [_region(item, f"tuned_regions[{index}]", name) for index, item in enumerate(raw["tuned_regions"])]
+    return LoopReport(raw["domain"], value, low, high, regions)
+
+
+def _region(item: Any, where: str, name: str) -> RegionGain:
+    if not isinstance(item, Mapping):
+        raise _bad(name, f"{where} is not an object")
+    values: dict[str, Any] = {}
+    for field in fields(RegionGain):
+        value = item.get(field.name)
+        if field.name in _TEXT_FIELDS:
+            if not (isinstance(value, str) or (value is None and _TEXT_FIELDS[field.name])):
+                raise _bad(name, f"{where}.{field.name} {_quoted(value)} is not a string")
+            values[field.name] = value
+        else:
+            values[field.name] = _number(value, f"{where}.{field.name}", name)
+    return RegionGain(**values)
+
+
+def _number(value: Any, where: str, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise _bad(name, f"{where} {_quoted(value)} is not a speedup (a number of at least 0, or null)")
+    return float(value)
+
+
+def _quoted(value: Any) -> str:
+    return shortened(repr(value))
+
+
+def _bad(name: str, problem: str) -> ProfileError:
+    return ProfileError(f"{name}: {problem}; write the folder again with `aitune-profile tune`.")

@@ -1,0 +1,78 @@
+"""The suggestions tab: what `aitune.suggest` would tune in one profile, or next in a pair's after side.
+
+Every figure is suggest's own (`aitune.viewer.tables.target_table` only arranges them); paths and
+messages come from the profile and reach the page as escaped text.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from aitune.suggest import UPPER_BOUND_CAP, Suggestions
+from aitune.viewer import tables
+from aitune.viewer.views import WRAPPED_TEXT, StoreView, speedup_format, table, text_block
+
+TITLES = {
+    "share_low": "min",
+    "share_high": "max",
+    "time_per_run_us": "µs per run",
+    "calls_per_run": "calls",
+    "upper_bound_speedup": "upper bound ×",
+    "predicted_speedup": "predicted ×",
+    "predicted_region_speedup": "for the region ×",
+}
+NOTE = (
+    "share: median of the region's time ÷ the run's, with its min and max over the runs · "
+    "upper bound: end to end if the region took no time · predicted: end to end (and for the region alone) "
+    "with the speedups the benchmarks measured on CPU · speedups are before ÷ after."
+)
+
+
+def heading(store_side: str, name: str, found: Suggestions) -> str:
+    """What the tab shows, of which profile, in which domain and against which median run."""
+    what = "What to tune next, in the after profile" if store_side == "after" else "What to tune"
+    return f"{what} {name} ({found.domain}, median run {found.run_time_us / 1000:,.3f} ms)."
+
+
+def picked_line(found: Suggestions) -> str:
+    """The targets suggest would tune, best first, with what each and all of them would give end to end."""
+    picked = found.recommended()
+    if not picked:
+        return "Nothing to tune: no region passes; the verdict column says why for each."
+    parts = ", ".join(f"{target.path} ({target.predicted_speedup:.3f}×)" for target in picked)
+    predicted, bound = found.combined(picked)
+    bound_text = "unbounded" if bound >= UPPER_BOUND_CAP else f"at most {bound:.3f}×"
+    return f"Tune, best first: {parts}; together predicted {predicted:.3f}× end to end, {bound_text}."
+
+
+class TuningTargets(StoreView):
+    """suggest's ranked targets as a table, what it would tune, every target's reasons and the advice."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self.rendered(self.selection.param.domain)
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        found = self.store.suggestions(self.selection.domain)
+        side = self.store.suggested_side
+        if found is None:
+            return text_block("Open a profile to see what to tune in it.")
+        targets = table(
+            tables.target_table(found),
+            ["path", "verdict"],
+            "target-table",
+            formatters={"upper_bound_speedup": speedup_format("∞")},
+            titles=TITLES,
+        )
+        parts = [
+            text_block(heading(side, self.store.sides()[side].name, found)),
+            targets,
+            text_block(NOTE),
+            text_block(picked_line(found), "aitune-text suggest-picked"),
+            pn.pane.Markdown("**Why**, per target"),
+            table(tables.reason_table(found), ["path", "code"], "reason-table", formatters={"message": WRAPPED_TEXT}),
+        ]
+        advice = tables.advice_table(found)
+        if not advice.empty:
+            advice_rows = table(advice, ["code"], "advice-table", formatters={"message": WRAPPED_TEXT})
+            parts += [pn.pane.Markdown("**Beyond modules**"), advice_rows]
+        return pn.Column(*parts, sizing_mode="stretch_width")
