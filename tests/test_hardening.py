@@ -27,7 +27,7 @@ from aitune.report.document import region_meta
 from aitune.report.io import MAX_JSON_DEPTH, parse_json, write_atomic
 from aitune.report.safe_text import markdown_text, terminal_text, visible
 
-SAMPLE = ROOT / "sample_traces" / "before-eager.profile.json"
+SAMPLE = ROOT / "sample_traces" / "tuned-pipeline" / "before" / "profile.json"
 
 
 # --- strings from a document are data ---
@@ -187,9 +187,7 @@ def test_an_exclusive_folder_refuses_a_finished_capture_and_a_running_one(tmp_pa
 def test_analyze_into_a_blocked_folder_is_one_sentence_and_leaves_no_folder(tmp_path):
     (tmp_path / "file").write_text("")
 
-    result = run_cli(
-        "analyze", str(ROOT / "sample_traces" / "before-eager.trace.json.gz"), "--out", str(tmp_path / "file" / "x")
-    )
+    result = run_cli("analyze", str(SAMPLE.with_name("trace.json.gz")), "--out", str(tmp_path / "file" / "x"))
 
     assert result.returncode == 2 and result.stderr.startswith("[error] cannot create the output folder")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["file"]
