@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-.venv/bin/aitune-profile capture examples/pipeline_app.py:infer --input input_data --out "${1:-demo_out}"
+out="${1:-demo_out}"
+# capture refuses a folder that already holds a profile: the demo writes its own three files anew each time.
+rm -f "$out/profile.json" "$out/profile.md" "$out/trace.json.gz"
+.venv/bin/aitune-profile capture examples/pipeline_app.py:infer --input input_data --out "$out"
