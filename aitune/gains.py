@@ -145,3 +145,34 @@ def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         for target in targets
         if target["path"] and not any(target["path"].startswith(f"{other}.") for other in paths if other)
     ]
+
+
+@dataclass(frozen=True)
+class WholeModel:
+    """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
+
+    Both predictions combine suggest's per-region forecasts (`combined_speedup`): the
+    whole model covers every module under the root, the separate regions only the chosen ones. It is
+    chosen when it is predicted at least as fast, for one build instead of several; if it then fails
+    or loses, the separate regions are tuned instead.
+    """
+
+    predicted_speedup: float | None
+    separate_predicted_speedup: float | None
+    separate_paths: tuple[str, ...]
+    chosen: bool
+    reason: str
+
+
+def weigh_whole_model(suggestions: Mapping[str, Any], paths: Sequence[str]) -> WholeModel | None:
+    """How tuning the root module whole compares with tuning ``paths`` (suggest's choice, from its
+    ``to_dict()``); None when one path was chosen. The caller knows whether the root is a module."""
+    if len(paths) < 2:
+        return None
+    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
+    whole = combined_speedup(outermost(targets))
+    separate = combined_speedup([target for target in targets if target["path"] in paths])
+    chosen = whole is not None and (separate is None or whole >= separate)
+    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
+    reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
+    return WholeModel(whole, separate, tuple(paths), chosen, reason)

@@ -7,7 +7,7 @@ from diff_docs import profile, with_method
 
 from aitune.compare import compare_profiles
 from aitune.errors import ProfileError
-from aitune.gains import region_gains, speedup
+from aitune.gains import region_gains, speedup, weigh_whole_model
 from aitune.loop_report import read_loop_report
 
 SUGGESTED = {
@@ -102,3 +102,36 @@ def test_a_bad_compare_report_is_one_sentence_naming_the_field(change, sentence)
         read_loop_report(report, "run/compare.json")
 
     assert str(error.value) == f"run/compare.json: {sentence}; write the folder again with `aitune-profile tune`."
+
+
+def test_the_whole_model_is_chosen_when_it_covers_more_for_one_build():
+    suggestions = {
+        "targets": [
+            {"path": "blocks.0", "share": 0.4, "predicted_region_speedup": 1.5},
+            {"path": "blocks.1", "share": 0.4, "predicted_region_speedup": 1.5},
+            {"path": "head", "share": 0.1, "predicted_region_speedup": 1.2},
+        ]
+    }
+
+    whole = weigh_whole_model(suggestions, ["blocks.0", "blocks.1"])
+
+    assert whole.chosen and whole.predicted_speedup > whole.separate_predicted_speedup
+    assert whole.reason.startswith("one build instead of 2")
+
+
+def test_separate_regions_win_when_the_outer_module_is_forecast_no_gain():
+    suggestions = {
+        "targets": [
+            {"path": "model", "share": 0.9, "predicted_region_speedup": 1.0},
+            {"path": "model.a", "share": 0.45, "predicted_region_speedup": 2.0},
+            {"path": "model.b", "share": 0.45, "predicted_region_speedup": 2.0},
+        ]
+    }
+
+    whole = weigh_whole_model(suggestions, ["model.a", "model.b"])
+
+    assert not whole.chosen and whole.reason.startswith("separate regions win")
+
+
+def test_one_chosen_region_leaves_nothing_to_weigh():
+    assert weigh_whole_model({"targets": []}, ["unet"]) is None

@@ -18,7 +18,7 @@ from torch import nn
 
 from aitune.compare import ProfileDiff, compare_profiles
 from aitune.errors import TuningError
-from aitune.gains import RegionGain, combined_speedup, outermost, region_gains, speedup
+from aitune.gains import RegionGain, WholeModel, region_gains, speedup, weigh_whole_model
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
@@ -142,7 +142,8 @@ def _search(
     suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
     # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
-    whole = None if config.targets or config.mode == "jit" else weigh_whole_model(obj, suggestions, paths)
+    weigh = not config.targets and config.mode != "jit" and isinstance(obj, nn.Module)
+    whole = weigh_whole_model(suggestions, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
         return suggestions, whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths)
@@ -157,37 +158,6 @@ class _Tuning:
     report: dict[str, Any] | None
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
-
-
-@dataclass(frozen=True)
-class WholeModel:
-    """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
-
-    Both predictions combine suggest's per-region forecasts (`aitune.gains.combined_speedup`): the
-    whole model covers every module under the root, the separate regions only the chosen ones. It is
-    chosen when it is predicted at least as fast, for one build instead of several; if it then fails
-    or loses, the separate regions are tuned instead.
-    """
-
-    predicted_speedup: float | None
-    separate_predicted_speedup: float | None
-    separate_paths: tuple[str, ...]
-    chosen: bool
-    reason: str
-
-
-def weigh_whole_model(obj: Any, suggestions: Mapping[str, Any], paths: list[str]) -> WholeModel | None:
-    """How tuning ``obj`` whole compares with tuning ``paths``; None when ``obj`` is no module or one path
-    was chosen."""
-    if not isinstance(obj, nn.Module) or len(paths) < 2:
-        return None
-    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
-    whole = combined_speedup(outermost(targets))
-    separate = combined_speedup([target for target in targets if target["path"] in paths])
-    chosen = whole is not None and (separate is None or whole >= separate)
-    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
-    reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
-    return WholeModel(whole, separate, tuple(paths), chosen, reason)
 
 
 def _tune_whole_first(
