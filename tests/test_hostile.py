@@ -179,7 +179,7 @@ def test_a_hostile_name_renders_in_every_tab_of_the_viewer(profile, tmp_path):
     texts = _page_texts(build_page(runs, {"before": [b"p.profile.json"], "after": [b"p.profile.json"]}))
 
     assert texts["problem"] == ""
-    assert "What to tune p.profile.json" in texts["Suggestions"]
+    assert "What to tune next, in the after profile p.profile.json" in texts["Suggestions"]
 
 
 @pytest.mark.parametrize("name", BROKEN_PROFILES)
