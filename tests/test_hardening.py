@@ -242,6 +242,7 @@ def test_capture_without_torch_is_one_sentence():
     assert result.stderr.startswith("[error] capture needs PyTorch, which is not installed here;")
 
 
+@pytest.mark.torch
 def test_an_entry_function_that_exits_is_reported_and_leaves_no_folder(tmp_path):
     result = run_cli(
         "capture", f"{APPS / 'exits.py'}:infer", "--warmup", "0", "--runs", "1", "--out", str(tmp_path / "o")
@@ -254,6 +255,7 @@ def test_an_entry_function_that_exits_is_reported_and_leaves_no_folder(tmp_path)
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.torch
 def test_a_function_that_needs_an_input_it_was_not_given_gets_the_hint(tmp_path):
     result = run_cli("capture", f"{APPS / 'exits.py'}:needs_input", "--runs", "1", "--out", str(tmp_path / "o"))
 

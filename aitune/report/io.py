@@ -172,7 +172,11 @@ def check_profile_header(raw: Any, path: str | Path) -> None:
 
 def read_trace(path: str | Path) -> dict[str, Any]:
     """Read a Chrome trace (plain or gzipped); `ProfileError` when it is not one."""
-    trace = read_json(path)
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+    return check_trace(read_json(path), path)
+
+
+def check_trace(raw: Any, path: str | Path) -> dict[str, Any]:
+    """``raw`` when it is a Chrome trace document (an object with a ``traceEvents`` list); `ProfileError` otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("traceEvents"), list):
         raise ProfileError(f"{path}: not a Chrome trace (no traceEvents list).")
-    return trace
+    return raw
