@@ -55,6 +55,7 @@ def pipeline(net: Net, x: torch.Tensor) -> torch.Tensor:
 
 
 TOP_REGIONS = ["untuned_module:enc", "untuned_module:dec.decode", "untuned_module:head"]
+ALL_REGIONS = ["untuned_module:enc", "untuned_module:dec", "untuned_module:dec.decode", "untuned_module:head"]
 CALLS_PER_PIPELINE = 4  # enc, dec.decode, dec (inside decode), head
 
 
@@ -123,10 +124,10 @@ def test_a_background_thread_calling_the_same_modules_never_breaks_the_capture(m
 
     def infer(x: torch.Tensor) -> torch.Tensor:
         out = pipeline(net, x)
-        hammer.wait_for(2)  # the second pipeline starts after this run did: at least one runs inside it
+        hammer.wait_for(2)  # the second pipeline starts after this call did: at least one runs inside it
         return out
 
-    with Hammer(net, x) as hammer:
+    with Hammer(net, torch.randn(4, 16)) as hammer:  # another batch size: its shapes must not be recorded
         docs = [ait.profile(net, x, infer, warmup_runs=1, measured_runs=RUNS, mode=mode).data for _ in range(CAPTURES)]
         leftovers = aitune_leftovers(net)
         hammer.wait_for(2)  # the thread started before the captures goes on after them, on the restored modules
@@ -135,6 +136,7 @@ def test_a_background_thread_calling_the_same_modules_never_breaks_the_capture(m
     assert leftovers == []
     for doc in docs:
         assert validate(doc) == []
+        assert {r["id"]: r["input_shapes"]["distinct"] for r in doc["regions"]} == dict.fromkeys(ALL_REGIONS, 1)
         for run in doc["runs"]:
             assert [(r["region_id"], r["calls"]) for r in run["regions"]] == [(region, 1) for region in TOP_REGIONS]
             decode = next(node for node in run["tree"] if node["region_id"] == "untuned_module:dec.decode")
