@@ -68,7 +68,8 @@ class _EntryPoint:
 
 
 _NEVER_OPEN = _EntryPoint()
-"""The ``inside`` of a forward wrapper: a forward runs whatever else of its module is open."""
+"""The ``inside`` of a forward wrapper: a forward opens its span even inside its module's method (``decode()``
+calling ``self()``)."""
 
 
 class _ProfilerSpans:
@@ -151,9 +152,14 @@ class Instrumented:
                 if target.hook_forward:
                     name = region_span_name(target.region)
                     self._undo.append(_override_method(target.module, "forward", spanning(name, forward)))
+                # Methods and forward count apart on purpose: ``vae.decode()`` calling ``self()`` opens the
+                # ``vae`` region inside ``vae.decode``, so ``vae`` is the same region whichever entry point
+                # reaches it (script mode, which sees forwards only, names it so too). A method the forward
+                # calls itself (a UNet's ``get_time_embed``) is part of the forward's time.
                 for method in target.methods:
                     name = region_span_name(target.method_region(method))
-                    self._undo.append(_wrap_method(target.module, method, spanning(name, methods, inside=forward)))
+                    wrap = spanning(name, methods, inside=forward)
+                    self._undo.append(_override_method(target.module, method, wrap))
         except BaseException:
             _restore_all(self._undo)
             raise
@@ -280,18 +286,6 @@ def _install_shape_hook(module: nn.Module, record: Callable[[tuple[Any, ...], di
         record(args, kwargs)
 
     return module.register_forward_pre_hook(pre_hook, with_kwargs=True).remove
-
-
-def _wrap_method(module: nn.Module, method: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Undo:
-    """Wrap ``module.method`` with ``wrap`` (`_spanning` with the forward as ``inside``), so it opens a span
-    unless the module's own forward is running.
-
-    Methods and forward count apart on purpose: ``vae.decode()`` calling ``self()`` opens the
-    ``vae`` region inside ``vae.decode``, so ``vae`` is the same region whichever entry point
-    reaches it (script mode, which sees forwards only, names it so too). A method the forward calls
-    itself (a UNet's ``get_time_embed``) is part of the forward's time.
-    """
-    return _override_method(module, method, wrap)
 
 
 def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:
