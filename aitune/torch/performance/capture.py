@@ -31,6 +31,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
+from aitune.analysis.warnings import off_thread_region_calls
 from aitune.errors import CaptureError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
@@ -97,7 +98,7 @@ def capture_trace(
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
     with (
         without_cycle_warning(),
-        Instrumented(targets),
+        Instrumented(targets) as instrumented,
         profile(
             activities=activities,
             schedule=plan,
@@ -109,6 +110,7 @@ def capture_trace(
         with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
             _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
         profiler.step()
+        before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
             which = f"measured run {index + 1} of {measured_runs}"
@@ -120,6 +122,7 @@ def capture_trace(
             "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
             "warmup_wall_times_us": warmup_walls,
             "run_wall_times_us": run_walls,
+            "warnings": _with_off_thread_calls(metadata, *instrumented.off_thread.since(before_runs)),
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     if trace_path is not None:
@@ -139,10 +142,11 @@ def _capture_lite(
     trace_path: Path | None,
 ) -> TraceEvents:
     stamps: list[StampedSpan] = []
-    with Instrumented(targets, stamps=stamps):
+    with Instrumented(targets, stamps=stamps) as instrumented:
         with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
             _timed(call, synchronize, "instrumented warmup run")
         stamps.clear()
+        before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
             synchronize()
@@ -152,10 +156,12 @@ def _capture_lite(
             end = time.perf_counter_ns()
             stamps.append((run_span_name(index), start, end, threading.get_ident()))
             run_walls.append((end - start) / 1000)
+        off_thread = instrumented.off_thread.since(before_runs)
     meta = {
         **metadata,
         "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
         "run_wall_times_us": run_walls,
+        "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
     trace = stamped_trace(stamps, meta)
     if trace_path is not None:
@@ -186,6 +192,12 @@ def with_input_shapes(
         {**region, "input_shapes": shapes[region["id"]]} if region["id"] in shapes else dict(region)
         for region in regions
     ]
+
+
+def _with_off_thread_calls(metadata: Mapping[str, Any], calls: int, threads: int) -> list[dict[str, Any]]:
+    """The warnings of ``metadata`` plus `off_thread_region_calls`: they travel in the trace, so a re-analysis
+    of a saved trace reports the off-thread calls too (the trace holds no span of them)."""
+    return [*metadata.get("warnings", ()), *off_thread_region_calls(calls, threads)]
 
 
 def _timed(call: Callable[[], Any], synchronize: Callable[[], None], which: str, span: str | None = None) -> float:
