@@ -8,8 +8,10 @@ column-wise (starts and durations in µs) so callers need not build an object pe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from aitune.analysis.events import Span
+if TYPE_CHECKING:  # events indexes its model with these sweeps, so it cannot be imported here at run time
+    from aitune.analysis.events import Span
 
 # Profiler timestamps are rounded to the nanosecond; a child can appear to end a hair after its parent.
 _EPSILON_US = 0.002
@@ -52,12 +54,18 @@ def parents(spans: Columns, order: Sequence[int] | None = None) -> list[int | No
     return result
 
 
-def innermost_enclosing(spans: Columns, points_us: Sequence[float]) -> list[int | None]:
-    """For each time point, the index of the innermost span (all on one thread) containing it, or None."""
+def innermost_enclosing(
+    spans: Columns, points_us: Sequence[float], order: Sequence[int] | None = None
+) -> list[int | None]:
+    """For each time point, the index of the innermost span (all on one thread) containing it, or None.
+
+    ``order`` is `nesting_order(spans)` when the caller has it already.
+    """
     if not points_us:
         return []
     starts, durations = spans
-    order = nesting_order(spans)
+    if order is None:
+        order = nesting_order(spans)
     ends = [start + duration for start, duration in zip(starts, durations, strict=True)]
     point_order = sorted(range(len(points_us)), key=points_us.__getitem__)
     result: list[int | None] = [None] * len(points_us)
