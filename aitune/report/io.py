@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from aitune.analysis.events import gc_paused
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.validate import validate
@@ -116,7 +117,8 @@ def parse_json(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip_bounded(data, name, max_bytes, fix)
     try:
-        value = orjson.loads(data)
+        with gc_paused():
+            value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         if "depth limit" in str(error):
             raise ProfileError(_too_deep(name)) from None

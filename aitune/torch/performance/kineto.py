@@ -18,7 +18,14 @@ from typing import Any
 
 from torch.profiler import profile
 
-from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, EventsBuilder, TraceEvents, read_trace_events
+from aitune.analysis.events import (
+    DEVICE_CATEGORIES,
+    LAUNCH_CATEGORIES,
+    EventsBuilder,
+    TraceEvents,
+    gc_paused,
+    read_trace_events,
+)
 from aitune.markers import TRACE_METADATA_KEY
 from aitune.report.io import read_trace
 
@@ -28,6 +35,7 @@ _PERIOD_S = 7_889_238
 _CORRELATION = re.compile(r'"correlation":\s*(\d+)')
 
 
+@gc_paused()
 def events_from_profiler(
     profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
 ) -> TraceEvents:
