@@ -8,6 +8,7 @@ import gzip
 import io
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +50,30 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
     A full disk or a folder where the file should go leaves the old file (or none) and raises
     `OutputError`, one sentence naming the path and the fix.
     """
+    with written_atomically(path) as temporary:
+        temporary.write_bytes(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def written_atomically(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer to fill: renamed onto ``path`` when the block ends,
+    removed when it raises, so ``path`` is never half a file and an old one survives a failure.
+
+    The temporary name ends like ``path`` (``.json.gz``): torch's trace exporter picks gzip by the
+    suffix. An `OSError` in the block (a full disk, a folder in the way) becomes `OutputError`.
+    """
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    temporary = target.with_name(f".partial-{os.getpid()}-{target.name}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as stream:
-            stream.write(data)
+        yield temporary
         os.replace(temporary, target)
     except OSError as error:
+        raise OutputError(cannot_write(target, error)) from None
+    finally:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
-        raise OutputError(cannot_write(target, error)) from None
-    return target
 
 
 _WRITE_FIXES = {

@@ -31,8 +31,9 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
-from aitune.errors import CaptureError
+from aitune.errors import CaptureError, OutputError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.report.io import write_atomic, written_atomically
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
@@ -123,11 +124,28 @@ def capture_trace(
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     if trace_path is not None:
-        try:
-            profiler.export_chrome_trace(str(trace_path))
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        export_trace(profiler, trace_path)
     return events_from_profiler(profiler, meta, trace_path)
+
+
+def export_trace(profiler: profile, path: Path) -> None:
+    """Write a stopped session's Chrome trace to ``path`` whole or not at all (`written_atomically`).
+
+    Kineto writes through its own ``<name>.tmp`` and reports a write it could not finish (a full
+    disk, a file-size limit) only in a log line, leaving that file behind and none at the name: that
+    is an `OutputError` as well, and its leftover is removed.
+    """
+    with written_atomically(path) as temporary:
+        kineto_temporary = temporary.with_name(f"{temporary.name}.tmp")
+        try:
+            profiler.export_chrome_trace(str(temporary))
+        finally:
+            kineto_temporary.unlink(missing_ok=True)
+        if not temporary.exists():
+            raise OutputError(
+                f"cannot write {path}: the profiler could not write the trace (a full disk or a file-size limit?); "
+                "free some space or write to another disk."
+            )
 
 
 def _capture_lite(
@@ -159,11 +177,8 @@ def _capture_lite(
     }
     trace = stamped_trace(stamps, meta)
     if trace_path is not None:
-        try:
-            data = json.dumps(trace).encode()
-            trace_path.write_bytes(gzip.compress(data) if trace_path.suffix == ".gz" else data)
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        data = json.dumps(trace).encode()
+        write_atomic(trace_path, gzip.compress(data) if trace_path.suffix == ".gz" else data)
     return read_trace_events(trace)
 
 
