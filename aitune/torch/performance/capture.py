@@ -76,6 +76,7 @@ def capture_trace(
     record_shapes: bool = False,
     with_stack: bool = False,
     lite: bool = False,
+    on_warmed_up: Callable[[int], None] | None = None,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
 
@@ -84,7 +85,8 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
-    ``lite`` runs the schedule without the profiler (see the module docstring).
+    ``lite`` runs the schedule without the profiler (see the module docstring). ``on_warmed_up`` is
+    told how many user warmups ran once they are steady (a progress display's total: the count varies).
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -93,6 +95,8 @@ def capture_trace(
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
     warmup_walls = _warm_up(call, synchronize, warmup_runs)
+    if on_warmed_up is not None:
+        on_warmed_up(len(warmup_walls))
     if lite:
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
