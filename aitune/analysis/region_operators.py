@@ -25,12 +25,10 @@ from functools import cache
 from typing import Any
 
 from aitune.analysis.attribution import run_index_of
-from aitune.analysis.events import Span, TraceEvents
+from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
 from aitune.analysis.residual import operator_cause
 from aitune.markers import REGION_SPAN_PREFIX
-
-_EPSILON_US = 0.002  # as in aitune.analysis.intervals: timestamps are rounded to the nanosecond
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
@@ -148,14 +146,14 @@ def operator_category(name: str) -> str:
 def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     """The operator mix of every region-tree node of every measured run (nodes without operators left out)."""
     mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
-    by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys(span.thread for span in events.regions):
-        runs = [span for span in events.runs if span.thread == thread]
-        regions = [span for span in events.regions if span.thread == thread]
-        keys = _node_keys(runs, regions)
-        ops, names = _topmost_operators(events, by_thread.get(thread, []))
-        syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
-        calls = [c for c in syncs if not _inside(ops, c.start_us)]
+    for view in events.threads.values():
+        if not view.regions:
+            continue
+        regions = [events.regions[i] for i in view.regions]
+        keys = _node_keys([events.runs[i] for i in view.runs], regions)
+        ops, names = _topmost_operators(events, view)
+        syncs = (events.launches[i] for i in view.launches)
+        calls = [c for c in syncs if operator_category(c.name) == "sync" and not _inside(ops, c.start_us)]
         points = [*ops[0], *(c.start_us for c in calls)]
         owners = innermost_enclosing(columns(regions), points)
         for index, owner in enumerate(owners):
@@ -186,31 +184,15 @@ def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | 
     return keys[len(runs) :]
 
 
-def _topmost_operators(events: TraceEvents, indices: Sequence[int]) -> tuple[Columns, list[str]]:
-    """The operators of one thread that no other operator encloses, in start order, and their names.
-
-    The hot part (~10⁵ operators a capture): traces list a thread's operators by start already, so
-    the sort is skipped when they are, and one pass that remembers where the last topmost operator
-    ends finds the rest.
-    """
-    ops = events.ops
-    starts = [ops.starts_us[i] for i in indices]
-    durations = [ops.durations_us[i] for i in indices]
-    in_order = starts == sorted(starts) and len(set(starts)) == len(starts)  # ties need the length order
-    order: Sequence[int] = range(len(starts)) if in_order else nesting_order((starts, durations))
-    top_starts: list[float] = []
-    top_durations: list[float] = []
-    names: list[str] = []
-    reach = float("-inf")
-    for local in order:
-        start = starts[local]
-        if start >= reach - _EPSILON_US:
-            duration = durations[local]
-            top_starts.append(start)
-            top_durations.append(duration)
-            names.append(ops.names[indices[local]])
-            reach = start + duration
-    return (top_starts, top_durations), names
+def _topmost_operators(events: TraceEvents, view: ThreadView) -> tuple[Columns, list[str]]:
+    """The operators of one thread that no other operator encloses, in start order, and their names."""
+    parent_of = view.op_parents
+    top = [local for local in view.op_order if parent_of[local] is None]
+    names = events.ops.names
+    return (
+        [view.op_starts_us[local] for local in top],
+        [view.op_durations_us[local] for local in top],
+    ), [names[view.ops[local]] for local in top]
 
 
 def _inside(ops: Columns, point_us: float) -> bool:

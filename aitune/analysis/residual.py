@@ -18,8 +18,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
-from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import Columns, columns, innermost_enclosing, parents
+from aitune.analysis.events import Span, ThreadView, TraceEvents
+from aitune.analysis.intervals import Columns, columns, innermost_enclosing
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
 SYNC_OPERATORS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist"})
@@ -60,45 +60,43 @@ def residual_causes(events: TraceEvents, spanning: Collection[str] = ()) -> dict
     ``spanning``: the regions that span the run (see `spanning_regions`), whose spans do not count as regions.
     """
     causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
-    by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys([*by_thread, *(run.thread for run in events.runs)]):
-        op_indices = by_thread.get(thread, [])
-        runs = [run for run in events.runs if run.thread == thread]
-        regions = columns(
-            [span for span in events.regions if span.thread == thread and region_of(span) not in spanning]
-        )
-        starts = [events.ops.starts_us[i] for i in op_indices]
-        outside = [
-            i for i, region in zip(op_indices, innermost_enclosing(regions, starts), strict=True) if region is None
+    for view in events.threads.values():
+        runs = [events.runs[i] for i in view.runs]
+        thread_regions = (events.regions[i] for i in view.regions)
+        regions = columns([span for span in thread_regions if region_of(span) not in spanning])
+        outside = [region is None for region in innermost_enclosing(regions, view.op_starts_us)]
+        parent_of = view.op_parents
+        top = [
+            local
+            for local, parent in enumerate(parent_of)
+            if outside[local] and (parent is None or not outside[parent])  # topmost among the residual's operators
         ]
-        spans = ([events.ops.starts_us[i] for i in outside], [events.ops.durations_us[i] for i in outside])
-        top = [i for i, parent in zip(outside, parents(spans), strict=True) if parent is None]
-        in_run = innermost_enclosing(columns(runs), [events.ops.starts_us[i] for i in top])
-        for index, run in zip(top, in_run, strict=True):
+        in_run = innermost_enclosing(columns(runs), [view.op_starts_us[local] for local in top])
+        for local, run in zip(top, in_run, strict=True):
             if run is not None:
-                cause = operator_cause(events.ops.names[index])
-                causes[run_index_of(runs[run])].known_us[cause] += events.ops.durations_us[index]
-        _add_bare_runtime_calls(events, thread, runs, regions, spans, causes)
+                cause = operator_cause(events.ops.names[view.ops[local]])
+                causes[run_index_of(runs[run])].known_us[cause] += view.op_durations_us[local]
+        _add_bare_runtime_calls(events, view, runs, regions, causes)
     return causes
 
 
 def _add_bare_runtime_calls(
     events: TraceEvents,
-    thread: ThreadKey,
+    view: ThreadView,
     runs: Sequence[Span],
     regions: Columns,
-    residual_ops: Columns,
     causes: dict[int, ResidualCauses],
 ) -> None:
     """Synchronize and copy calls made outside every region and every operator (e.g. ``torch.cuda.synchronize()``)."""
-    calls = [
-        launch for launch in events.launches if launch.thread == thread and operator_cause(launch.name) != "tensor_ops"
-    ]
+    calls = [call for call in (events.launches[i] for i in view.launches) if operator_cause(call.name) != "tensor_ops"]
+    if not calls:
+        return
     starts = [call.start_us for call in calls]
+    ops = (view.op_starts_us, view.op_durations_us)
     for call, region, op, run in zip(
         calls,
         innermost_enclosing(regions, starts),
-        innermost_enclosing(residual_ops, starts),
+        innermost_enclosing(ops, starts, view.op_order),
         innermost_enclosing(columns(runs), starts),
         strict=True,
     ):

@@ -78,6 +78,10 @@ def capture_entry_into(
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, _progress(stderr) as progress:
             task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
+
+            def warmed_up(performed: int) -> None:  # warm-ups run until steady: the total is known only now
+                progress.update(task, total=performed + 1 + runs)
+
             prof = capture_entry(
                 source,
                 function,
@@ -87,6 +91,7 @@ def capture_entry_into(
                 measured_runs=runs,
                 trace_file=trace,
                 on_call=lambda: progress.advance(task),
+                on_warmed_up=warmed_up,
                 lite=lite,
             )
         return [write_profile(folder, prof.data, trace=trace)]

@@ -12,7 +12,7 @@ from typing import Any, Required, TypedDict
 
 from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
-from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
@@ -133,6 +133,7 @@ class ProfileDoc(TypedDict, total=False):
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
 
 
+@gc_paused()
 def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> ProfileDoc:
     """Derive the profile document from a Chrome trace: an aitune capture's, NVIDIA AITune 0.6's, or
     any torch.profiler trace recorded with a schedule (``prof.step()`` after each iteration).
@@ -152,6 +153,7 @@ def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> Profil
     return profile_from_events(events)
 
 
+@gc_paused()
 def profile_from_events(events: TraceEvents) -> ProfileDoc:
     """Derive the profile document from a capture's events and its aitune metadata.
 

@@ -32,8 +32,9 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.analysis.warnings import off_thread_region_calls
-from aitune.errors import CaptureError
+from aitune.errors import CaptureError, OutputError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.report.io import write_atomic, written_atomically
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
@@ -76,6 +77,7 @@ def capture_trace(
     record_shapes: bool = False,
     with_stack: bool = False,
     lite: bool = False,
+    on_warmed_up: Callable[[int], None] | None = None,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
 
@@ -84,7 +86,8 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
-    ``lite`` runs the schedule without the profiler (see the module docstring).
+    ``lite`` runs the schedule without the profiler (see the module docstring). ``on_warmed_up`` is
+    told how many user warmups ran once they are steady (a progress display's total: the count varies).
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -93,6 +96,8 @@ def capture_trace(
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
     warmup_walls = _warm_up(call, synchronize, warmup_runs)
+    if on_warmed_up is not None:
+        on_warmed_up(len(warmup_walls))
     if lite:
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
@@ -126,11 +131,28 @@ def capture_trace(
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     if trace_path is not None:
-        try:
-            profiler.export_chrome_trace(str(trace_path))
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        export_trace(profiler, trace_path)
     return events_from_profiler(profiler, meta, trace_path)
+
+
+def export_trace(profiler: profile, path: Path) -> None:
+    """Write a stopped session's Chrome trace to ``path`` whole or not at all (`written_atomically`).
+
+    Kineto writes through its own ``<name>.tmp`` and reports a write it could not finish (a full
+    disk, a file-size limit) only in a log line, leaving that file behind and none at the name: that
+    is an `OutputError` as well, and its leftover is removed.
+    """
+    with written_atomically(path) as temporary:
+        kineto_temporary = temporary.with_name(f"{temporary.name}.tmp")
+        try:
+            profiler.export_chrome_trace(str(temporary))
+        finally:
+            kineto_temporary.unlink(missing_ok=True)
+        if not temporary.exists():
+            raise OutputError(
+                f"cannot write {path}: the profiler could not write the trace (a full disk or a file-size limit?); "
+                "free some space or write to another disk."
+            )
 
 
 def _capture_lite(
@@ -165,11 +187,8 @@ def _capture_lite(
     }
     trace = stamped_trace(stamps, meta)
     if trace_path is not None:
-        try:
-            data = json.dumps(trace).encode()
-            trace_path.write_bytes(gzip.compress(data) if trace_path.suffix == ".gz" else data)
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        data = json.dumps(trace).encode()
+        write_atomic(trace_path, gzip.compress(data) if trace_path.suffix == ".gz" else data)
     return read_trace_events(trace)
 
 

@@ -18,7 +18,14 @@ from typing import Any
 
 from torch.profiler import profile
 
-from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, TraceEvents, read_trace_events
+from aitune.analysis.events import (
+    DEVICE_CATEGORIES,
+    LAUNCH_CATEGORIES,
+    EventsBuilder,
+    TraceEvents,
+    gc_paused,
+    read_trace_events,
+)
 from aitune.markers import TRACE_METADATA_KEY
 from aitune.report.io import read_trace
 
@@ -28,6 +35,7 @@ _PERIOD_S = 7_889_238
 _CORRELATION = re.compile(r'"correlation":\s*(\d+)')
 
 
+@gc_paused()
 def events_from_profiler(
     profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
 ) -> TraceEvents:
@@ -38,9 +46,9 @@ def events_from_profiler(
     """
     if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
         return events_from_exported_trace(profiler, metadata, exported_trace)
-    events = TraceEvents(metadata=metadata)
+    builder = EventsBuilder()
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
-    add = events.add
+    add = builder.add
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
     for activity in profiler.profiler.kineto_results.trace_activities():
         category = activity.type()
@@ -52,7 +60,7 @@ def events_from_profiler(
             (activity.device_id(), _thread_id(activity.resource_id())),
             _correlation(activity) if category in with_correlation else None,
         )
-    return events
+    return builder.build(metadata)
 
 
 def events_from_exported_trace(
