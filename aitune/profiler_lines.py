@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 # torch 2.13: "USDT:<date> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start".
-_PROFILER_LINE = re.compile(rb"^(USDT|STAGE):\d{4}-\d\d-\d\d .*\] ")
+PROFILER_LINE = re.compile(rb"^(USDT|STAGE):\d{4}-\d\d-\d\d .*\] ")
 
 
 @contextmanager
@@ -50,8 +50,8 @@ def _forward(read_fd: int, real_fd: int) -> None:
     with os.fdopen(read_fd, "rb", buffering=0) as source:
         while chunk := source.read(65536):
             *lines, pending = (pending + chunk).split(b"\n")
-            kept = [line + b"\n" for line in lines if not _PROFILER_LINE.match(line)]
+            kept = [line + b"\n" for line in lines if not PROFILER_LINE.match(line)]
             if kept:
                 os.write(real_fd, b"".join(kept))
-    if pending and not _PROFILER_LINE.match(pending):
+    if pending and not PROFILER_LINE.match(pending):
         os.write(real_fd, pending)
