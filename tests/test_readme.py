@@ -9,8 +9,8 @@ How a block is read (the convention for whoever adds a README section):
   checked (the output is), except that a command with nothing shown under it must exit 0, its
   output not compared. A line ``...`` stands for any lines, zero or more.
 - A ```` ```bash ```` block without ``$`` lines is a script: it runs whole (``set -euo pipefail``) and
-  must succeed. A ```` ```python ```` block runs with ``exec`` from the copy's root, ``examples/`` on
-  the path (``PYTHONPATH=examples``). Other blocks (``text`` without ``$``, tables) are not run.
+  must succeed. A ```` ```python ```` block runs as a script from the copy's root, ``examples/`` on
+  the path (``PYTHONPATH=examples``), and must succeed. Other blocks (``text`` without ``$``, tables) are not run.
 - Blocks run in README order and share the copy, so a block may read what an earlier one wrote
   (``./scripts/demo.sh``'s ``demo_out/``). Commands find ``aitune-profile``, ``python`` and
   ``panel`` on the PATH, as after ``source .venv/bin/activate``; output goes to a pipe, so tables
@@ -279,16 +279,29 @@ def run_shell(script: str, workspace: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_python(block: Block, workspace: Path) -> None:
-    """Run a Python block as ``PYTHONPATH=examples python`` from the copy's root would."""
-    cwd, path = os.getcwd(), list(sys.path)
-    os.chdir(workspace)
-    sys.path[:0] = [str(workspace / "examples"), str(workspace)]
-    try:
-        exec(compile("\n".join(block.lines), f"README.md:{block.line}", "exec"), {"__name__": "__readme__"})
-    finally:
-        os.chdir(cwd)
-        sys.path[:] = path
+def run_python(block: Block, workspace: Path) -> subprocess.CompletedProcess[str]:
+    """Run a Python block as ``PYTHONPATH=examples python`` from the copy's root would, in a process of its own.
+
+    A process of its own, not ``exec``: a block may leave state behind (wrappers registered, JIT
+    interception on), as a user's session would, and the suite's guards would blame the test.
+    """
+    env = environment(workspace)
+    env["PYTHONPATH"] = os.pathsep.join((str(workspace / "examples"), env["PYTHONPATH"]))
+    return subprocess.run(
+        [sys.executable, "-"],
+        input="\n".join(block.lines),
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+
+
+def run_script(block: Block, workspace: Path) -> subprocess.CompletedProcess[str]:
+    """Run a bash block whole, stopping at the first failing command."""
+    return run_shell("set -euo pipefail\n" + "\n".join(block.lines), workspace)
 
 
 def shown_mismatch(command: Command, result: subprocess.CompletedProcess[str], workspace: Path) -> str | None:
@@ -322,10 +335,8 @@ def workspace(tmp_path_factory):
 
 @pytest.mark.parametrize("block", [_param(block) for block in BLOCKS])
 def test_a_readme_example_runs_and_prints_what_it_shows(block, workspace):
-    if block.kind == "python":
-        run_python(block, workspace)
-    elif block.kind == "script":
-        result = run_shell("set -euo pipefail\n" + "\n".join(block.lines), workspace)
+    if block.kind in ("python", "script"):
+        result = run_python(block, workspace) if block.kind == "python" else run_script(block, workspace)
         assert result.returncode == 0, result.stdout
     else:
         runs = [(command, run_shell(command.text, workspace)) for command in block.commands]
@@ -406,10 +417,8 @@ def _print_real_outputs(write: bool) -> None:
         space = make_workspace(Path(folder))
         for block in filter(_runs_here, BLOCKS):
             print(f"=== README.md:{block.line} ({block.kind})", flush=True)
-            if block.kind == "python":
-                run_python(block, space)
-            elif block.kind == "script":
-                print(run_shell("set -euo pipefail\n" + "\n".join(block.lines), space).stdout)
+            if block.kind in ("python", "script"):
+                print((run_python(block, space) if block.kind == "python" else run_script(block, space)).stdout)
             else:
                 printed = []
                 for command in block.commands:
@@ -426,5 +435,4 @@ def _print_real_outputs(write: bool) -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # before the Python blocks import torch, as in environment()
     _print_real_outputs(write="--write" in sys.argv[1:])
