@@ -263,6 +263,24 @@ def test_a_function_that_needs_an_input_it_was_not_given_gets_the_hint(tmp_path)
     assert result.stderr.splitlines()[-1].endswith("; it takes x: name the global holding its input with --input")
 
 
+def test_the_python_api_drops_kinetos_session_lines_and_keeps_the_workloads_stderr(capfd):
+    import torch
+
+    import aitune.torch as ait
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+
+    def infer(x):
+        sys.stderr.write("the workload's own line\n")
+        return model(x)
+
+    ait.profile(obj=model, input_data=torch.ones(1, 4), inference_function=infer, warmup_runs=0, measured_runs=1)
+
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "profiler_stop" not in err
+    assert "the workload's own line\n" in err
+
+
 def test_a_bundle_zip_is_whole(tmp_path):
     result = run_cli("bundle", str(SAMPLE), "-o", str(tmp_path / "b.zip"), block_torch=True)
 

@@ -19,8 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aitune.cli.edge import without_profiler_lines
 from aitune.errors import CaptureError, OutputError
+from aitune.profiler_lines import without_profiler_lines
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
 from aitune.report.io import cannot_write, write_atomic
 

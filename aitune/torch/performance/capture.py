@@ -34,6 +34,7 @@ from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.analysis.warnings import off_thread_region_calls
 from aitune.errors import CaptureError, OutputError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import write_atomic, written_atomically
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
@@ -102,6 +103,7 @@ def capture_trace(
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
     with (
+        without_profiler_lines(),  # Kineto's profiler_start/stop lines: the CLI drops them, so does the API
         without_cycle_warning(),
         Instrumented(targets) as instrumented,
         profile(
