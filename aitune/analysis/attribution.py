@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -189,29 +189,12 @@ def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> 
     )
 
 
-Interval = tuple[float, float]
-
-
 def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]]:
     """(start, end) of the device work each launch started, by correlation id."""
     work: dict[int, list[Interval]] = defaultdict(list)
     for activity in events.device:
         work[activity.correlation].append((activity.start_us, activity.start_us + activity.duration_us))
     return work
-
-
-def union_length(intervals: Iterable[Interval]) -> float:
-    """Total length covered by possibly overlapping intervals.
-
-    >>> union_length([(0, 4), (2, 6), (10, 11)])
-    7.0
-    """
-    covered, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            covered += end - max(start, reach)
-            reach = end
-    return covered
 
 
 def _group_by_thread(indices: Iterable[int], thread_of: Any) -> dict[ThreadKey, list[int]]:

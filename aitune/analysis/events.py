@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
 from aitune.errors import ProfileError
 from aitune.markers import (
     AITUNE_06_RUN_SPAN,
@@ -79,6 +80,21 @@ class DeviceActivity(NamedTuple):
     correlation: int
 
 
+class CommunicationSpan(NamedTuple):
+    """A CPU-side collective or point-to-point operation (see `aitune.analysis.collectives`) and the bytes it moves."""
+
+    name: str
+    start_us: float
+    duration_us: float
+    thread: ThreadKey
+    bytes: int | None  # None when the args carry no usable size
+    bytes_from: str | None  # how its args give bytes (collectives.PARAM_COMMS, INPUTS), None when they cannot
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.duration_us
+
+
 @dataclass
 class OpColumns:
     """CPU operator spans column by column: a trace holds ~10⁵ of them, and one object each would
@@ -105,6 +121,7 @@ class TraceEvents:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     annotations: list[Span] = field(default_factory=list)  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
     module_calls: list[Span] = field(default_factory=list)  # "nn.Module: <Class>_<k>" events of with_stack traces
+    communication: list[CommunicationSpan] = field(default_factory=list)  # CPU-side; c10d ops are in ``ops`` too
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
 
     @property
@@ -128,10 +145,29 @@ class TraceEvents:
             totals[activity.correlation] += activity.duration_us
         return dict(totals)
 
+    @cached_property
+    def communication_kernels(self) -> list[DeviceActivity]:
+        """The device activities that are communication (NCCL kernels), in trace order."""
+        return [activity for activity in self.device if activity.name.startswith(DEVICE_PREFIXES)]
+
     def add(
-        self, category: str, name: str, start_us: float, duration_us: float, thread: ThreadKey, correlation: int | None
+        self,
+        category: str,
+        name: str,
+        start_us: float,
+        duration_us: float,
+        thread: ThreadKey,
+        correlation: int | None,
+        args: Any = None,
     ) -> None:
-        """File one complete event by its category; categories analysis does not use are dropped."""
+        """File one complete event by its category; categories analysis does not use are dropped.
+
+        ``args`` (the event's, untrusted) are read for communication events only: their bytes.
+        """
+        if category in SPAN_CATEGORIES and name.startswith(CPU_PREFIXES):
+            self._add_communication(name, start_us, duration_us, thread, args)
+            if category == "user_annotation":
+                return  # a backend's span of the transfer (gloo:all_reduce): not the user's annotation, not a region
         if name.startswith(SPAN_PREFIX) and category in SPAN_CATEGORIES:
             if name.startswith(REGION_SPAN_PREFIX):
                 self.regions.append(Span(name, start_us, duration_us, thread))
@@ -154,6 +190,12 @@ class TraceEvents:
             self.launches.append(Launch(name, start_us, duration_us, thread, correlation))
         elif category in DEVICE_CATEGORIES:
             self.device.append(DeviceActivity(name, category, start_us, duration_us, correlation))
+
+    def _add_communication(self, name: str, start_us: float, duration_us: float, thread: ThreadKey, args: Any) -> None:
+        kind = communication_kind(name)
+        bytes_from = kind.bytes_from if kind is not None else None
+        moved = message_bytes(bytes_from, args) if bytes_from is not None else None
+        self.communication.append(CommunicationSpan(name, start_us, duration_us, thread, moved, bytes_from))
 
 
 def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
@@ -184,6 +226,7 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
                     float(raw.get("dur", 0.0)),
                     (raw.get("pid"), raw.get("tid")),
                     int(correlation) if correlation is not None else None,
+                    args,
                 )
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
         index = next(index for index, event in enumerate(raw_events) if event is raw)
@@ -231,7 +274,8 @@ def _check_threads(events: TraceEvents) -> None:
     """`ProfileError` when a thread key cannot be hashed (a list ``pid``): analyses group by thread."""
     try:
         set(events.ops.threads)  # in C: a few ms for 10⁵ operators, against hashing each in the loop
-        for spans in (events.runs, events.regions, events.annotations, events.module_calls, events.launches):
+        spans_lists = (events.runs, events.regions, events.annotations, events.module_calls, events.launches)
+        for spans in (*spans_lists, events.communication):
             set(span.thread for span in spans)
     except TypeError:
         raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None

@@ -9,7 +9,9 @@ under one call (``addmm``, ``t``, ``view``) belong to the same piece of work.
 A category's time is therefore part of the region's CPU self time; what the categories leave of
 the self time is spent between operators (Python in ``forward``). Host synchronisations made by
 the runtime outside any operator (``cudaStreamSynchronize`` from ``torch.cuda.synchronize()``)
-count as ``sync``; they are not operators, so not in the count.
+count as ``sync``; they are not operators, so not in the count. ``communication`` holds the calls of
+torch.distributed's operators (``c10d::allreduce_``, …): the time they took on the calling thread,
+not the transfer's time in flight, which is the region's ``communication`` (`aitune.analysis.communication`).
 
 Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
 (`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
@@ -32,7 +34,7 @@ from aitune.markers import REGION_SPAN_PREFIX
 
 _EPSILON_US = 0.002  # as in aitune.analysis.intervals: timestamps are rounded to the nanosecond
 
-CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
+CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
 
 _MATMUL = frozenset(
@@ -131,7 +133,7 @@ def operator_category(name: str) -> str:
     """The category of an operator (or runtime call) by its name, e.g. ``aten::conv2d`` → ``conv``."""
     cause = operator_cause(name)
     if cause != "tensor_ops":
-        return "sync" if cause == "synchronization" else "copy"
+        return {"synchronization": "sync", "memory_copy": "copy"}.get(cause, cause)
     base = name.removeprefix("aten::")
     if "conv" in base:
         return "conv"
@@ -152,7 +154,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     for thread in dict.fromkeys(span.thread for span in events.regions):
         runs = [span for span in events.runs if span.thread == thread]
         regions = [span for span in events.regions if span.thread == thread]
-        keys = _node_keys(runs, regions)
+        keys = node_keys(runs, regions)
         ops, names = _topmost_operators(events, by_thread.get(thread, []))
         syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
         calls = [c for c in syncs if not _inside(ops, c.start_us)]
@@ -169,7 +171,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     return dict(mixes)
 
 
-def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
+def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
     """For each region span (all on one thread), its tree node; None outside every run."""
     spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
     parent_of = parents(columns(spans))
