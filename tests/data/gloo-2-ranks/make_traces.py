@@ -50,20 +50,13 @@ def _rank(rank: int, port: int, out: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE)
     try:
-        values = torch.ones(ELEMENTS)
-        weight = torch.eye(16)
-        dist.all_reduce(values)  # the first collective connects the ranks: keep it out of the trace
+        values, weight = torch.ones(ELEMENTS), torch.eye(16)
+        _layer(rank, values, weight)  # the first calls connect the ranks: keep them out of the trace
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             for run in range(RUNS):
                 with record_function(run_span_name(run)):
                     with record_function(region_span_name(REGION)):
-                        weight = weight @ weight
-                        dist.all_reduce(values)
-                        dist.broadcast(values, src=0)
-                        if rank == 0:
-                            dist.send(values, dst=1)
-                        else:
-                            dist.recv(values, src=0)
+                        _layer(rank, values, weight)
                     dist.all_reduce(values)
         plain = Path(out) / f"rank{rank}.trace.json"
         prof.export_chrome_trace(str(plain))
@@ -73,6 +66,17 @@ def _rank(rank: int, port: int, out: str) -> None:
         plain.unlink()
     finally:
         dist.destroy_process_group()
+
+
+def _layer(rank: int, values: torch.Tensor, weight: torch.Tensor) -> None:
+    """The region's work: a little compute, two collectives and a point-to-point transfer."""
+    weight @ weight
+    dist.all_reduce(values)
+    dist.broadcast(values, src=0)
+    if rank == 0:
+        dist.send(values, dst=1)
+    else:
+        dist.recv(values, src=0)
 
 
 if __name__ == "__main__":
