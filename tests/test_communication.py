@@ -10,6 +10,10 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
+import statistics
+import subprocess
+import sys
 
 import pytest
 from builders import MAIN, kernel, launch, op, region, run, span, trace
@@ -18,6 +22,7 @@ from cli_helpers import ROOT, run_cli
 from aitune.analysis.collectives import dtype_bytes, is_communication, message_bytes
 from aitune.cli.outputs import analyze_trace
 from aitune.report import build_profile, read_trace, render_markdown, validate
+from aitune.suggest import suggest
 
 SAMPLES = ROOT / "tests" / "data" / "gloo-2-ranks"
 SAMPLE_TRACES = sorted(SAMPLES.glob("rank*.trace.json.gz"))
@@ -59,13 +64,13 @@ def _assert_counts_of_a_gloo_rank(doc):
 
 
 @pytest.mark.slow
-def test_two_real_gloo_ranks_show_communication_inside_the_region_and_in_the_residual(tmp_path, monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+def test_two_real_gloo_ranks_show_communication_inside_the_region_and_in_the_residual(tmp_path):
+    script = SAMPLES / "make_traces.py"  # its own process: torch.multiprocessing must import the ranks' function
 
-    traces = GEN.record(tmp_path)
+    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
-    for path in traces:
-        _assert_counts_of_a_gloo_rank(analyze_trace(path))
+    for rank in range(GEN.WORLD_SIZE):
+        _assert_counts_of_a_gloo_rank(analyze_trace(tmp_path / f"rank{rank}.trace.json.gz"))
 
 
 @pytest.mark.parametrize("path", SAMPLE_TRACES, ids=lambda path: path.name)
@@ -263,3 +268,12 @@ def test_communication_names_are_recognised_by_their_prefixes():
     assert all(is_communication(name) for name in names)
     assert not any(is_communication(name) for name in ("aten::add", "cudaLaunchKernel", "ProfilerStep#1"))
 
+
+
+def test_suggest_names_the_residuals_communication_as_advice():
+    doc = analyze_trace(SAMPLE_TRACES[0])
+
+    advice = {line.code: line for line in suggest(doc).advice}
+
+    outside = [measured["residual"]["communication"]["cpu_time_us"] for measured in doc["runs"]]
+    assert advice["RESIDUAL_COMMUNICATION"].time_per_run_us == pytest.approx(statistics.median(outside))

@@ -1,7 +1,9 @@
 """The events model: a Chrome trace read once into small frozen records (µs floats, no torch).
 
 Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
-device work, and the device activities (kernels, copies, sets) they started.
+device work, the device activities (kernels, copies, sets) they started, and the CPU-side
+communication spans (`aitune.analysis.collectives`) with the bytes their args give — the only
+events whose args are read beyond the correlation id.
 
 Runs and regions are always named in aitune's vocabulary (`aitune.markers`), whichever tool wrote
 the trace: the markers of NVIDIA AITune 0.6 and of a plain torch.profiler session are translated

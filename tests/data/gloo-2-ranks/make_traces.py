@@ -1,8 +1,8 @@
 """Record the Chrome traces of a 2-rank gloo run with plain torch.profiler, one per rank, next to this script.
 
 Run ``OMP_NUM_THREADS=1 python tests/data/gloo-2-ranks/make_traces.py`` from the repository root to
-regenerate ``rank0.trace.json.gz`` and ``rank1.trace.json.gz``; `tests/test_communication.py` also
-calls `record` into a temporary folder. Each rank measures `RUNS` runs, named the way aitune's
+regenerate ``rank0.trace.json.gz`` and ``rank1.trace.json.gz`` (or pass another folder, as
+`tests/test_communication.py` does with a temporary one). Each rank measures `RUNS` runs, named the way aitune's
 capture names them (`aitune.markers`); in each, region ``untuned_module:layer`` does a small matmul,
 an ``all_reduce``, a ``broadcast`` and a ``send`` (rank 0) / ``recv`` (rank 1) of `ELEMENTS` float32
 values, and one more ``all_reduce`` runs after the region, in the residual. ``record_shapes=True``
@@ -81,5 +81,5 @@ def _layer(rank: int, values: torch.Tensor, weight: torch.Tensor) -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for path in record(HERE):
-        print(path.relative_to(HERE.parent.parent.parent), path.stat().st_size, "bytes")
+    for path in record(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE):
+        print(path.name, path.stat().st_size, "bytes")
