@@ -277,3 +277,41 @@ def test_suggest_names_the_residuals_communication_as_advice():
 
     outside = [measured["residual"]["communication"]["cpu_time_us"] for measured in doc["runs"]]
     assert advice["RESIDUAL_COMMUNICATION"].time_per_run_us == pytest.approx(statistics.median(outside))
+
+
+def test_a_live_capture_under_gloo_and_its_saved_trace_agree_on_communication(tmp_path):
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    import aitune.torch as ait
+
+    class Layer(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            dist.all_reduce(y)
+            return y
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, x):
+            y = self.layer(x)
+            dist.broadcast(y, src=0)  # outside every region: the residual's
+            return y
+
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        live = ait.profile(
+            obj=Model(), input_data=torch.ones(64), warmup_runs=1, measured_runs=2, trace_file=tmp_path / "t.json.gz"
+        ).data
+    finally:
+        dist.destroy_process_group()
+
+    offline = analyze_trace(tmp_path / "t.json.gz")
+    assert all(run["regions"][0]["communication"]["cpu_time_us"] > 0 for run in live["runs"])
+    assert all(run["residual"]["communication"]["cpu_time_us"] > 0 for run in live["runs"])
+    assert [run["communication"] for run in live["runs"]] == [run["communication"] for run in offline["runs"]]
+    assert [run["residual"] for run in live["runs"]] == [run["residual"] for run in offline["runs"]]
