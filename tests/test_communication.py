@@ -315,3 +315,10 @@ def test_a_live_capture_under_gloo_and_its_saved_trace_agree_on_communication(tm
     assert all(run["residual"]["communication"]["cpu_time_us"] > 0 for run in live["runs"])
     assert [run["communication"] for run in live["runs"]] == [run["communication"] for run in offline["runs"]]
     assert [run["residual"] for run in live["runs"]] == [run["residual"] for run in offline["runs"]]
+
+
+def test_validate_names_a_run_whose_communication_does_not_add_up():
+    doc = build_profile(_synthetic_gpu_trace())
+    doc["runs"][0]["regions"][0]["communication"]["bytes"] += 1
+
+    assert validate(doc) == ["runs[0].communication.bytes: regions plus residual is 4097.000, not 4096.000"]
