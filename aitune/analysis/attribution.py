@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitune.analysis.events import Span, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -183,9 +183,6 @@ def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> 
     )
 
 
-Interval = tuple[float, float]
-
-
 def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]]:
     """(start, end) of the device work each launch started, by correlation id (from the model's join)."""
     return {
@@ -194,18 +191,6 @@ def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]
     }
 
 
-def union_length(intervals: Iterable[Interval]) -> float:
-    """Total length covered by possibly overlapping intervals.
-
-    >>> union_length([(0, 4), (2, 6), (10, 11)])
-    7.0
-    """
-    covered, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            covered += end - max(start, reach)
-            reach = end
-    return covered
 
 
 def region_of(span: Span) -> str:

@@ -1,7 +1,9 @@
 """The events model: a Chrome trace read once into small frozen records (µs floats, no torch).
 
 Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
-device work, and the device activities (kernels, copies, sets) they started.
+device work, the device activities (kernels, copies, sets) they started, and the CPU-side
+communication spans (`aitune.analysis.collectives`) with the bytes their args give — the only
+events whose args are read beyond the correlation id.
 
 Runs and regions are always named in aitune's vocabulary (`aitune.markers`), whichever tool wrote
 the trace: the markers of NVIDIA AITune 0.6 and of a plain torch.profiler session are translated
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
 from aitune.analysis.intervals import nesting_order, parents
 from aitune.errors import ProfileError
 from aitune.markers import (
@@ -82,6 +85,21 @@ class DeviceActivity(NamedTuple):
     correlation: int
 
 
+class CommunicationSpan(NamedTuple):
+    """A CPU-side collective or point-to-point operation (see `aitune.analysis.collectives`) and the bytes it moves."""
+
+    name: str
+    start_us: float
+    duration_us: float
+    thread: ThreadKey
+    bytes: int | None  # None when the args carry no usable size
+    bytes_from: str | None  # how its args give bytes (collectives.PARAM_COMMS, INPUTS), None when they cannot
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.duration_us
+
+
 @dataclass(frozen=True)
 class OpColumns:
     """CPU operator spans column by column: a trace holds ~10⁵ of them, and one object each would
@@ -132,6 +150,8 @@ class TraceEvents:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     annotations: tuple[Span, ...] = ()  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
     module_calls: tuple[Span, ...] = ()  # "nn.Module: <Class>_<k>" events of with_stack traces
+    communication: tuple[CommunicationSpan, ...] = ()  # CPU-side; c10d ops are in ``ops`` too
+    communication_kernels: tuple[DeviceActivity, ...] = ()  # the device activities that are NCCL kernels
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
     threads: Mapping[ThreadKey, ThreadView] = field(default_factory=dict)
     device_of: Mapping[int, tuple[DeviceActivity, ...]] = field(default_factory=dict)
@@ -162,11 +182,26 @@ class EventsBuilder:
         self.device: list[DeviceActivity] = []
         self.annotations: list[Span] = []
         self.module_calls: list[Span] = []
+        self.communication: list[CommunicationSpan] = []
 
     def add(
-        self, category: str, name: str, start_us: float, duration_us: float, thread: ThreadKey, correlation: int | None
+        self,
+        category: str,
+        name: str,
+        start_us: float,
+        duration_us: float,
+        thread: ThreadKey,
+        correlation: int | None,
+        args: Any = None,
     ) -> None:
-        """File one complete event by its category; categories analysis does not use are dropped."""
+        """File one complete event by its category; categories analysis does not use are dropped.
+
+        ``args`` (the event's, untrusted) are read for communication events only: their bytes.
+        """
+        if category in SPAN_CATEGORIES and name.startswith(CPU_PREFIXES):
+            self._add_communication(name, start_us, duration_us, thread, args)
+            if category == "user_annotation":
+                return  # a backend's span of the transfer (gloo:all_reduce): not the user's annotation, not a region
         if category == "cpu_op" and not name.startswith(SPAN_PREFIX):  # by far the most common: checked first
             self.op_names.append(name)
             self.op_starts.append(start_us)
@@ -188,6 +223,12 @@ class EventsBuilder:
             self.launches.append(Launch(name, start_us, duration_us, thread, correlation))
         elif category in DEVICE_CATEGORIES:
             self.device.append(DeviceActivity(name, category, start_us, duration_us, correlation))
+
+    def _add_communication(self, name: str, start_us: float, duration_us: float, thread: ThreadKey, args: Any) -> None:
+        kind = communication_kind(name)
+        bytes_from = kind.bytes_from if kind is not None else None
+        moved = message_bytes(bytes_from, args) if bytes_from is not None else None
+        self.communication.append(CommunicationSpan(name, start_us, duration_us, thread, moved, bytes_from))
 
     def build(self, metadata: Mapping[str, Any]) -> TraceEvents:
         """The frozen, indexed model of the events added, with ``metadata`` as its aitune metadata.
@@ -218,6 +259,10 @@ class EventsBuilder:
             metadata=metadata,
             annotations=tuple(self.annotations),
             module_calls=tuple(self.module_calls),
+            communication=tuple(self.communication),
+            communication_kernels=tuple(
+                activity for activity in self.device if activity.name.startswith(DEVICE_PREFIXES)
+            ),
             trace_kind=kind,
             threads=MappingProxyType(threads),
             device_of=MappingProxyType({key: tuple(work) for key, work in device_of.items()}),
@@ -239,7 +284,7 @@ def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span])
     group("runs", (span.thread for span in runs))
     group("regions", (span.thread for span in regions))
     group("launches", (launch.thread for launch in builder.launches))
-    for spans in (builder.annotations, builder.module_calls):  # hashable too: the foreign markers come from them
+    for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
         set(span.thread for span in spans)
     views: dict[ThreadKey, ThreadView] = {}
     for thread, lists in groups.items():
@@ -278,6 +323,10 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_NOT_PLAIN_OP = (SPAN_PREFIX, *CPU_PREFIXES)
+"""Operators the inline fast path of `read_trace_events` leaves to `EventsBuilder.add`: spans and communication."""
+
+
 @gc_paused()
 def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     """Read a Chrome trace document (``{"traceEvents": [...], "aitune": {...}}``) into `TraceEvents`.
@@ -304,7 +353,7 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
                 continue
             category = raw.get("cat", "")
             name = raw.get("name", "")
-            if category == "cpu_op" and not name.startswith(SPAN_PREFIX):
+            if category == "cpu_op" and not name.startswith(_NOT_PLAIN_OP):
                 names.append(name)
                 starts.append(float(raw["ts"]))
                 durations.append(float(raw.get("dur", 0.0)))
@@ -319,6 +368,7 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
                 float(raw.get("dur", 0.0)),
                 (raw.get("pid"), raw.get("tid")),
                 int(correlation) if correlation is not None else None,
+                args,
             )
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
         index = next(index for index, event in enumerate(raw_events) if event is raw)
@@ -372,9 +422,7 @@ def _what_is_wrong(raw: Any) -> str:
     return f"args.correlation must be an integer, not {str(raw['args'].get('correlation'))[:40]!r}"
 
 
-def detect_trace_kind(
-    runs: Sequence[Span], annotations: Sequence[Span], metadata: Mapping[str, Any]
-) -> str | None:
+def detect_trace_kind(runs: Sequence[Span], annotations: Sequence[Span], metadata: Mapping[str, Any]) -> str | None:
     """Which tool's run markers a trace holds (its aitune ``runs``, other ``annotations``, aitune
     ``metadata``); None when it holds none.
 

@@ -9,7 +9,9 @@ under one call (``addmm``, ``t``, ``view``) belong to the same piece of work.
 A category's time is therefore part of the region's CPU self time; what the categories leave of
 the self time is spent between operators (Python in ``forward``). Host synchronisations made by
 the runtime outside any operator (``cudaStreamSynchronize`` from ``torch.cuda.synchronize()``)
-count as ``sync``; they are not operators, so not in the count.
+count as ``sync``; they are not operators, so not in the count. ``communication`` holds the calls of
+torch.distributed's operators (``c10d::allreduce_``, …): the time they took on the calling thread,
+not the transfer's time in flight, which is the region's ``communication`` (`aitune.analysis.communication`).
 
 Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
 (`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
@@ -30,7 +32,7 @@ from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nes
 from aitune.analysis.residual import operator_cause
 from aitune.markers import REGION_SPAN_PREFIX
 
-CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
+CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
 
 _MATMUL = frozenset(
@@ -129,7 +131,7 @@ def operator_category(name: str) -> str:
     """The category of an operator (or runtime call) by its name, e.g. ``aten::conv2d`` → ``conv``."""
     cause = operator_cause(name)
     if cause != "tensor_ops":
-        return "sync" if cause == "synchronization" else "copy"
+        return {"synchronization": "sync", "memory_copy": "copy"}.get(cause, cause)
     base = name.removeprefix("aten::")
     if "conv" in base:
         return "conv"
@@ -150,7 +152,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
         if not view.regions:
             continue
         regions = [events.regions[i] for i in view.regions]
-        keys = _node_keys([events.runs[i] for i in view.runs], regions)
+        keys = node_keys([events.runs[i] for i in view.runs], regions)
         ops, names = _topmost_operators(events, view)
         syncs = (events.launches[i] for i in view.launches)
         calls = [c for c in syncs if operator_category(c.name) == "sync" and not _inside(ops, c.start_us)]
@@ -167,7 +169,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     return dict(mixes)
 
 
-def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
+def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
     """For each region span (all on one thread), its tree node; None outside every run."""
     spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
     parent_of = parents(columns(spans))

@@ -3,6 +3,9 @@
 - ``synchronization``: host reads of tensor values (``.item()``, ``.tolist()``, ``nonzero``) and
   explicit synchronize calls — on a GPU each one stalls the host until the device catches up;
 - ``memory_copy``: tensor copies and device transfers (``.to()``, ``copy_``, ``cudaMemcpy*``);
+- ``communication`` (only in a trace that holds communication): the residual's time with a
+  collective or point-to-point operation in flight (`aitune.analysis.communication`); an operator
+  running meanwhile gives it only the time outside that;
 - ``tensor_ops``: every other operator run between modules (pipeline math, scheduler steps);
 - ``python``: the rest — time in which no operator ran (Python glue, framework overhead).
 
@@ -14,14 +17,17 @@ explained by cause too.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
+from aitune.analysis.collectives import is_communication
 from aitune.analysis.events import Span, ThreadView, TraceEvents
-from aitune.analysis.intervals import Columns, columns, innermost_enclosing
+from aitune.analysis.intervals import Columns, Interval, columns, covered_within, innermost_enclosing
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
+"""The causes of every full capture's residual; a trace with communication adds `COMMUNICATION`."""
+COMMUNICATION = "communication"
 SYNC_OPERATORS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist"})
 COPY_OPERATORS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 
@@ -47,6 +53,8 @@ class ResidualCauses:
 
 def operator_cause(name: str) -> str:
     """The cause an operator outside every region stands for."""
+    if is_communication(name):
+        return COMMUNICATION
     if name in SYNC_OPERATORS or "Synchronize" in name:
         return "synchronization"
     if name in COPY_OPERATORS or "Memcpy" in name:
@@ -54,12 +62,22 @@ def operator_cause(name: str) -> str:
     return "tensor_ops"
 
 
-def residual_causes(events: TraceEvents, spanning: Collection[str] = ()) -> dict[int, ResidualCauses]:
+def residual_causes(
+    events: TraceEvents,
+    spanning: Collection[str] = (),
+    in_flight: Sequence[Interval] = (),
+    communication_us: Mapping[int, float] | None = None,
+) -> dict[int, ResidualCauses]:
     """For each run index, its residual CPU time by cause (before ``python`` is derived).
 
     ``spanning``: the regions that span the run (see `spanning_regions`), whose spans do not count as regions.
+    ``communication_us``: each run's residual communication (`aitune.analysis.communication`), None when the trace
+    has none; ``in_flight`` (merged intervals) is when it was in flight, time the other causes do not get.
     """
     causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
+    if communication_us is not None:
+        for index, residual in causes.items():
+            residual.known_us[COMMUNICATION] = communication_us.get(index, 0.0)
     for view in events.threads.values():
         runs = [events.runs[i] for i in view.runs]
         thread_regions = (events.regions[i] for i in view.regions)
@@ -73,10 +91,12 @@ def residual_causes(events: TraceEvents, spanning: Collection[str] = ()) -> dict
         ]
         in_run = innermost_enclosing(columns(runs), [view.op_starts_us[local] for local in top])
         for local, run in zip(top, in_run, strict=True):
-            if run is not None:
-                cause = operator_cause(events.ops.names[view.ops[local]])
-                causes[run_index_of(runs[run])].known_us[cause] += view.op_durations_us[local]
-        _add_bare_runtime_calls(events, view, runs, regions, causes)
+            cause = operator_cause(events.ops.names[view.ops[local]])
+            if run is not None and cause != COMMUNICATION:  # communication is counted by time in flight
+                start, duration = view.op_starts_us[local], view.op_durations_us[local]
+                overlap = covered_within(in_flight, start, start + duration) if in_flight else 0.0
+                causes[run_index_of(runs[run])].known_us[cause] += duration - overlap
+        _add_bare_runtime_calls(events, view, runs, regions, causes, in_flight)
     return causes
 
 
@@ -86,9 +106,14 @@ def _add_bare_runtime_calls(
     runs: Sequence[Span],
     regions: Columns,
     causes: dict[int, ResidualCauses],
+    in_flight: Sequence[Interval],
 ) -> None:
     """Synchronize and copy calls made outside every region and every operator (e.g. ``torch.cuda.synchronize()``)."""
-    calls = [call for call in (events.launches[i] for i in view.launches) if operator_cause(call.name) != "tensor_ops"]
+    calls = [
+        call
+        for call in (events.launches[i] for i in view.launches)
+        if operator_cause(call.name) in ("synchronization", "memory_copy")
+    ]
     if not calls:
         return
     starts = [call.start_us for call in calls]
@@ -101,4 +126,5 @@ def _add_bare_runtime_calls(
         strict=True,
     ):
         if region is None and op is None and run is not None:
-            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us
+            overlap = covered_within(in_flight, call.start_us, call.start_us + call.duration_us) if in_flight else 0.0
+            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us - overlap
