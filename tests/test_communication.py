@@ -269,7 +269,6 @@ def test_communication_names_are_recognised_by_their_prefixes():
     assert not any(is_communication(name) for name in ("aten::add", "cudaLaunchKernel", "ProfilerStep#1"))
 
 
-
 def test_suggest_names_the_residuals_communication_as_advice():
     doc = analyze_trace(SAMPLE_TRACES[0])
 

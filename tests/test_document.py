@@ -142,7 +142,6 @@ def test_validate_reports_fractions_that_do_not_add_up():
     assert validate(doc) == ["runs[0]: cpu region fractions plus residual add up to 1.4000, not 1"]
 
 
-
 def nested_profile():
     """Region a (50 µs) holding a.b (20 µs): a's self time is 30 µs."""
     spans = [run(0, 0, 100), region("untuned_module:a", 10, 60), region("untuned_module:a.b", 20, 40)]
@@ -187,6 +186,7 @@ def test_markdown_draws_the_region_tree_of_the_median_run_not_the_slowest():
     section = markdown.split("## Region tree ")[1].split("\n## ")[0]
     assert section.startswith("(run 2, the median run)")
     assert "| · untuned_module:a.b | 1 | 0.070 | 0.070 | 35.0% | - | - |" in section
+
 
 def test_load_accepts_an_aitune_document(tmp_path):
     aitune_doc = {

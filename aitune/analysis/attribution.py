@@ -191,8 +191,6 @@ def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]
     }
 
 
-
-
 def region_of(span: Span) -> str:
     """The region id of a region span (``aitune::region::untuned_module:unet`` → ``untuned_module:unet``)."""
     return span.name[len(REGION_SPAN_PREFIX) :]

@@ -208,4 +208,3 @@ def _device_overlap(events: TraceEvents) -> dict[int, float]:
         for (run, is_nccl), compute in busy.items()
         if not is_nccl
     }
-

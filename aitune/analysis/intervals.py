@@ -97,6 +97,8 @@ def _ascending(values: Sequence[float], strictly: bool = False) -> bool:
     """True when ``values`` never decrease (``strictly``: always increase); in C, ~10× cheaper than a sort by key."""
     ordered = list(values)
     return sorted(ordered) == ordered and (not strictly or len(set(ordered)) == len(ordered))
+
+
 def merged(intervals: Iterable[Interval]) -> list[Interval]:
     """The union of possibly overlapping intervals as disjoint intervals in time order.
 

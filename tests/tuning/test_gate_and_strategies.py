@@ -194,7 +194,6 @@ def test_the_tuning_report_has_stable_keys_and_is_json(wrapped, tmp_path):
     assert saved["modules"] == report["modules"]
 
 
-
 class TellingOffByBackend(OffByBackend):
     """Wrong like its parent, and says what it built."""
 

@@ -39,4 +39,3 @@ def uninstall(module: nn.Module, router: ForwardRouter, had_own_forward: bool) -
         module.forward = router.__wrapped__
     else:
         del module.forward
-
