@@ -13,34 +13,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-from busy import Busy
-from torch import nn
-
-import aitune.torch as ait
+from aitune.merge import RankProfile, merge_profiles
 from aitune.report import save
 
 ATTENTION, MLP = "untuned_module:attention", "untuned_module:mlp"
-ATTENTION_MS, MLP_MS = 2.0, 3.0
+MLP_MS = 3.0
 SLOW_MLP_MS = 30.0
 """A straggler's MLP: 27 ms more than its peers', far beyond what a loaded machine adds to a 5 ms step."""
 
 
-class Shard(nn.Module):
-    """One rank's share of a block: a 2 ms attention, then an MLP of ``mlp_ms`` (3 ms on a balanced rank)."""
-
-    def __init__(self, mlp_ms: float = MLP_MS) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.attention = Busy(ATTENTION_MS)
-        self.mlp = Busy(mlp_ms)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mlp(self.attention(x))
-
-
 def capture_shard(mlp_ms: float = MLP_MS, runs: int = 7) -> dict[str, Any]:
-    """A real capture of one `Shard`: its profile document."""
+    """A real capture of one `busy.Shard` (a 2 ms attention, then an MLP of ``mlp_ms``): its profile document."""
+    # torch only here: the viewer tests merge hand-built documents and need none of it.
+    import torch
+    from busy import Shard
+
+    import aitune.torch as ait
+
     return ait.profile(Shard(mlp_ms), torch.ones(1, 4), warmup_runs=1, measured_runs=runs).data
 
 
@@ -73,3 +62,9 @@ def write_ranks(folder: Path, docs: Sequence[Mapping[str, Any]]) -> Path:
 def rank_folder(folder: Path, docs: Sequence[Mapping[str, Any]]) -> Path:
     """The folder a distributed capture of ``docs`` (one per rank, in rank order) would have written."""
     return write_ranks(folder, as_ranks(docs))
+
+
+def merged(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The merged document of ``docs`` as ranks 0..n-1 (see `as_ranks`), without going through files."""
+    ranked = as_ranks(docs)
+    return merge_profiles([RankProfile(rank, Path(f"rank{rank}/profile.json"), doc) for rank, doc in enumerate(ranked)])
