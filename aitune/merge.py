@@ -130,7 +130,8 @@ def check_one_run(profiles: Sequence[RankProfile]) -> None:
         rank = (missing or extra)[0]
         where = "is missing" if missing else "is outside the world"
         raise ProfileError(
-            f"rank{rank}/{PROFILE_NAME} {where}: {first.path} says world_size {world_size}; merge the folder with "
+            f"{first.path.parent.parent / f'rank{rank}' / PROFILE_NAME} {where}: {first.path} says world_size "
+            f"{world_size}; merge the folder with "
             f"rank0/ … rank{world_size - 1}/ exactly, as the capture wrote it."
         )
     ids = _region_ids(first.doc)

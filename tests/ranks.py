@@ -9,6 +9,7 @@ real torchrun captures exist, `rank_folder` is the function to swap for them.
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,3 +69,15 @@ def merged(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The merged document of ``docs`` as ranks 0..n-1 (see `as_ranks`), without going through files."""
     ranked = as_ranks(docs)
     return merge_profiles([RankProfile(rank, Path(f"rank{rank}/profile.json"), doc) for rank, doc in enumerate(ranked)])
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python tests/ranks.py DIR``: a 2-rank folder, rank 1 slowed inside its MLP, for trying ``merge``."""
+    if len(argv) != 1:
+        raise SystemExit("usage: python tests/ranks.py DIR")
+    folder = rank_folder(Path(argv[0]), [capture_shard(), capture_shard(SLOW_MLP_MS)])
+    print(f"wrote {', '.join(sorted(str(path) for path in folder.glob('rank*/profile.json')))}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

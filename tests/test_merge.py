@@ -171,7 +171,7 @@ def test_every_single_profile_reader_reads_a_merged_document(merged_cli):
 
 def _missing_rank(folder):
     shutil.rmtree(folder / "rank1")
-    return "rank1/profile.json is missing: {dir}/rank0/profile.json says world_size 2"
+    return "{dir}/rank1/profile.json is missing: {dir}/rank0/profile.json says world_size 2"
 
 
 def _duplicate_rank(folder):
