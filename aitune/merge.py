@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aitune.analysis.statistics import OUTLIER_MADS, summarize
+from aitune.analysis.statistics import summarize
+from aitune.analysis.stragglers import Straggler, imbalance, slowest, stragglers
 from aitune.analysis.warnings import ProfileWarning, rank_straggler, warning
 from aitune.compare import region_samples, residual_samples, run_samples
 from aitune.errors import ProfileError
@@ -41,22 +42,6 @@ MERGED_FOLDER = "merged"
 RANK_FOLDER = re.compile(r"rank(0|[1-9][0-9]*)")
 """``rank<r>``, ``r`` unpadded: ``rank01`` beside ``rank1`` would be two folders for one rank."""
 
-STRAGGLER_MADS = OUTLIER_MADS
-"""A rank is a straggler when its median step exceeds the other ranks' median by more than this many
-MADs of the steps (the run-to-run spread, see `excess_over_others`) … Calibrated on synthetic
-ranks of one step with 10% normal noise and one run in ten preempted (1.5×), 10 runs each: about 1
-like rank in 1,300 of 2 is called a straggler, none of 8; a rank 15% slower is found 99.6% of the
-time at 2% noise, 58% at 5%."""
-
-STRAGGLER_MIN_MARGIN = 0.05
-"""… and by more than this fraction of it. On a quiet machine 3 MADs is a percent or two, and two
-like ranks differ that much by where their threads landed; a rank 5% slower holds every other rank
-5% of every step, which is worth a look."""
-
-REGION_SHARE_OF_EXCESS = 0.8
-"""The region named for a straggler: the smallest one whose extra time is at least this fraction of
-the largest region's, so a block inside a slow stage is named rather than the stage around it."""
-
 PER_RANK_DOC_KEYS = ("distributed", "trace_file", "capture_overhead", "warmup", "statistics")
 """Keys of the critical rank's document that describe that rank alone; the merged document drops them."""
 
@@ -68,17 +53,6 @@ class RankProfile:
     rank: int
     path: Path
     doc: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Straggler:
-    """A rank slower than the others beyond noise: its median and theirs (µs), and the region that makes it slow."""
-
-    rank: int
-    own_us: float
-    others_us: float
-    region: str  # a region id, or RESIDUAL_LABEL when the extra time lies outside every region
-    region_excess_us: float
 
 
 def read_rank_profiles(folder: Path) -> list[RankProfile]:
@@ -104,7 +78,7 @@ def check_one_run(profiles: Sequence[RankProfile]) -> None:
     """`ProfileError` unless the profiles are the ranks 0..n-1 of one run, each once, with the same runs and regions."""
     seen: dict[int, RankProfile] = {}
     for profile in profiles:
-        rank, world_size = _rank_and_world_size(profile)
+        rank = _rank_and_world_size(profile)[0]
         if rank in seen:
             raise ProfileError(
                 f"{profile.path} and {seen[rank].path} both say distributed.rank {rank}; each rank's profile "
@@ -124,6 +98,8 @@ def check_one_run(profiles: Sequence[RankProfile]) -> None:
         _same_as_first(profile, first, "spanning regions", spanning, first.doc.get("spanning_regions", []))
         if "scenarios" in profile.doc:
             raise ProfileError(f"{profile.path}: merge reads single-input profiles; capture one scenario per run.")
+        if not profile.doc["runs"]:
+            raise ProfileError(f"{profile.path} has no measured runs; capture the run again.")
     missing = sorted(set(range(world_size)) - seen.keys())
     extra = sorted(seen.keys() - set(range(world_size)))
     if missing or extra:
@@ -146,8 +122,11 @@ def check_one_run(profiles: Sequence[RankProfile]) -> None:
 
 def merge_profiles(profiles: Sequence[RankProfile]) -> ProfileDoc:
     """One document for the ranks of one run (see the module docstring); `ProfileError` when they are not one run."""
+    if not profiles:
+        raise ProfileError("no rank profiles to merge; name the folder a distributed capture wrote.")
+    profiles = sorted(profiles, key=lambda profile: profile.rank)
     check_one_run(profiles)
-    docs = [profile.doc for profile in profiles]  # read_rank_profiles sorts them: docs[r] is rank r
+    docs = [profile.doc for profile in profiles]  # ranks 0..n-1, checked: docs[r] is rank r
     times = [run_samples(doc, DOMAIN) for doc in docs]
     step_ranks = [max(range(len(docs)), key=lambda rank: times[rank][index]) for index in range(len(times[0]))]
     medians = [statistics.median(samples) for samples in times]
@@ -158,7 +137,10 @@ def merge_profiles(profiles: Sequence[RankProfile]) -> ProfileDoc:
     regions = [rank_regions(doc) for doc in docs]
     found = stragglers(dict(enumerate(times)), dict(enumerate(regions)))
     merged["warnings"] = rank_warnings(docs) + [
-        rank_straggler(s.rank, s.own_us, s.others_us, s.region, s.region_excess_us) for s in found
+        rank_straggler(
+            s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
+        )
+        for s in found
     ]
     merged["ranks"] = ranks_section(profiles, times, regions, step_ranks, critical, found)
     return merged  # type: ignore[return-value]
@@ -169,64 +151,6 @@ def rank_regions(doc: Mapping[str, Any]) -> dict[str, list[float]]:
     samples = {region: list(values) for region, values in region_samples(doc, DOMAIN).values()}
     samples[RESIDUAL_LABEL] = residual_samples(doc, DOMAIN)
     return samples
-
-
-def slowest(values: Sequence[float]) -> int:
-    """The index of the largest value (the lowest index among equals)."""
-    return max(range(len(values)), key=lambda index: (values[index], -index))
-
-
-def imbalance(medians: Sequence[float]) -> float | None:
-    """Load imbalance across ranks: max ÷ median of their medians (1 is perfect balance); None when the median is 0."""
-    middle = statistics.median(medians)
-    return max(medians) / middle if middle > 0 else None
-
-
-def excess_over_others(samples: Mapping[int, Sequence[float]], rank: int) -> tuple[float, float, float]:
-    """(rank's median, the other ranks' pooled median, the run-to-run spread), all µs, over per-run samples.
-
-    The spread is the larger MAD of the two sides: a rank whose runs were half preempted has a median
-    far off, and a spread as wide, and is not called slow for it.
-    """
-    own = samples[rank]
-    others = [value for other, values in samples.items() if other != rank for value in values]
-    own_median, base = statistics.median(own), statistics.median(others)
-    spread = max(_mad(others, base), _mad(own, own_median))
-    return own_median, base, spread
-
-
-def is_straggler(own: float, base: float, spread: float) -> bool:
-    """Slower beyond noise: above the others' median by more than `STRAGGLER_MADS` × ``spread`` and by
-    `STRAGGLER_MIN_MARGIN` of it."""
-    return base > 0 and own - base > max(STRAGGLER_MADS * spread, STRAGGLER_MIN_MARGIN * base)
-
-
-def stragglers(
-    run_times: Mapping[int, Sequence[float]], regions: Mapping[int, Mapping[str, Sequence[float]]]
-) -> list[Straggler]:
-    """The ranks whose per-run step times exceed the other ranks' beyond noise (`is_straggler`), each with the
-    region that makes it slow (`slow_region`); none with a single rank."""
-    found = []
-    for rank in run_times if len(run_times) > 1 else ():
-        own, base, mad = excess_over_others(run_times, rank)
-        if is_straggler(own, base, mad):
-            region, extra = slow_region(regions, rank)
-            found.append(Straggler(rank, own, base, region, extra))
-    return found
-
-
-def slow_region(regions: Mapping[int, Mapping[str, Sequence[float]]], rank: int) -> tuple[str, float]:
-    """Where ``rank``'s extra time goes: the smallest region whose median excess over the other ranks is at least
-    `REGION_SHARE_OF_EXCESS` of the largest (the residual counts as a region); with that excess in µs."""
-    excess: dict[str, tuple[float, float]] = {}
-    for region in regions[rank]:
-        samples = {other: values.get(region, [0.0]) for other, values in regions.items()}
-        own, base, _ = excess_over_others(samples, rank)
-        excess[region] = (own - base, own)
-    largest = max(extra for extra, _ in excess.values())
-    near = [region for region, (extra, _) in excess.items() if extra >= REGION_SHARE_OF_EXCESS * largest]
-    chosen = min(near, key=lambda region: excess[region][1])
-    return chosen, excess[chosen][0]
 
 
 def rank_warnings(docs: Sequence[Mapping[str, Any]]) -> list[ProfileWarning]:
@@ -322,10 +246,6 @@ def _same_as_first(profile: RankProfile, first: RankProfile, what: str, value: A
             f"{profile.path} has {what} {value} but {first.path} has {expected}; the ranks of one run share it — "
             "merge the folder of one capture, or capture again."
         )
-
-
-def _mad(values: Sequence[float], center: float) -> float:
-    return statistics.median(abs(value - center) for value in values)
 
 
 def _region_ids(doc: Mapping[str, Any]) -> set[str]:

@@ -9,9 +9,10 @@ import pytest
 from cli_helpers import run_cli
 from ranks import MLP, SLOW_MLP_MS, capture_shard, rank_folder
 
+from aitune.analysis.stragglers import stragglers
 from aitune.compare import compare_profiles, region_samples, run_samples
 from aitune.errors import ProfileError
-from aitune.merge import merge_profiles, read_rank_profiles, stragglers
+from aitune.merge import merge_profiles, read_rank_profiles
 from aitune.report import load, render_markdown, save, validate
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.safe_text import visible

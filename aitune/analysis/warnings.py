@@ -106,9 +106,12 @@ def no_regions_observed(instrumented: int, runs: int, trace_kind: str = TRACE_KI
     ]
 
 
-def rank_straggler(rank: int, own_us: float, others_us: float, region: str, region_excess_us: float) -> ProfileWarning:
-    """One rank's steps take longer than the other ranks' beyond noise; ``region`` is where the extra time goes."""
-    where = "outside every region" if region == "(residual)" else f"in {region}"
+def rank_straggler(
+    rank: int, own_us: float, others_us: float, region: str | None, region_excess_us: float
+) -> ProfileWarning:
+    """One rank's steps take longer than the other ranks' beyond noise; ``region`` is where the extra time goes
+    (None: outside every region)."""
+    where = "outside every region" if region is None else f"in {region}"
     return warning(
         "RANK_STRAGGLER",
         f"rank {rank} is slower than the other ranks beyond noise: its median step takes {own_us / 1000:.3f} ms "
