@@ -20,9 +20,9 @@ like rank in 1,300 of 2 is called a straggler, none of 8; a rank 15% slower is f
 time at 2% noise, 58% at 5%."""
 
 STRAGGLER_MIN_MARGIN = 0.05
-"""… and by more than this fraction of it. On a quiet machine 3 MADs is a percent or two, and two
-like ranks differ that much by where their threads landed; a rank 5% slower holds every other rank
-5% of every step, which is worth a look."""
+"""… and by more than this fraction of it. On a quiet machine 3 MADs can be a percent or two: the
+margin keeps a small steady difference between like ranks (where their threads run) from being
+called slow, while a rank 5% slower holds every other rank 5% of every step, which is worth a look."""
 
 REGION_SHARE_OF_EXCESS = 0.8
 """The region named for a straggler: the smallest one whose extra time is at least this fraction of
