@@ -254,7 +254,8 @@ class Ranks(StoreView):
             parts.append(table(ranks, ["straggler_region", "side"], "rank-table"))
         else:
             picked = quantities[quantities["rank"] == self.selection.rank]
-            parts.append(table(picked, ["region_id", "side"], "rank-region-table", page_size=50))
+            ratio = {"imbalance": number_format(2)}
+            parts.append(table(picked, ["region_id", "side"], "rank-region-table", page_size=50, formatters=ratio))
         return pn.Column(*parts, sizing_mode="stretch_width")
 
 
