@@ -28,7 +28,7 @@ from typing import Any
 from aitune.analysis.statistics import bootstrap_ratio_interval
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id, region_path
-from aitune.report import document
+from aitune.report import document, ranks
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.regions import RegionIndex
@@ -110,6 +110,7 @@ class ProfileDiff:
     operators: list[OperatorChange]
     warnings_only_before: list[dict[str, Any]] = field(default_factory=list)
     warnings_only_after: list[dict[str, Any]] = field(default_factory=list)
+    world_sizes: tuple[int | None, int | None] = (None, None)  # ranks each side merged; None: one process
 
     @property
     def added(self) -> list[str]:
@@ -161,6 +162,7 @@ def compare_profiles(
         operators=operator_changes(old, new, domain),
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
+        world_sizes=(ranks.world_size(old), ranks.world_size(new)),
     )
 
 

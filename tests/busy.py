@@ -96,3 +96,16 @@ class TwoLevelModel(nn.Module):
         x = self.block(x)
         busy_wait(4)
         return x
+
+
+class Shard(nn.Module):
+    """One rank's share of a block: a 2 ms attention, then an MLP of ``mlp_ms`` (3 ms on a balanced rank)."""
+
+    def __init__(self, mlp_ms: float = 3.0) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.attention = Busy(2)
+        self.mlp = Busy(mlp_ms)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.attention(x))

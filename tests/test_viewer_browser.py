@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from ranks import merged
 from viewer_docs import HOSTILE, pipeline_doc, with_warning
 from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
 
@@ -42,6 +43,7 @@ def runs_dir(tmp_path_factory) -> Path:
     (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
     (folder / "broken-trace.profile.json").write_bytes(dumps({**pipeline_doc(30.0), "trace_file": BROKEN_TRACE}))
     shutil.copy(HOSTILE_CORPUS / "string-ts.trace.json", folder / BROKEN_TRACE)
+    (folder / "merged.profile.json").write_bytes(dumps(merged([pipeline_doc(65.0), pipeline_doc(200.0)])))
     return folder
 
 
@@ -117,6 +119,19 @@ def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
         assert any("unet.blocks.0" in row for row in rows)
         assert "before: run" in page_text(page) and "after: run" in page_text(page)
         page.screenshot(path=ARTIFACTS / "region-tree.png", full_page=True)
+
+
+def test_a_merged_profile_shows_a_chart_per_rank_and_a_rank_picker(server, browser):
+    with open_page(browser, f"{server}?before=merged.profile.json") as page:
+        page.locator(".bk-tab", has_text="Ranks").click()
+        expect = _expect()
+        expect(page.locator(".rank-table .tabulator-row")).to_have_count(2)
+        page.locator(".rank-pick select").select_option("rank 1")
+
+        expect(page.locator(".rank-region-table .tabulator-row").first).to_be_visible()
+        assert page.locator("canvas").count() >= 1
+        assert "untuned_module:unet" in page_text(page)
+        page.screenshot(path=ARTIFACTS / "ranks-tab.png", full_page=True)
 
 
 def test_an_uploaded_file_replaces_the_shown_profile(server, browser, tmp_path):

@@ -1,4 +1,4 @@
-"""``aitune-profile``: capture, analyze, report, compare, suggest, validate and bundle profiles from a terminal or CI.
+"""``aitune-profile``: capture, analyze, report, compare, suggest, validate, bundle, merge profiles in a shell or CI.
 
 Every command parses its options, makes one core call, renders, and picks the exit code (see
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
@@ -23,6 +23,7 @@ from aitune.cli.render import (
     diff_view,
     profile_summary,
     profile_view,
+    ranks_view,
     ratio_text,
     suggestions_view,
     warnings_table,
@@ -303,6 +304,32 @@ def bundle(
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
 
 
+@app.command()
+@guarded
+def merge(
+    folder: Annotated[Path, typer.Argument(help="The folder a capture under torchrun wrote (rank0/, rank1/, …).")],
+    out: Annotated[Path | None, typer.Option(help="Output folder (default DIR/merged).")] = None,
+    as_json: AsJson = False,
+    debug: Debug = False,
+) -> None:
+    """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
+    from aitune.merge import MERGED_FOLDER, merge_profiles, read_rank_profiles
+
+    doc = merge_profiles(read_rank_profiles(folder))  # every check before anything is written
+    target = out or folder / MERGED_FOLDER
+    with outputs.output_folder(target, exclusive=True):
+        written = outputs.write_profile(target, doc)
+    if as_json:
+        outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
+        return
+    console.print(profile_summary(doc))
+    console.print(ranks_view(doc))
+    warnings = warnings_table(doc["warnings"])
+    if warnings is not None:
+        console.print(warnings)
+    console.print(f"profile:  {written.profile}\nmarkdown: {written.markdown}", markup=False)
+
+
 def _require_torch(command: str) -> None:
     """One sentence, not an import traceback, on a machine without torch."""
     try:
@@ -310,7 +337,7 @@ def _require_torch(command: str) -> None:
     except ImportError:
         fail(
             f"{command} needs PyTorch, which is not installed here; install torch, or use the commands "
-            "that do not need it (analyze, report, compare, suggest, validate, bundle)."
+            "that do not need it (analyze, report, compare, suggest, validate, bundle, merge)."
         )
 
 

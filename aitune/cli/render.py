@@ -18,6 +18,7 @@ from aitune.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite
 from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
@@ -122,10 +123,51 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
+    if is_merged(doc):
+        parts.append(ranks_view(doc))
     warnings = warnings_table(doc.get("warnings", []))
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
+
+
+def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
+    """A merged document's ranks: each rank's step times, then each region's median per rank, largest first."""
+    ranks = doc["ranks"]
+    table = Table(title=terminal_text(f"Ranks ({ranks['domain']}, {ranks['world_size']} ranks, median per run)"))
+    for header in ("Rank", "Median (ms)", "Min–max (ms)", "Barrier wait (ms)", "Slowest in", "Straggler in"):
+        table.add_column(header, justify="left" if header in ("Rank", "Straggler in") else "right")
+    for row in rank_rows(doc):
+        table.add_row(
+            str(row.rank),
+            ms(row.median_us),
+            f"{ms(row.min_us)}–{ms(row.max_us)}",
+            ms(row.barrier_wait_us),
+            f"{row.slowest_steps} step(s)",
+            terminal_text(row.straggler_region or MISSING),
+        )
+    regions = Table(title=terminal_text("Regions across ranks (median per run of each rank)"))
+    for header in ("Region", "Slowest rank", "Slowest (ms)", "Median rank (ms)", "Imbalance"):
+        regions.add_column(header, justify="left" if header == "Region" else "right")
+    rows = regions_across_ranks(doc)
+    for row in rows[:limit]:
+        ratio = MISSING if row.imbalance is None else f"{row.imbalance:.2f}×"
+        regions.add_row(
+            terminal_text(row.region_id),
+            str(row.slowest_rank),
+            ms(row.max_us),
+            ms(statistics.median(row.medians_us)),
+            ratio,
+        )
+    if len(rows) > limit:
+        regions.add_row(terminal_text(f"… {len(rows) - limit} more region(s)"), "", "", "", "")
+    run = ranks["run_time"]
+    balance = MISSING if "imbalance" not in run else f"{run['imbalance']:.2f}×"
+    line = (
+        f"merged: each run is its step's slowest rank; run time imbalance (max ÷ median across ranks) {balance}, "
+        f"critical rank {ranks['critical_rank']}"
+    )
+    return Group(table, regions, terminal_text(line))
 
 
 def diff_view(diff: ProfileDiff) -> Group:
@@ -143,6 +185,8 @@ def diff_view(diff: ProfileDiff) -> Group:
         label = terminal_text(f"{row.path} (kind changed)" if row.kind_changed else row.path)
         table.add_row(label, *_change_cells(row.change), terminal_text(row.status))
     parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
+    if any(diff.world_sizes):
+        parts.append(terminal_text(merged_line(diff.world_sizes)))
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -160,6 +204,12 @@ def speedup_line(change: Change) -> str:
         return f"speedup {MISSING}"
     interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
     return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
+
+
+def merged_line(world_sizes: tuple[int | None, int | None]) -> str:
+    """What a comparison of merged documents compares: each side's step time is its slowest rank's."""
+    sides = " → ".join(f"{size} ranks merged" if size else "one process" for size in world_sizes)
+    return f"comparing merged documents ({sides}): each run is its step's slowest rank, as `merge` wrote it"
 
 
 def _operator_table(diff: ProfileDiff) -> Table:

@@ -10,6 +10,7 @@ from aitune.report.communication import COMMUNICATION_HEADERS, communication_sum
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
 
 MISSING = "-"
@@ -32,6 +33,7 @@ def render_markdown(doc: ProfileDoc) -> str:
             sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
             _summary(view),
+            _ranks(view),
             _residual_causes(view),
             _communication(view),
             _tree(view),
@@ -134,6 +136,46 @@ def _label(label: str, role: str) -> str:
 
 def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
     return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), f"{summary['cv'] * 100:.1f}%"
+
+
+def _ranks(doc: ProfileDoc) -> str:
+    """A merged document's ranks: each rank's step times, then each region's median per rank."""
+    if not is_merged(doc):
+        return ""
+    ranks = doc["ranks"]
+    rank_table = table(
+        ["Rank", "Median (ms)", "Min (ms)", "Max (ms)", "Barrier wait (ms)", "Slowest in (steps)", "Straggler in"],
+        [
+            (
+                row.rank,
+                ms(row.median_us),
+                ms(row.min_us),
+                ms(row.max_us),
+                ms(row.barrier_wait_us),
+                row.slowest_steps,
+                row.straggler_region or MISSING,
+            )
+            for row in rank_rows(doc)
+        ],
+    )
+    region_table = table(
+        ["Region", "Slowest rank", "Imbalance", *(f"Rank {rank} (ms)" for rank in range(ranks["world_size"]))],
+        [
+            (
+                row.region_id,
+                row.slowest_rank,
+                MISSING if row.imbalance is None else f"{row.imbalance:.2f}×",
+                *map(ms, row.medians_us),
+            )
+            for row in regions_across_ranks(doc)
+        ],
+    )
+    intro = (
+        f"Merged from {ranks['world_size']} ranks ({markdown_text(ranks.get('backend') or MISSING)}): each run is the "
+        f"run of the rank slowest in that step; critical rank {ranks['critical_rank']}. Medians over runs of "
+        f"{ranks['domain']} time; imbalance is max ÷ median across ranks."
+    )
+    return f"## Ranks\n\n{intro}\n\n{rank_table}\n\n### Regions across ranks\n\n{region_table}"
 
 
 def _residual_causes(doc: ProfileDoc) -> str:

@@ -149,5 +149,41 @@ def timeline_bars(spans: pd.DataFrame, title: str) -> figure:
     return plot
 
 
+SLOWEST_COLOR = "#d62728"
+
+
+def rank_bars(ranks: pd.DataFrame, quantity: str) -> figure:
+    """One bar per rank and side: the median (ms) of ``quantity`` (the run time or a region) on that rank,
+    the slowest rank of each side in red (`aitune.viewer.tables.rank_region_table`'s rows)."""
+    shown = ranks[ranks["region_id"] == quantity]
+    sides = list(dict.fromkeys(shown["side"]))
+    factors = [(f"rank {rank}", side) for rank in dict.fromkeys(shown["rank"]) for side in sides]
+    slowest = shown["rank"] == shown["slowest_rank"]
+    source = ColumnDataSource(
+        {
+            "x": [(f"rank {rank}", side) for rank, side in zip(shown["rank"], shown["side"], strict=True)],
+            "ms": (shown["median_us"] / 1000).tolist(),
+            "side": shown["side"].tolist(),
+            "slowest": slowest.map(_yes_no).tolist(),
+            "color": [
+                SLOWEST_COLOR if flag else SIDE_COLORS[side] for flag, side in zip(slowest, shown["side"], strict=True)
+            ],
+        }
+    )
+    plot = figure(
+        x_range=FactorRange(*factors),
+        height=320,
+        sizing_mode="stretch_width",
+        title=f"{quantity} per rank (median over runs; the slowest rank in red)",
+        y_axis_label="ms per run",
+        tools=_TOOLS,
+        name="rank-bars",
+    )
+    plot.vbar(x="x", top="ms", width=0.8, source=source, color="color")
+    plot.add_tools(HoverTool(tooltips=[("rank", "@x"), ("median", "@ms{0.000} ms"), ("slowest", "@slowest")]))
+    plot.xaxis.major_label_orientation = "vertical" if len(factors) > 16 else "horizontal"
+    return plot
+
+
 def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"

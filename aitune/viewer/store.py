@@ -125,6 +125,18 @@ class ProfileStore(param.Parameterized):
         """Every measured run of every side, with a ``side`` column and outliers marked."""
         return self._cached("runs", lambda: self._stacked(tables.run_timing))
 
+    def has_ranks(self) -> bool:
+        """Whether any loaded profile is a merged one (`aitune-profile merge`), so the Ranks tab has something."""
+        return any(not tables.rank_table(loaded.doc).empty for loaded in self.sides().values())
+
+    def rank_table(self) -> pd.DataFrame:
+        """Every rank of every merged side, with a ``side`` column."""
+        return self._cached("ranks", lambda: self._stacked(tables.rank_table))
+
+    def rank_region_table(self) -> pd.DataFrame:
+        """Per side, quantity (the run time, each region) and rank: the median (µs), slowest rank and imbalance."""
+        return self._cached("rank regions", lambda: self._stacked(tables.rank_region_table))
+
     def operator_table(self, domain: str = "cpu") -> pd.DataFrame:
         """One profile: its key-averages rows. A pair: compare's per-run self time per side and the delta."""
         if not self.is_pair:

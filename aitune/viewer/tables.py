@@ -25,6 +25,7 @@ from aitune.markers import (
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.key_averages import operator_rows
+from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 
 RESIDUAL = RESIDUAL_LABEL
@@ -35,6 +36,10 @@ REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
 RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
 OPERATOR_COLUMNS = ["key", "device_type", "count", "self_cpu_time_total_us", "cpu_time_total_us"]
 WARNING_COLUMNS = ["code", "message", "source"]
+RANK_COLUMNS = ["rank", "median_us", "min_us", "max_us", "barrier_wait_us", "slowest_steps", "straggler_region"]
+RANK_REGION_COLUMNS = ["region_id", "rank", "median_us", "slowest_rank", "imbalance"]
+RUN_TIME = "(run time)"
+"""The quantity a per-rank chart draws for the whole step, beside the regions."""
 TIMELINE_COLUMNS = ["lane", "start_ms", "end_ms", "duration_ms"]
 TARGET_COLUMNS = [
     "path",
@@ -123,6 +128,31 @@ def operator_table(doc: ProfileDoc) -> pd.DataFrame:
 def warning_table(doc: ProfileDoc) -> pd.DataFrame:
     """The document's warnings as rows of code, message and source."""
     return pd.DataFrame(doc["warnings"], columns=WARNING_COLUMNS)
+
+
+def rank_table(doc: ProfileDoc) -> pd.DataFrame:
+    """A merged document's ranks, one row each (`aitune.report.ranks.rank_rows`); empty for a single capture."""
+    return pd.DataFrame([vars(row) for row in rank_rows(doc)], columns=RANK_COLUMNS)
+
+
+def rank_region_table(doc: ProfileDoc) -> pd.DataFrame:
+    """Per quantity (`RUN_TIME`, then each region and the residual, largest first) and rank: its median (µs).
+
+    Each row also says which rank is slowest at that quantity and its imbalance (max ÷ median across ranks).
+    """
+    if not rank_rows(doc):
+        return pd.DataFrame(columns=RANK_REGION_COLUMNS)
+    run = doc["ranks"]["run_time"]
+    quantities = [(RUN_TIME, run["median_us"], run["slowest_rank"], run.get("imbalance"))]
+    quantities += [
+        (row.region_id, row.medians_us, row.slowest_rank, row.imbalance) for row in regions_across_ranks(doc)
+    ]
+    rows = [
+        (name, rank, median, slowest, ratio)
+        for name, medians, slowest, ratio in quantities
+        for rank, median in enumerate(medians)
+    ]
+    return pd.DataFrame(rows, columns=RANK_REGION_COLUMNS)
 
 
 def run_indices(doc: ProfileDoc) -> list[int]:

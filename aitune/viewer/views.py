@@ -212,6 +212,54 @@ class RegionTree(StoreView):
         return pn.Column(note, table(shown, ["region"], "tree-table", page_size=50), sizing_mode="stretch_width")
 
 
+ALL_RANKS = "all ranks"
+
+
+class Ranks(StoreView):
+    """A merged profile's ranks: a chart of the run time (or a region) per rank, a rank picker and its regions."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        pickers = pn.bind(self._pickers, *self.shown())
+        body = pn.bind(self._render, *self.shown(), self.selection.param.rank, self.selection.param.rank_quantity)
+        return pn.Column(pickers, body, sizing_mode="stretch_width")
+
+    def _pickers(self, *_: object) -> pn.viewable.Viewable:
+        ranks = self.store.rank_table()
+        if ranks.empty:
+            return pn.Spacer(height=0)
+        choices = {ALL_RANKS: None, **{f"rank {rank}": int(rank) for rank in sorted(set(ranks["rank"]))}}
+        chosen = next((label for label, rank in choices.items() if rank == self.selection.rank), ALL_RANKS)
+        rank = pn.widgets.Select(
+            label="Rank", options=list(choices), value=chosen, width=200, css_classes=["rank-pick"]
+        )
+        rank.param.watch(lambda event: setattr(self.selection, "rank", choices.get(event.new)), "value")
+        quantities = list(dict.fromkeys(self.store.rank_region_table()["region_id"]))
+        value = self.selection.rank_quantity if self.selection.rank_quantity in quantities else quantities[0]
+        chart = pn.widgets.Select(label="Chart", options=quantities, value=value, width=320)
+        chart.param.watch(lambda event: setattr(self.selection, "rank_quantity", event.new), "value")
+        return pn.Row(rank, chart)
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        ranks = self.store.rank_table()
+        if ranks.empty:
+            return text_block("Not a merged profile: merge a distributed capture with `aitune-profile merge DIR`.")
+        quantities = self.store.rank_region_table()
+        chosen = self.selection.rank_quantity
+        quantity = chosen if chosen in set(quantities["region_id"]) else quantities["region_id"].iloc[0]
+        note = text_block(
+            "Each run of a merged profile is its step's slowest rank. Medians over runs per rank; imbalance is "
+            "max ÷ median across ranks."
+        )
+        parts = [note, pn.pane.Bokeh(figures.rank_bars(quantities, quantity))]
+        if self.selection.rank is None:
+            parts.append(table(ranks, ["straggler_region", "side"], "rank-table"))
+        else:
+            picked = quantities[quantities["rank"] == self.selection.rank]
+            ratio = {"imbalance": number_format(2)}
+            parts.append(table(picked, ["region_id", "side"], "rank-region-table", page_size=50, formatters=ratio))
+        return pn.Column(*parts, sizing_mode="stretch_width")
+
+
 class Warnings(StoreView):
     """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 
