@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
-STARTUP_SECONDS = 30
+STARTUP_SECONDS = 120
 
 
 def free_port() -> int:
@@ -52,7 +52,7 @@ def serve_viewer(runs_dir: Path) -> Iterator[str]:
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/viewer"
     try:
-        _wait_until_up(url, process)
+        _wait_until_up(url, process, port)
         yield url
     finally:
         process.terminate()
@@ -63,14 +63,18 @@ def serve_viewer(runs_dir: Path) -> Iterator[str]:
             process.wait()
 
 
-def _wait_until_up(url: str, process: subprocess.Popen) -> None:
+def _wait_until_up(url: str, process: subprocess.Popen, port: int) -> None:
+    """Wait for the port to accept, then for one page: a page build takes seconds on a loaded machine,
+    so short probes of the page itself would time out one after another."""
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"panel serve exited early:\n{process.stdout.read().decode(errors='replace')}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2):
-            return
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            break
         time.sleep(0.2)
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic())):
+        return
     raise RuntimeError(f"panel serve did not answer at {url} within {STARTUP_SECONDS} s")
 
 
