@@ -20,6 +20,7 @@ and partial files removed, instead of killing the process mid-write.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -42,7 +43,10 @@ TIMEOUT_ENV = "AITUNE_DISTRIBUTED_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 60.0
 _NOTE_PREFIX = "aitune/failed/"
 _NOTE_GRACE_S = 1.0  # how long a failing rank waits for another's note: the first failure may land a moment later
+_GROUPS_MADE = itertools.count()  # the same on every rank: every rank makes the same groups in the same order
 _MISSING_RANKS = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
+# What gloo says when a collective lost its peer or gave up waiting for it: this rank is not the one that failed.
+_PEER_LOST = re.compile(r"Connection (closed|reset) by peer|Timed out waiting|timed out|Broken pipe", re.IGNORECASE)
 
 
 class LaunchedRank(NamedTuple):
@@ -135,11 +139,7 @@ class RankSession:
     def __enter__(self) -> RankSession:
         launched = launched_rank()
         if not dist.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            if backend == "nccl" and launched is not None:
-                torch.cuda.set_device(launched.local_rank % torch.cuda.device_count())
-            dist.init_process_group(backend, timeout=self.timeout)
-            self.owns_group = True
+            self._init_group(launched)
         try:
             # A gloo group of aitune's own: monitored_barrier (which names the missing rank) needs gloo,
             # and its timeout is aitune's whatever timeout the app gave its own group.
@@ -159,6 +159,22 @@ class RankSession:
         }
         self._store = _default_store()
         return self
+
+    def _init_group(self, launched: LaunchedRank | None) -> None:
+        """The default group from the launcher's environment, its store keys under a prefix of this session's own.
+
+        A group destroyed and made again in one process (a script's own, then aitune's; two profile calls)
+        restarts torch's group names, so without the prefix gloo would find the old group's addresses.
+        """
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl" and launched is not None:
+            torch.cuda.set_device(launched.local_rank % torch.cuda.device_count())
+        store, rank, world_size = next(dist.rendezvous("env://", timeout=self.timeout))
+        prefix = f"aitune/group{next(_GROUPS_MADE)}"
+        dist.init_process_group(
+            backend, store=dist.PrefixStore(prefix, store), rank=rank, world_size=world_size, timeout=self.timeout
+        )
+        self.owns_group = True
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, _traceback: TracebackType | None
@@ -204,8 +220,15 @@ class RankSession:
         if other is not None:
             failed, note = other
             raise CaptureError(f"rank {failed} failed ({note}); rank {self.rank} stopped its capture too.") from None
-        if not self._peer_failed and not isinstance(error, LauncherStopped):
-            self._leave_note(_first_line(error))
+        if self._peer_failed or isinstance(error, LauncherStopped):  # their sentences already say what happened
+            return
+        lost = _peer_lost(error)
+        if lost is not None:
+            raise CaptureError(
+                f"rank {self.rank} stopped: a collective in its workload lost another rank or gave up waiting "
+                f"for it ({lost}); the rank that failed or hung first is the one to look at."
+            ) from None
+        self._leave_note(_first_line(error))
 
     def _leave_note(self, note: str) -> None:
         if self._store is None:
@@ -285,6 +308,16 @@ def _default_store() -> Any:
         return dist.distributed_c10d._get_default_store()
     except (AttributeError, RuntimeError, ValueError):  # no store to share notes through: sentences say less
         return None
+
+
+def _peer_lost(error: BaseException) -> str | None:
+    """The first line of a collective's error, in ``error``'s causes, that says a peer is gone or late; else None."""
+    current: BaseException | None = error
+    while current is not None:
+        if isinstance(current, RuntimeError) and _PEER_LOST.search(str(current)):
+            return _first_line(current)
+        current = current.__cause__
+    return None
 
 
 def _first_line(error: BaseException) -> str:
