@@ -17,7 +17,7 @@ from cli_helpers import APPS, ROOT
 
 import aitune.torch as ait
 from aitune.errors import CaptureError
-from aitune.report import validate
+from aitune.report import build_profile, read_trace, validate
 from aitune.report.markdown import render_markdown
 from aitune.torch.performance.distributed import (
     LaunchedRank,
@@ -219,6 +219,11 @@ def test_the_python_api_puts_each_rank_s_trace_and_profile_in_its_rank_folder(tm
         assert doc["trace_file"] == "trace.json"
         assert json.loads((out / f"rank{rank}" / "trace.json").read_text())["distributedInfo"]["rank"] == rank
         assert len(doc["runs"]) == 2 and all("barrier_wait_us" in run for run in doc["runs"])
+        lite = read_trace(out / f"rank{rank}" / "lite.json")
+        assert lite["distributedInfo"] == {"backend": "gloo", "rank": rank, "world_size": 2}
+        rederived = build_profile(lite)  # the trace alone carries the rank and the waits
+        assert rederived["distributed"]["rank"] == rank
+        assert [run["barrier_wait_us"] >= 0 for run in rederived["runs"]] == [True, True]
 
 
 @pytest.mark.slow

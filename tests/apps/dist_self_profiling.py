@@ -2,7 +2,8 @@
 
     torchrun --nproc-per-node 2 tests/apps/dist_self_profiling.py OUT
 
-writes OUT/rank<r>/trace.json and OUT/rank<r>/profile.json on every rank.
+writes OUT/rank<r>/trace.json and OUT/rank<r>/profile.json on every rank, then a lite capture's
+OUT/rank<r>/lite.json: two groups made and destroyed by aitune in one process.
 """
 
 import sys
@@ -15,3 +16,4 @@ import aitune.torch as ait
 out = Path(sys.argv[1])
 prof = ait.profile(model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "trace.json")
 print(f"saved {prof.save(out / 'profile.json')} beside {prof.trace_file.name}")
+ait.profile(model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "lite.json", mode="lite")
