@@ -100,6 +100,18 @@ def test_a_single_process_capture_has_no_distributed_block_and_keeps_its_trace_p
     assert "Distributed" not in render_markdown(prof.data)
 
 
+def test_a_rank_that_cannot_reach_the_others_is_one_sentence_and_leaves_no_group(monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    model = torch.nn.Linear(2, 2)
+
+    with pytest.raises(CaptureError, match=r"^rank 0 could not meet the other ranks within 60 s \(.*MASTER_ADDR"):
+        ait.profile(model, torch.ones(1, 2), warmup_runs=0, measured_runs=1)
+
+    assert not torch.distributed.is_initialized()
+
+
 # --- two real ranks ---
 
 

@@ -3,7 +3,8 @@
 A capture is distributed when the launcher's environment says so (``RANK`` and ``WORLD_SIZE`` > 1,
 as torchrun sets them) or when the process group is already initialised with more than one rank.
 The app's own group is used as it is; when the environment says distributed and nobody has
-initialised a group, aitune initialises one (nccl with CUDA, else gloo) and destroys it afterwards.
+initialised a group, aitune initialises one (gloo, and nccl for CUDA tensors when there is CUDA)
+and destroys it afterwards.
 Every rank writes its own files, in ``rank<r>/`` beside where a single process writes them.
 
 Invariant: every rank makes the same collective calls in the same order: the group, the host
@@ -138,14 +139,21 @@ class RankSession:
 
     def __enter__(self) -> RankSession:
         launched = launched_rank()
-        if not dist.is_initialized():
-            self._init_group(launched)
         try:
+            if not dist.is_initialized():
+                self._init_group(launched)
             # A gloo group of aitune's own: monitored_barrier (which names the missing rank) needs gloo,
             # and its timeout is aitune's whatever timeout the app gave its own group.
             self._group = dist.new_group(backend="gloo", timeout=self.timeout, group_desc="aitune_alignment")
             hosts: list[Any] = [None] * dist.get_world_size()
             dist.all_gather_object(hosts, socket.gethostname(), group=self._group)
+        except (RuntimeError, ValueError) as error:  # torch's DistError family, or an incomplete environment
+            self._teardown()
+            which = f"rank {launched.rank}" if launched is not None else "this process"
+            raise CaptureError(
+                f"{which} could not meet the other ranks within {self.timeout.total_seconds():g} s "
+                f"({_first_line(error)}); check that every rank started and that MASTER_ADDR and MASTER_PORT are set."
+            ) from error
         except BaseException:
             self._teardown()
             raise
@@ -166,8 +174,9 @@ class RankSession:
         A group destroyed and made again in one process (a script's own, then aitune's; two profile calls)
         restarts torch's group names, so without the prefix gloo would find the old group's addresses.
         """
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        if backend == "nccl" and launched is not None:
+        # With CUDA, nccl for CUDA tensors and gloo for CPU ones: a workload may all-reduce either.
+        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+        if torch.cuda.is_available() and launched is not None:
             torch.cuda.set_device(launched.local_rank % torch.cuda.device_count())
         store, rank, world_size = next(dist.rendezvous("env://", timeout=self.timeout))
         prefix = f"aitune/group{next(_GROUPS_MADE)}"
