@@ -16,6 +16,7 @@ import torch
 from cli_helpers import APPS, ROOT
 
 import aitune.torch as ait
+from aitune.cli import outputs
 from aitune.errors import CaptureError
 from aitune.report import build_profile, read_trace, validate
 from aitune.report.markdown import render_markdown
@@ -98,6 +99,26 @@ def test_a_single_process_capture_has_no_distributed_block_and_keeps_its_trace_p
     assert prof.trace_file == (tmp_path / "trace.json").resolve()
     assert saved == tmp_path / "profile.json"
     assert "Distributed" not in render_markdown(prof.data)
+
+
+def test_each_rank_locks_its_own_folder_and_refuses_a_finished_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    folders = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        folders.append(outputs.rank_folder(tmp_path / "out"))
+    (folders[1] / "profile.json").parent.mkdir(parents=True)
+    (folders[1] / "profile.json").write_text("{}")
+
+    # rank 0 is writing: rank 1 is refused for its own finished folder, not for rank 0's lock
+    with (
+        outputs.output_folder(folders[0], exclusive=True),
+        pytest.raises(CaptureError, match=r"rank1 already holds a profile"),
+        outputs.output_folder(folders[1], exclusive=True),
+    ):
+        pass
+
+    assert folders == [tmp_path / "out" / "rank0", tmp_path / "out" / "rank1"]
 
 
 def test_a_rank_that_cannot_reach_the_others_is_one_sentence_and_leaves_no_group(monkeypatch):
