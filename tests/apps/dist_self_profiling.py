@@ -13,7 +13,10 @@ from dist_app import infer, model
 
 import aitune.torch as ait
 
-out = Path(sys.argv[1])
-prof = ait.profile(model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "trace.json")
-print(f"saved {prof.save(out / 'profile.json')} beside {prof.trace_file.name}")
-ait.profile(model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "lite.json", mode="lite")
+if __name__ == "__main__":  # pytest imports the apps folder for doctests: running needs torchrun
+    out = Path(sys.argv[1])
+    prof = ait.profile(model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "trace.json")
+    print(f"saved {prof.save(out / 'profile.json')} beside {prof.trace_file.name}")
+    ait.profile(
+        model, inference_function=infer, warmup_runs=1, measured_runs=2, trace_file=out / "lite.json", mode="lite"
+    )
