@@ -2,9 +2,13 @@
 
 (a) median wall of a measured run under capture ÷ median wall of the same call uninstrumented;
 (b) the whole ``profile()`` call's wall ÷ the plain time of the runs it performed
-    (warmups + the profiler warmup + measured runs).
+    (warmups + the profiler warmup + measured runs);
+(c) the post-run cost of a full capture: everything after its last run returns (stopping the
+    profiler, reading its events, the analysis) in µs per event read into the events model.
 Plain and captured timings are interleaved so machine drift hits both. Targets: (a) ≤ 1.05 on the
-pipeline, ≤ 1.12 on the decoder; lite (a) ≤ 1.02.
+pipeline, ≤ 1.12 on the decoder; lite (a) ≤ 1.02; (c) ≤ 2 µs per event. Workloads: the two bundled
+examples, a tiny Hugging Face Llama ``generate`` and a diffusers-style pipeline (a tiny
+``UNet2DConditionModel`` in a denoising loop, then ``vae.decode``), random weights, no download.
 
 ``--spans`` measures instead the cost of one instrumented module call (µs, profiler off and on):
 200 do-nothing modules called in a loop, instrumented ÷ plain, interleaved, median of the repeats.
@@ -35,8 +39,11 @@ import pipeline_app
 
 import aitune
 import aitune.torch as ait
+from aitune.analysis.events import TraceEvents
+from aitune.torch.performance import capture
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.instrument import Instrumented, StampedSpan
+from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
 
 SPAN_MODULES = 200
@@ -49,6 +56,15 @@ def wall_us(call: Callable[[], Any]) -> float:
 
 
 HF_NEW_TOKENS = 16
+UNET_STEPS = 5
+
+
+def event_count(events: TraceEvents) -> int:
+    """Events the capture read into the model: runs, regions, operators, launches, device work, annotations."""
+    return sum(
+        len(part)
+        for part in (events.runs, events.regions, events.ops, events.launches, events.device, events.annotations)
+    )
 
 
 def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, options: argparse.Namespace) -> dict:
@@ -58,24 +74,43 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
         with torch.no_grad():
             return function(*args, **kwargs)
 
-    performed = options.warmup + 1 + options.runs
     plain: list[float] = []
     captured: dict[str, list[float]] = {"full": [], "lite": []}
     whole_ratios: dict[str, list[float]] = {"full": [], "lite": []}
     estimates: list[float] = []
+    post_run: list[float] = []
+    ends_ns: list[int] = []
+    read: list[int] = []
+
+    def timed(*call_args: Any, **call_kwargs: Any) -> Any:
+        result = function(*call_args, **call_kwargs)
+        ends_ns.append(time.perf_counter_ns())
+        return result
+
+    def counted(*read_args: Any, **read_kwargs: Any) -> TraceEvents:
+        events = events_from_profiler(*read_args, **read_kwargs)
+        read.append(event_count(events))
+        return events
+
+    capture.events_from_profiler = counted
     for _ in range(options.repeats):
         for mode in ("full", "lite"):
             batch = [wall_us(call) for _ in range(options.runs)]
             start = time.perf_counter_ns()
             prof = ait.profile(
-                obj, input_data, function, warmup_runs=options.warmup, measured_runs=options.runs, mode=mode
+                obj, input_data, timed, warmup_runs=options.warmup, measured_runs=options.runs, mode=mode
             )
-            whole_us = (time.perf_counter_ns() - start) / 1000
+            end = time.perf_counter_ns()
+            warmups = prof.data.get("warmup", {}).get("performed", 0)  # warm-ups go on until steady
+            performed = warmups + 1 + options.runs
             plain += batch
             captured[mode] += [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
-            whole_ratios[mode].append(whole_us / (statistics.median(batch) * performed))
-            if mode == "full" and "capture_overhead" in prof.data:
-                estimates.append(prof.data["capture_overhead"]["ratio"])
+            whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
+            if mode == "full":
+                post_run.append((end - ends_ns[-1]) / 1000 / read[-1])
+                if "capture_overhead" in prof.data:
+                    estimates.append(prof.data["capture_overhead"]["ratio"])
+    capture.events_from_profiler = events_from_profiler
     return {
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
@@ -85,6 +120,8 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
         "whole_ratio": statistics.median(whole_ratios["full"]),
         "lite_whole_ratio": statistics.median(whole_ratios["lite"]),
         "estimate": statistics.median(estimates) if estimates else float("nan"),
+        "post_run_us_per_event": statistics.median(post_run),
+        "events": read[-1],
         "regions": len(prof.data["regions"]),
     }
 
@@ -151,6 +188,9 @@ def main() -> None:
         return llama.generate(tokens, max_new_tokens=HF_NEW_TOKENS, do_sample=False)
 
     rows.append(measure(f"HF Llama generate ({HF_NEW_TOKENS} tokens)", llama, generate, ids, options))
+    unet_pipe = hf_models.DiffusionPipeline(steps=UNET_STEPS)
+    embeddings = hf_models.diffusion_pipeline()[1]
+    rows.append(measure(f"diffusers UNet pipeline ({UNET_STEPS} steps)", unet_pipe, unet_pipe, embeddings, options))
     print(
         f"aitune {aitune.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
         f"{platform.machine()}, {torch.get_num_threads()} torch threads"
@@ -161,14 +201,15 @@ def main() -> None:
     )
     print(
         "| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | document's capture_overhead "
-        "| (b) whole profile() ratio | lite (a) | lite (b) |"
+        "| (b) whole profile() ratio | lite (a) | lite (b) | (c) post-run µs/event (events) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
             f"| {row['example']} | {row['regions']} | {row['plain_ms']:.2f} | {row['captured_ms']:.2f} | "
             f"{row['run_ratio']:.3f} | {row['estimate']:.3f} | {row['whole_ratio']:.3f} | "
-            f"{row['lite_run_ratio']:.3f} | {row['lite_whole_ratio']:.3f} |"
+            f"{row['lite_run_ratio']:.3f} | {row['lite_whole_ratio']:.3f} | "
+            f"{row['post_run_us_per_event']:.2f} ({row['events']:,}) |"
         )
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
 

@@ -1,7 +1,14 @@
-"""Shared fixtures: the bundled example app, and guards that nothing stays registered or patched between tests."""
+"""Shared fixtures: the bundled example app, and guards that nothing stays registered or patched between tests.
+
+The suite also runs where torch is not installed (``scripts/test_without_torch.sh``): nothing here
+imports torch, the tuning folders are left out, a test module that imports torch is skipped as a
+whole, and a test of a torch-free
+module that needs torch all the same (a capture in a subprocess) is marked ``torch``.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,26 +18,64 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))  # the test workloads, importable by name
 
+TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
+NO_TORCH = "needs torch, which is not installed"
+collect_ignore = [] if TORCH_INSTALLED else ["jit", "tuning"]  # every test there tunes a torch module
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """Without torch, a test module that fails to import because it imports torch is skipped, not an error.
+
+    Only that exact failure: any other import error, or a missing module other than torch, still fails.
+    """
+    report = yield
+    error = getattr(report, "call", None) and report.call.excinfo  # type: ignore[attr-defined]
+    if not TORCH_INSTALLED and report.failed and error is not None and _missing_torch(error.value):
+        report.outcome, report.longrepr = "skipped", (str(collector.path), 0, f"Skipped: {NO_TORCH}")
+    return report
+
+
+def _missing_torch(error: BaseException) -> bool:
+    cause = getattr(error, "__cause__", None) or error  # pytest wraps a failed import in its own error
+    return isinstance(cause, ModuleNotFoundError) and (cause.name or "").split(".")[0] == "torch"
+
+
+def pytest_collection_modifyitems(items):
+    """Without torch, the tests marked ``torch`` skip."""
+    if not TORCH_INSTALLED:
+        for item in items:
+            if item.get_closest_marker("torch"):
+                item.add_marker(pytest.mark.skip(reason=NO_TORCH))
+
 
 @pytest.fixture(autouse=True)
 def registry_is_left_empty():
     """Every test leaves the process-wide module registry as it found it."""
-    from aitune.torch.registry import MODULE_REGISTRY
-
-    before = {entry.region for entry in MODULE_REGISTRY}
+    before = _registered()
     yield
-    after = {entry.region for entry in MODULE_REGISTRY}
+    after = _registered()
     assert after == before, f"test left modules registered: {sorted(after - before)}"
+
+
+def _registered() -> set[str]:
+    # Read only once something imported the registry: until then nothing can be registered, and a
+    # torch-free test must not import torch through it.
+    registry = sys.modules.get("aitune.torch.registry")
+    return {entry.region for entry in registry.MODULE_REGISTRY} if registry else set()
 
 
 @pytest.fixture(autouse=True)
 def jit_is_left_off():
     """JIT tuning's process-wide state (session, mode, ``nn.Module.__init__`` patch) is clean after every test."""
-    import aitune.torch.jit as jit
-
-    assert jit.is_clean(), "JIT tuning was already in use when the test started"
+    assert _jit_is_clean(), "JIT tuning was already in use when the test started"
     yield
-    assert jit.is_clean(), "test left JIT tuning in use; call aitune.torch.jit.reset() in its teardown"
+    assert _jit_is_clean(), "test left JIT tuning in use; call aitune.torch.jit.reset() in its teardown"
+
+
+def _jit_is_clean() -> bool:
+    jit = sys.modules.get("aitune.torch.jit")  # not imported yet: nothing can be in use
+    return jit is None or jit.is_clean()
 
 
 # --- the command line: real console-script runs shared by the tests/test_cli_*.py files ---
@@ -41,6 +86,7 @@ from cli_helpers import APPS, run_cli  # noqa: E402
 @pytest.fixture(scope="session")
 def entry_capture(tmp_path_factory):
     """`capture examples/pipeline_app.py:infer` (entry mode) once for the session: its folder and result."""
+    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
     out = tmp_path_factory.mktemp("entry") / "out"
     result = run_cli(
         "capture",
@@ -60,6 +106,7 @@ def entry_capture(tmp_path_factory):
 @pytest.fixture(scope="session")
 def script_capture(tmp_path_factory):
     """`capture examples/pipeline_app.py` (script mode) once for the session: its folder and result."""
+    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
     out = tmp_path_factory.mktemp("script") / "out"
     return out, run_cli("capture", str(EXAMPLES / "pipeline_app.py"), "--out", str(out))
 
@@ -67,6 +114,7 @@ def script_capture(tmp_path_factory):
 @pytest.fixture(scope="session")
 def busy_captures(tmp_path_factory):
     """Three entry captures of tests/apps/busy_app.py: two of `infer`, one of the 30% slower `infer_slower`."""
+    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
     folder = tmp_path_factory.mktemp("busy")
     paths = {}
     for name, function in (("first", "infer"), ("second", "infer"), ("slower", "infer_slower")):

@@ -1,11 +1,15 @@
 """Capture on real modules under the real profiler: shares, restoration, regions, errors."""
 
 import inspect
+import os
+import subprocess
+import sys
 
 import pipeline_app
 import pytest
 import torch
 from busy import Busy, BusyPipeline, Decoder, median_gap
+from cli_helpers import ROOT
 from torch import nn
 
 import aitune.torch as ait
@@ -337,3 +341,24 @@ def test_an_unwritable_trace_file_is_refused_before_anything_runs(tmp_path):
 
     with pytest.raises(CaptureError, match="cannot write the Chrome trace to"):
         ait.profile(model, torch.ones(1, 4), trace_file=blocker / "trace.json", **FAST)
+
+
+@pytest.mark.parametrize("mode", ["full", "lite"])
+def test_a_trace_the_disk_cannot_hold_leaves_the_old_file_and_no_partial_one(tmp_path, mode):
+    target = tmp_path / "trace.json"
+    target.write_bytes(b"old")
+    code = (
+        "import resource, signal, torch, aitune.torch as ait; from aitune.errors import OutputError\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\n"
+        f"try: ait.profile(torch.nn.Linear(4, 4), torch.ones(1, 4), warmup_runs=0, measured_runs=2, mode={mode!r}, "
+        f"trace_file={str(target)!r})\n"
+        "except OutputError as error: print(error)"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+
+    assert result.stdout.startswith(f"cannot write {target}"), result.stderr[-2000:]
+    assert target.read_bytes() == b"old"
+    assert [path.name for path in tmp_path.iterdir()] == ["trace.json"]

@@ -75,6 +75,7 @@ def test_bad_input_is_one_sentence_and_exit_code_2(case, bad_files):
     assert (result.returncode, result.stderr, result.stdout) == (2, f"[error] {message.format(bad=bad_files)}\n", "")
 
 
+@pytest.mark.torch
 def test_a_failing_script_shows_its_own_traceback_then_one_error_line():
     result = run_cli("capture", "tests/apps/raiser.py", cwd=ROOT)
 
@@ -86,6 +87,7 @@ def test_a_failing_script_shows_its_own_traceback_then_one_error_line():
     assert "aitune/" not in result.stderr  # the user's frames only
 
 
+@pytest.mark.torch
 def test_a_failing_entry_function_is_reported_as_the_users_failure():
     result = run_cli("capture", f"{APPS / 'raiser.py'}:fail", "--warmup", "0", "--runs", "1")
 

@@ -142,6 +142,52 @@ def test_validate_reports_fractions_that_do_not_add_up():
     assert validate(doc) == ["runs[0]: cpu region fractions plus residual add up to 1.4000, not 1"]
 
 
+def nested_profile():
+    """Region a (50 µs) holding a.b (20 µs): a's self time is 30 µs."""
+    spans = [run(0, 0, 100), region("untuned_module:a", 10, 60), region("untuned_module:a.b", 20, 40)]
+    return build_profile(trace(*spans))
+
+
+def test_validate_accepts_a_region_tree_whose_children_and_self_time_make_each_total():
+    assert validate(nested_profile()) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("children", 45.0, "runs[0].tree[0]: cpu children plus self time is 75.000 µs, not the total 50.000 µs"),
+        ("self", 10.0, "runs[0].tree[0]: cpu children plus self time is 30.000 µs, not the total 50.000 µs"),
+    ],
+    ids=["children-exceed-the-parent", "self-time-too-small"],
+)
+def test_validate_reports_a_region_tree_that_does_not_add_up(field, value, problem):
+    doc = nested_profile()
+    parent = doc["runs"][0]["tree"][0]
+    if field == "children":
+        parent["children"][0].update(cpu_time_us=value, cpu_self_time_us=value)
+    else:
+        parent["cpu_self_time_us"] = value
+
+    assert validate(doc) == [problem]
+
+
+def test_markdown_draws_the_region_tree_of_the_median_run_not_the_slowest():
+    spans = []
+    for index, (run_us, inner_us) in enumerate([(100, 20), (300, 200), (200, 70)]):  # median: run 2, 200 µs
+        start = index * 1000.0
+        spans += [
+            run(index, start, start + run_us),
+            region("untuned_module:a", start + 5, start + run_us - 5),
+            region("untuned_module:a.b", start + 10, start + 10 + inner_us),
+        ]
+
+    markdown = render_markdown(build_profile(trace(*spans)))
+
+    section = markdown.split("## Region tree ")[1].split("\n## ")[0]
+    assert section.startswith("(run 2, the median run)")
+    assert "| · untuned_module:a.b | 1 | 0.070 | 0.070 | 35.0% | - | - |" in section
+
+
 def test_load_accepts_an_aitune_document(tmp_path):
     aitune_doc = {
         "schema_version": 1,

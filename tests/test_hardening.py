@@ -242,6 +242,7 @@ def test_capture_without_torch_is_one_sentence():
     assert result.stderr.startswith("[error] capture needs PyTorch, which is not installed here;")
 
 
+@pytest.mark.torch
 def test_an_entry_function_that_exits_is_reported_and_leaves_no_folder(tmp_path):
     result = run_cli(
         "capture", f"{APPS / 'exits.py'}:infer", "--warmup", "0", "--runs", "1", "--out", str(tmp_path / "o")
@@ -254,11 +255,30 @@ def test_an_entry_function_that_exits_is_reported_and_leaves_no_folder(tmp_path)
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.torch
 def test_a_function_that_needs_an_input_it_was_not_given_gets_the_hint(tmp_path):
     result = run_cli("capture", f"{APPS / 'exits.py'}:needs_input", "--runs", "1", "--out", str(tmp_path / "o"))
 
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith("; it takes x: name the global holding its input with --input")
+
+
+def test_the_python_api_drops_kinetos_session_lines_and_keeps_the_workloads_stderr(capfd):
+    import torch
+
+    import aitune.torch as ait
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+
+    def infer(x):
+        sys.stderr.write("the workload's own line\n")
+        return model(x)
+
+    ait.profile(obj=model, input_data=torch.ones(1, 4), inference_function=infer, warmup_runs=0, measured_runs=1)
+
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "profiler_stop" not in err
+    assert "the workload's own line\n" in err
 
 
 def test_a_bundle_zip_is_whole(tmp_path):

@@ -1,18 +1,26 @@
-"""A hostile corpus (tests/hostile/, made by its make_corpus.py) through every torch-free command.
+"""A hostile corpus (tests/hostile/, made by its make_corpus.py) through every torch-free command and the viewer.
 
 Each case exits 0, 1 or 2 as documented, with one `[error]` sentence and no traceback; no escape
-sequence or markup from the document reaches the output; nothing partial is left on disk.
+sequence or markup from the document reaches the output; nothing partial is left on disk. In the
+viewer, the page builds and every tab renders; a broken profile or URL is one sentence above the
+tabs, a broken trace one sentence in the Timeline tab alone.
 """
 
 from __future__ import annotations
 
 import gzip
+import html
+import re
 
+import orjson
+import panel as pn
 import pytest
 from cli_helpers import ROOT, run_cli
 
 from aitune.errors import ProfileError
+from aitune.report import dumps
 from aitune.report.io import parse_json
+from aitune.viewer.app import build_page
 
 CORPUS = ROOT / "tests" / "hostile"
 NAMED = sorted(CORPUS.glob("name-*.profile.json"))
@@ -109,3 +117,88 @@ def test_the_committed_corpus_is_what_the_script_makes():
     from hostile.make_corpus import corpus
 
     assert {name: (CORPUS / name).read_bytes() for name in corpus()} == corpus()
+
+
+# --- the viewer leg: the page built in-process, as `panel serve viewer/` builds it per session ---
+
+TAB_NAMES = ["Regions", "Suggestions", "Region tree", "Run timing", "Operators", "Warnings", "Timeline"]
+HOSTILE_QUERY_VALUES = {
+    "nul": b"\x00",
+    "over-long": b"a" * 5000,
+    "over-long-file-name": b"sub/" + b"x" * 300 + b".json",
+    "not-utf-8": b"\xff\xfe.json",
+    "parent": b"../outside.profile.json",
+    "absolute": b"/etc/passwd",
+    "folder": b"sub",
+}
+
+
+def _shown_text(viewable) -> str:
+    # Panel's HTML panes hand Bokeh their markup entity-escaped once more: undo that, drop the tags,
+    # then undo the escaping of the text itself to read the words.
+    root = viewable.get_root()
+    texts = (model.text for model in root.references() if isinstance(getattr(model, "text", None), str))
+    return " ".join(html.unescape(re.sub(r"<[^>]*>", "", html.unescape(text))).strip() for text in texts).strip()
+
+
+def _page_texts(page) -> dict[str, str]:
+    """The text each part of the built page shows: every tab rendered in turn, then the problem line above them."""
+    tabs = page.select(pn.Tabs)[0]
+    texts = {name: _shown_text(view) for name, view in zip(TAB_NAMES, tabs, strict=True)}
+    return {**texts, "problem": _shown_text(page.objects[1].objects[0])}
+
+
+def _runs_folder(tmp_path, profile: bytes, trace: bytes | None = None):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "p.profile.json").write_bytes(profile)
+    if trace is not None:
+        (tmp_path / "p.trace.json").write_bytes(trace)
+    return tmp_path
+
+
+def _with_trace_file(profile) -> bytes:
+    return dumps({**orjson.loads(profile.read_bytes()), "trace_file": "p.trace.json"})
+
+
+@pytest.mark.parametrize("value", HOSTILE_QUERY_VALUES.values(), ids=HOSTILE_QUERY_VALUES)
+def test_a_hostile_url_value_builds_the_page_with_one_short_sentence(value, tmp_path):
+    runs = _runs_folder(tmp_path, (CORPUS / NAMED[0]).read_bytes())
+
+    texts = _page_texts(build_page(runs, {"before": [value], "after": [value]}))
+
+    problem = texts["problem"]
+    assert problem.endswith((" pick a profile from the list.", " pick one from the list.", " in the runs folder."))
+    assert problem.count(";") == 1 and len(problem) < 160
+    assert "\x00" not in problem and "Traceback" not in " ".join(texts.values())
+
+
+@pytest.mark.parametrize("profile", NAMED, ids=lambda path: path.stem)
+def test_a_hostile_name_renders_in_every_tab_of_the_viewer(profile, tmp_path):
+    runs = _runs_folder(tmp_path, profile.read_bytes())
+
+    texts = _page_texts(build_page(runs, {"before": [b"p.profile.json"], "after": [b"p.profile.json"]}))
+
+    assert texts["problem"] == ""
+    assert "What to tune next, in the after profile p.profile.json" in texts["Suggestions"]
+
+
+@pytest.mark.parametrize("name", BROKEN_PROFILES)
+def test_a_broken_profile_is_one_sentence_above_the_viewers_tabs(name, tmp_path):
+    runs = _runs_folder(tmp_path, (CORPUS / name).read_bytes())
+
+    texts = _page_texts(build_page(runs, {"before": [b"p.profile.json"]}))
+
+    assert texts["problem"].startswith("p.profile.json: ") and texts["problem"].count("\n") == 0
+
+
+@pytest.mark.parametrize("name", BROKEN_TRACES)
+def test_a_broken_trace_is_one_sentence_in_the_timeline_tab_alone(name, tmp_path):
+    runs = _runs_folder(tmp_path, _with_trace_file(NAMED[0]), (CORPUS / name).read_bytes())
+
+    texts = _page_texts(build_page(runs, {"before": [b"p.profile.json"]}))
+
+    assert texts["problem"] == ""
+    assert texts["Timeline"].startswith("p.trace.json: ") and texts["Timeline"].endswith(".")
+    assert "Download" not in texts["Timeline"]
+    assert all("p.trace.json" not in texts[name] for name in TAB_NAMES if name != "Timeline")
+    assert "Hatched bars" in texts["Regions"] and "What to tune p.profile.json" in texts["Suggestions"]

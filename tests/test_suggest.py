@@ -414,6 +414,7 @@ def walk(nodes):
         yield from walk(node["children"])
 
 
+@pytest.mark.torch
 def test_a_real_capture_of_the_pipeline_recommends_unet_first_and_its_operator_mix_adds_up():
     import pipeline_app
 
@@ -431,6 +432,7 @@ def test_a_real_capture_of_the_pipeline_recommends_unet_first_and_its_operator_m
     assert "conv" in unet["operators"]["categories"]
 
 
+@pytest.mark.torch
 def test_a_real_capture_of_the_decoder_suggests_the_models_modules_and_sees_the_growing_sequence():
     import decoder_app
 

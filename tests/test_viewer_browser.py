@@ -28,6 +28,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 TUNED = "tuned-pipeline"
 BEFORE, AFTER = f"{TUNED}/before/profile.json", f"{TUNED}/after/profile.json"
 TIMEOUT_MS = 20_000
+HOSTILE_CORPUS = Path(__file__).resolve().parent / "hostile"
+BROKEN_TRACE = "broken-trace.trace.json"
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,8 @@ def runs_dir(tmp_path_factory) -> Path:
     hostile = with_warning(pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}"), "HOSTILE", HOSTILE)
     (folder / "hostile.profile.json").write_bytes(dumps(hostile))
     (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
+    (folder / "broken-trace.profile.json").write_bytes(dumps({**pipeline_doc(30.0), "trace_file": BROKEN_TRACE}))
+    shutil.copy(HOSTILE_CORPUS / "string-ts.trace.json", folder / BROKEN_TRACE)
     return folder
 
 
@@ -166,3 +170,33 @@ def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_
         _expect()(page.locator(".aitune-problem")).to_have_text(
             "deep.json: JSON nested deeper than 64 levels is refused."
         )
+
+
+@pytest.mark.parametrize(
+    ("query", "sentence"),
+    [
+        ("%00", "'\\x00' cannot be a file name (embedded null byte); pick a profile from the list."),
+        ("a" * 5000, "'" + "a" * 38 + "… cannot be a file name (File name too long); pick a profile from the list."),
+        ("%ff%fe.json", "'\ufffd\ufffd.json' is not a file in the runs folder; pick one from the list."),
+    ],
+    ids=["nul", "over-long", "not-utf-8"],
+)
+def test_a_url_value_no_file_can_have_is_one_sentence_on_a_working_page(server, browser, query, sentence):
+    with open_page(browser, f"{server}?before={query}") as page:
+        _expect()(page.locator(".aitune-problem")).to_have_text(sentence)
+
+        assert page.locator(".profile-upload input[type=file]").count() == 1  # the page is built, not blank
+
+
+def test_a_broken_trace_is_one_sentence_in_the_timeline_and_the_other_tabs_work(server, browser):
+    with open_page(browser, f"{server}?before=broken-trace.profile.json") as page:
+        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.locator(".bk-tab", has_text="Timeline").click()
+
+        expect = _expect()
+        expect(page.locator(".timeline-problem")).to_have_text(
+            f"{BROKEN_TRACE}: traceEvents[10] is malformed ('ts' is str 'soon'); fix or drop it."
+        )
+        assert page.locator(".aitune-problem").count() == 1  # nothing above the tabs
+        page.locator(".bk-tab", has_text="Operators").click()
+        page.wait_for_selector(".operator-table .tabulator-row", timeout=TIMEOUT_MS)

@@ -184,6 +184,7 @@ def test_the_region_view_draws_a_pair_in_time_and_one_profile_in_shares():
 @pytest.fixture(scope="module")
 def wrapped_vae_pair():
     """Real captures of the example pipeline: eager, then with ``vae`` in an aitune wrapper (passthrough)."""
+    pytest.importorskip("torch")
     import pipeline_app
 
     import aitune.torch as ait

@@ -79,3 +79,52 @@ def test_a_bad_file_gets_one_sentence_naming_the_file(data, message):
 def test_nesting_depth_counts_containers_only():
     assert sources.nesting_depth(1) == 0
     assert sources.nesting_depth({"a": [1, {"b": []}]}) == 4
+
+
+def test_links_that_lead_out_of_the_runs_folder_are_not_listed(tmp_path):
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    runs.mkdir()
+    for path in (runs / "a.profile.json", outside / "secret.profile.json", outside / "sub" / "profile.json"):
+        path.write_text("{}")
+    (runs / "secret.profile.json").symlink_to(outside / "secret.profile.json")
+    (runs / "elsewhere").symlink_to(outside / "sub", target_is_directory=True)
+    (runs / "loop.profile.json").symlink_to(runs / "loop.profile.json")
+    (runs / "again.profile.json").symlink_to(runs / "a.profile.json")
+
+    assert sources.list_profiles(runs) == ["a.profile.json", "again.profile.json"]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("\x00", r"^'\\x00' cannot be a file name \(embedded null byte\); pick a profile from the list\.$"),
+        ("a" * 5000, r"^'a{38}… cannot be a file name \(File name too long\); pick a profile from the list\.$"),
+        ("sub/" + "x" * 300 + ".json", r"^'sub/x{34}… cannot be a file name \(File name too long\); pick a"),
+        ("\ufffd\ufffd.json", r"^'\ufffd\ufffd.json' is not a file in the runs folder; pick one from the list\.$"),
+    ],
+    ids=["nul", "over-long", "over-long-part", "undecodable"],
+)
+def test_a_name_no_file_can_have_is_one_short_sentence(tmp_path, name, message):
+    (tmp_path / "sub").mkdir()
+
+    with pytest.raises(ProfileError, match=message):
+        sources.load_from_folder(tmp_path, name)
+
+
+def test_a_profile_that_cannot_be_read_is_one_sentence(tmp_path):
+    folder = tmp_path / "a.profile.json"
+    folder.mkdir()
+
+    with pytest.raises(ProfileError, match=r"^a.profile.json: cannot be read \(Is a directory\); check"):
+        sources.read_bounded(folder, "a.profile.json")
+
+
+def test_a_tune_folders_report_that_links_out_of_the_runs_folder_is_refused(tmp_path):
+    runs, secret = tmp_path / "runs", tmp_path / "compare.json"
+    (runs / "tune").mkdir(parents=True)
+    secret.write_text('{"secret": 1}')
+    (runs / "tune" / "compare.json").symlink_to(secret)
+
+    with pytest.raises(ProfileError, match="outside the runs folder"):
+        sources.read_tune_report(runs / "tune", runs)

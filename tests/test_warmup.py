@@ -69,3 +69,17 @@ def test_no_warmups_asked_for_means_none(monkeypatch):
     doc = profile_on(monkeypatch, [1000.0], warmup_runs=0)
 
     assert "warmup" not in doc and "capture_overhead" not in doc
+
+
+def test_a_progress_display_learns_every_call_the_capture_will_make_once_warmed_up(monkeypatch):
+    clock = ScriptedClock()
+    monkeypatch.setattr(capture, "time", clock)
+    model = Scripted(clock, [9000.0, 4000.0, 2000.0, 1500.0, 1200.0, 1000.0])
+    told: list[tuple[int, int]] = []
+
+    ait.profile(
+        model, torch.ones(1), warmup_runs=3, measured_runs=3, on_warmed_up=lambda n: told.append((n, model.calls))
+    )
+
+    assert told == [(9, 9)]  # six more warmups than asked for, all done when it is told
+    assert model.calls == 9 + 1 + 3  # the warmups, the profiler's warmup, the measured runs: the bar's total

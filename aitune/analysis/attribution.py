@@ -9,13 +9,12 @@ Invariant: per domain present, Σ topmost-region fractions + residual fraction =
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.events import Span, TraceEvents
+from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -140,34 +139,29 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
     """
     device_work = _device_work_by_correlation(events)
     runs = [_empty_run(span, wall_times_us, events.has_device_data) for span in events.runs]
-    runs_by_thread = _group_by_thread(range(len(events.runs)), lambda i: events.runs[i].thread)
-    regions_by_thread = _group_by_thread(range(len(events.regions)), lambda i: events.regions[i].thread)
-    launches_by_thread = _group_by_thread(range(len(events.launches)), lambda i: events.launches[i].thread)
 
     unmapped = 0
     observed: dict[str, None] = {}
-    for thread in regions_by_thread.keys() | launches_by_thread.keys() | runs_by_thread.keys():
-        run_ids = runs_by_thread.get(thread, [])
-        region_ids = regions_by_thread.get(thread, [])
-        launch_ids = launches_by_thread.get(thread, [])
-        thread_runs = columns([events.runs[i] for i in run_ids])
-        thread_regions = [events.regions[i] for i in region_ids]
+    for view in events.threads.values():
+        thread_runs = columns([events.runs[i] for i in view.runs])
+        thread_regions = [events.regions[i] for i in view.regions]
+        thread_launches = [events.launches[i] for i in view.launches]
 
-        launch_runs = innermost_enclosing(thread_runs, [events.launches[i].start_us for i in launch_ids])
-        for launch_index, owner in zip(launch_ids, launch_runs, strict=True):
-            work = device_work.get(events.launches[launch_index].correlation)
+        launch_runs = innermost_enclosing(thread_runs, [launch.start_us for launch in thread_launches])
+        for launch, owner in zip(thread_launches, launch_runs, strict=True):
+            work = device_work.get(launch.correlation)
             if owner is not None and work:
-                run = runs[run_ids[owner]]
+                run = runs[view.runs[owner]]
                 run.device_time_us = (run.device_time_us or 0.0) + sum(end - start for start, end in work)
 
         region_run = innermost_enclosing(thread_runs, [span.start_us for span in thread_regions])
         unmapped += sum(1 for owner in region_run if owner is None)
-        launched = _work_launched_by_span(thread_regions, [events.launches[i] for i in launch_ids], device_work)
+        launched = _work_launched_by_span(thread_regions, thread_launches, device_work)
         for region in _region_ids(thread_regions):
             observed.setdefault(region, None)
         _fold_region_spans(
             thread_regions,
-            [runs[run_ids[owner]] if owner is not None else None for owner in region_run],
+            [runs[view.runs[owner]] if owner is not None else None for owner in region_run],
             launched,
         )
     return Attribution(runs=runs, unmapped_region_spans=unmapped, observed_region_ids=list(observed))
@@ -189,36 +183,12 @@ def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> 
     )
 
 
-Interval = tuple[float, float]
-
-
 def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]]:
-    """(start, end) of the device work each launch started, by correlation id."""
-    work: dict[int, list[Interval]] = defaultdict(list)
-    for activity in events.device:
-        work[activity.correlation].append((activity.start_us, activity.start_us + activity.duration_us))
-    return work
-
-
-def union_length(intervals: Iterable[Interval]) -> float:
-    """Total length covered by possibly overlapping intervals.
-
-    >>> union_length([(0, 4), (2, 6), (10, 11)])
-    7.0
-    """
-    covered, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            covered += end - max(start, reach)
-            reach = end
-    return covered
-
-
-def _group_by_thread(indices: Iterable[int], thread_of: Any) -> dict[ThreadKey, list[int]]:
-    groups: dict[ThreadKey, list[int]] = defaultdict(list)
-    for index in indices:
-        groups[thread_of(index)].append(index)
-    return groups
+    """(start, end) of the device work each launch started, by correlation id (from the model's join)."""
+    return {
+        correlation: [(activity.start_us, activity.start_us + activity.duration_us) for activity in work]
+        for correlation, work in events.device_of.items()
+    }
 
 
 def region_of(span: Span) -> str:

@@ -1,7 +1,9 @@
 """The events model: a Chrome trace read once into small frozen records (µs floats, no torch).
 
 Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
-device work, and the device activities (kernels, copies, sets) they started.
+device work, the device activities (kernels, copies, sets) they started, and the CPU-side
+communication spans (`aitune.analysis.collectives`) with the bytes their args give — the only
+events whose args are read beyond the correlation id.
 
 Runs and regions are always named in aitune's vocabulary (`aitune.markers`), whichever tool wrote
 the trace: the markers of NVIDIA AITune 0.6 and of a plain torch.profiler session are translated
@@ -10,12 +12,16 @@ once, after the read (see `detect_trace_kind`), so every analysis reads one mode
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
+from aitune.analysis.intervals import nesting_order, parents
 from aitune.errors import ProfileError
 from aitune.markers import (
     AITUNE_06_RUN_SPAN,
@@ -79,70 +85,133 @@ class DeviceActivity(NamedTuple):
     correlation: int
 
 
-@dataclass
+class CommunicationSpan(NamedTuple):
+    """A CPU-side collective or point-to-point operation (see `aitune.analysis.collectives`) and the bytes it moves."""
+
+    name: str
+    start_us: float
+    duration_us: float
+    thread: ThreadKey
+    bytes: int | None  # None when the args carry no usable size
+    bytes_from: str | None  # how its args give bytes (collectives.PARAM_COMMS, INPUTS), None when they cannot
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.duration_us
+
+
+@dataclass(frozen=True)
 class OpColumns:
     """CPU operator spans column by column: a trace holds ~10⁵ of them, and one object each would
     dominate the analysis time."""
 
-    names: list[str] = field(default_factory=list)
-    starts_us: list[float] = field(default_factory=list)
-    durations_us: list[float] = field(default_factory=list)
-    threads: list[ThreadKey] = field(default_factory=list)
+    names: tuple[str, ...] = ()
+    starts_us: tuple[float, ...] = ()
+    durations_us: tuple[float, ...] = ()
+    threads: tuple[ThreadKey, ...] = ()
 
     def __len__(self) -> int:
         return len(self.names)
 
 
-@dataclass
-class TraceEvents:
-    """Everything analysis reads from one trace; lists are in trace order."""
+@dataclass(frozen=True)
+class ThreadView:
+    """One thread's share of the model, as indices into its sequences, each in trace order.
 
-    runs: list[Span] = field(default_factory=list)
-    regions: list[Span] = field(default_factory=list)
-    ops: OpColumns = field(default_factory=OpColumns)
-    launches: list[Launch] = field(default_factory=list)
-    device: list[DeviceActivity] = field(default_factory=list)
+    Its operators' nesting is found once, here: ``op_order`` lists positions in ``ops`` with every
+    parent before its children, ``op_parents`` the position of each one's innermost enclosing
+    operator (None for a topmost one), both as `aitune.analysis.intervals` defines them.
+    """
+
+    runs: tuple[int, ...] = ()
+    regions: tuple[int, ...] = ()
+    launches: tuple[int, ...] = ()
+    ops: tuple[int, ...] = ()
+    op_starts_us: tuple[float, ...] = ()
+    op_durations_us: tuple[float, ...] = ()
+    op_order: tuple[int, ...] = ()
+    op_parents: tuple[int | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceEvents:
+    """Everything analysis reads from one trace, indexed once and frozen (build it with `EventsBuilder`).
+
+    Sequences are in trace order. ``threads`` holds each thread's `ThreadView` (threads in order of
+    first appearance) and ``device_of`` the device work each launch started, by correlation id:
+    analyses read these indexes and never regroup or refilter the sequences themselves.
+    """
+
+    runs: tuple[Span, ...] = ()
+    regions: tuple[Span, ...] = ()
+    ops: OpColumns = OpColumns()
+    launches: tuple[Launch, ...] = ()
+    device: tuple[DeviceActivity, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    annotations: list[Span] = field(default_factory=list)  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
-    module_calls: list[Span] = field(default_factory=list)  # "nn.Module: <Class>_<k>" events of with_stack traces
+    annotations: tuple[Span, ...] = ()  # not aitune's: ProfilerStep#N, AITune 0.6's, the user's
+    module_calls: tuple[Span, ...] = ()  # "nn.Module: <Class>_<k>" events of with_stack traces
+    communication: tuple[CommunicationSpan, ...] = ()  # CPU-side; c10d ops are in ``ops`` too
+    communication_kernels: tuple[DeviceActivity, ...] = ()  # the device activities that are NCCL kernels
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
+    threads: Mapping[ThreadKey, ThreadView] = field(default_factory=dict)
+    device_of: Mapping[int, tuple[DeviceActivity, ...]] = field(default_factory=dict)
 
     @property
     def has_device_data(self) -> bool:
         return bool(self.device)
 
-    # Shared by the analyses of one finished read; `add` must not be called after they are taken.
-    @cached_property
-    def op_indices_by_thread(self) -> dict[ThreadKey, list[int]]:
-        """Indices into ``ops`` grouped by thread, in trace order."""
-        groups: dict[ThreadKey, list[int]] = defaultdict(list)
-        for index, thread in enumerate(self.ops.threads):
-            groups[thread].append(index)
-        return dict(groups)
+    def thread(self, key: ThreadKey) -> ThreadView:
+        """The view of thread ``key``; an empty one for a thread the trace does not show."""
+        return self.threads.get(key, _NO_THREAD)
 
-    @cached_property
-    def device_time_by_correlation(self) -> dict[int, float]:
-        """µs of device work each launch started, by correlation id."""
-        totals: dict[int, float] = defaultdict(float)
-        for activity in self.device:
-            totals[activity.correlation] += activity.duration_us
-        return dict(totals)
+
+_NO_THREAD = ThreadView()
+
+
+class EventsBuilder:
+    """Collects a trace's complete events (`add`), then indexes and freezes them once (`build`)."""
+
+    def __init__(self) -> None:
+        self.runs: list[Span] = []
+        self.regions: list[Span] = []
+        self.op_names: list[str] = []
+        self.op_starts: list[float] = []
+        self.op_durations: list[float] = []
+        self.op_threads: list[ThreadKey] = []
+        self.launches: list[Launch] = []
+        self.device: list[DeviceActivity] = []
+        self.annotations: list[Span] = []
+        self.module_calls: list[Span] = []
+        self.communication: list[CommunicationSpan] = []
 
     def add(
-        self, category: str, name: str, start_us: float, duration_us: float, thread: ThreadKey, correlation: int | None
+        self,
+        category: str,
+        name: str,
+        start_us: float,
+        duration_us: float,
+        thread: ThreadKey,
+        correlation: int | None,
+        args: Any = None,
     ) -> None:
-        """File one complete event by its category; categories analysis does not use are dropped."""
-        if name.startswith(SPAN_PREFIX) and category in SPAN_CATEGORIES:
+        """File one complete event by its category; categories analysis does not use are dropped.
+
+        ``args`` (the event's, untrusted) are read for communication events only: their bytes.
+        """
+        if category in SPAN_CATEGORIES and name.startswith(CPU_PREFIXES):
+            self._add_communication(name, start_us, duration_us, thread, args)
+            if category == "user_annotation":
+                return  # a backend's span of the transfer (gloo:all_reduce): not the user's annotation, not a region
+        if category == "cpu_op" and not name.startswith(SPAN_PREFIX):  # by far the most common: checked first
+            self.op_names.append(name)
+            self.op_starts.append(start_us)
+            self.op_durations.append(duration_us)
+            self.op_threads.append(thread)
+        elif name.startswith(SPAN_PREFIX) and category in SPAN_CATEGORIES:
             if name.startswith(REGION_SPAN_PREFIX):
                 self.regions.append(Span(name, start_us, duration_us, thread))
             elif name.startswith(RUN_SPAN_PREFIX):
                 self.runs.append(Span(name, start_us, duration_us, thread))
-        elif category == "cpu_op":
-            ops = self.ops
-            ops.names.append(name)
-            ops.starts_us.append(start_us)
-            ops.durations_us.append(duration_us)
-            ops.threads.append(thread)
         elif category == "user_annotation":
             self.annotations.append(Span(name, start_us, duration_us, thread))
         elif category == "python_function":
@@ -155,7 +224,110 @@ class TraceEvents:
         elif category in DEVICE_CATEGORIES:
             self.device.append(DeviceActivity(name, category, start_us, duration_us, correlation))
 
+    def _add_communication(self, name: str, start_us: float, duration_us: float, thread: ThreadKey, args: Any) -> None:
+        kind = communication_kind(name)
+        bytes_from = kind.bytes_from if kind is not None else None
+        moved = message_bytes(bytes_from, args) if bytes_from is not None else None
+        self.communication.append(CommunicationSpan(name, start_us, duration_us, thread, moved, bytes_from))
 
+    def build(self, metadata: Mapping[str, Any]) -> TraceEvents:
+        """The frozen, indexed model of the events added, with ``metadata`` as its aitune metadata.
+
+        A trace another tool wrote has its run and region markers translated into aitune's first (see
+        `detect_trace_kind`). `ProfileError` when a thread key cannot be hashed (a list ``pid``).
+        """
+        runs, regions, kind = self.runs, self.regions, TRACE_KIND_AITUNE
+        detected = detect_trace_kind(runs, self.annotations, metadata)
+        if detected in _FOREIGN_MARKERS:
+            runs, regions = _FOREIGN_MARKERS[detected](self.annotations, self.module_calls)
+            kind = detected
+        try:
+            threads = _thread_views(self, runs, regions)
+        except TypeError:
+            raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None
+        device_of: dict[int, list[DeviceActivity]] = defaultdict(list)
+        for activity in self.device:
+            device_of[activity.correlation].append(activity)
+        return TraceEvents(
+            runs=tuple(runs),
+            regions=tuple(regions),
+            ops=OpColumns(
+                tuple(self.op_names), tuple(self.op_starts), tuple(self.op_durations), tuple(self.op_threads)
+            ),
+            launches=tuple(self.launches),
+            device=tuple(self.device),
+            metadata=metadata,
+            annotations=tuple(self.annotations),
+            module_calls=tuple(self.module_calls),
+            communication=tuple(self.communication),
+            communication_kernels=tuple(
+                activity for activity in self.device if activity.name.startswith(DEVICE_PREFIXES)
+            ),
+            trace_kind=kind,
+            threads=MappingProxyType(threads),
+            device_of=MappingProxyType({key: tuple(work) for key, work in device_of.items()}),
+        )
+
+
+def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span]) -> dict[ThreadKey, ThreadView]:
+    """Each thread's `ThreadView`, threads in order of first appearance (operators', then the others')."""
+    groups: dict[ThreadKey, dict[str, list[int]]] = {}
+
+    def group(kind: str, threads: Iterable[ThreadKey]) -> None:
+        for index, thread in enumerate(threads):
+            lists = groups.get(thread)
+            if lists is None:
+                lists = groups[thread] = {"ops": [], "runs": [], "regions": [], "launches": []}
+            lists[kind].append(index)
+
+    group("ops", builder.op_threads)
+    group("runs", (span.thread for span in runs))
+    group("regions", (span.thread for span in regions))
+    group("launches", (launch.thread for launch in builder.launches))
+    for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
+        set(span.thread for span in spans)
+    views: dict[ThreadKey, ThreadView] = {}
+    for thread, lists in groups.items():
+        ops = lists["ops"]
+        starts = tuple(builder.op_starts[i] for i in ops)
+        durations = tuple(builder.op_durations[i] for i in ops)
+        order = nesting_order((starts, durations))
+        views[thread] = ThreadView(
+            runs=tuple(lists["runs"]),
+            regions=tuple(lists["regions"]),
+            launches=tuple(lists["launches"]),
+            ops=tuple(ops),
+            op_starts_us=starts,
+            op_durations_us=durations,
+            op_order=tuple(order),
+            op_parents=tuple(parents((starts, durations), order)),
+        )
+    return views
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, and back on after it if it was on.
+
+    Reading and analysing a trace builds ~10⁶ containers, none of them garbage: each collection
+    their allocation triggers walks the whole growing heap for nothing (pausing it took about 40% off
+    the CPU time of parsing a 263,111-event trace). Usable as a decorator; a nested pause leaves the
+    collector as the outermost one found it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_NOT_PLAIN_OP = (SPAN_PREFIX, *CPU_PREFIXES)
+"""Operators the inline fast path of `read_trace_events` leaves to `EventsBuilder.add`: spans and communication."""
+
+
+@gc_paused()
 def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     """Read a Chrome trace document (``{"traceEvents": [...], "aitune": {...}}``) into `TraceEvents`.
 
@@ -166,34 +338,42 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     The trace is untrusted: `ProfileError` names the first malformed complete event (a non-object, a
     non-numeric ``ts``, a name that is not a string, ...) or metadata that is not an object.
     """
-    events = TraceEvents(metadata=_checked_metadata(trace.get(TRACE_METADATA_KEY) or {}))
-    add = events.add
+    metadata = _checked_metadata(trace.get(TRACE_METADATA_KEY) or {})
+    builder = EventsBuilder()
+    add = builder.add
+    names, starts, durations, threads = builder.op_names, builder.op_starts, builder.op_durations, builder.op_threads
     raw_events = trace.get("traceEvents", ())
     raw = None
     # One try around the whole loop, not per event: this is the hot path, and the checks come from
-    # the operations themselves (float(), int(), str methods, hashing the thread key).
+    # the operations themselves (float(), int(), str methods, hashing the thread key). Operators,
+    # nine events in ten, are filed inline: they carry no correlation id, and a call each costs a third.
     try:
         for raw in raw_events:
-            if raw.get("ph") == "X":
-                args = raw.get("args")
-                correlation = args.get("correlation") if args else None
-                add(
-                    raw.get("cat", ""),
-                    raw.get("name", ""),
-                    float(raw["ts"]),
-                    float(raw.get("dur", 0.0)),
-                    (raw.get("pid"), raw.get("tid")),
-                    int(correlation) if correlation is not None else None,
-                )
+            if raw.get("ph") != "X":
+                continue
+            category = raw.get("cat", "")
+            name = raw.get("name", "")
+            if category == "cpu_op" and not name.startswith(_NOT_PLAIN_OP):
+                names.append(name)
+                starts.append(float(raw["ts"]))
+                durations.append(float(raw.get("dur", 0.0)))
+                threads.append((raw.get("pid"), raw.get("tid")))
+                continue
+            args = raw.get("args")
+            correlation = args.get("correlation") if args else None
+            add(
+                category,
+                name,
+                float(raw["ts"]),
+                float(raw.get("dur", 0.0)),
+                (raw.get("pid"), raw.get("tid")),
+                int(correlation) if correlation is not None else None,
+                args,
+            )
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
         index = next(index for index, event in enumerate(raw_events) if event is raw)
         raise ProfileError(f"traceEvents[{index}] is malformed ({_what_is_wrong(raw)}); fix or drop it.") from None
-    _check_threads(events)
-    kind = detect_trace_kind(events)
-    if kind in _FOREIGN_MARKERS:
-        events.runs, events.regions = _FOREIGN_MARKERS[kind](events)
-        events.trace_kind = kind
-    return events
+    return builder.build(metadata)
 
 
 _METADATA_SHAPE = {
@@ -227,16 +407,6 @@ def _checked_metadata(metadata: Any) -> Mapping[str, Any]:
 _EVENT_FIELDS = (("name", str), ("cat", str), ("ts", (int, float)), ("dur", (int, float)), ("args", dict))
 
 
-def _check_threads(events: TraceEvents) -> None:
-    """`ProfileError` when a thread key cannot be hashed (a list ``pid``): analyses group by thread."""
-    try:
-        set(events.ops.threads)  # in C: a few ms for 10⁵ operators, against hashing each in the loop
-        for spans in (events.runs, events.regions, events.annotations, events.module_calls, events.launches):
-            set(span.thread for span in spans)
-    except TypeError:
-        raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None
-
-
 def _what_is_wrong(raw: Any) -> str:
     """Which field of a malformed event is wrong, in words; only called once a read has failed."""
     if not isinstance(raw, dict):
@@ -252,15 +422,16 @@ def _what_is_wrong(raw: Any) -> str:
     return f"args.correlation must be an integer, not {str(raw['args'].get('correlation'))[:40]!r}"
 
 
-def detect_trace_kind(events: TraceEvents) -> str | None:
-    """Which tool's run markers the events hold; None when they hold none.
+def detect_trace_kind(runs: Sequence[Span], annotations: Sequence[Span], metadata: Mapping[str, Any]) -> str | None:
+    """Which tool's run markers a trace holds (its aitune ``runs``, other ``annotations``, aitune
+    ``metadata``); None when it holds none.
 
     aitune's come first: its captures run under a profiler schedule, so they hold ProfilerStep#N
     spans too, and AITune 0.6 wraps each of its runs in one.
     """
-    if events.runs or events.metadata:
+    if runs or metadata:
         return TRACE_KIND_AITUNE
-    names = {span.name for span in events.annotations}
+    names = {span.name for span in annotations}
     if AITUNE_06_RUN_SPAN in names:
         return TRACE_KIND_AITUNE_06
     if any(name.startswith(PROFILER_STEP_PREFIX) for name in names):
@@ -272,23 +443,23 @@ Markers = tuple[list[Span], list[Span]]
 """(runs, regions) named in aitune's vocabulary."""
 
 
-def _aitune_06_markers(events: TraceEvents) -> Markers:
+def _aitune_06_markers(annotations: Sequence[Span], module_calls: Sequence[Span]) -> Markers:
     """Runs from AITune's ``profiled_run`` spans, regions from its ``aitune.performance.<region id>`` spans."""
-    runs = [span for span in events.annotations if span.name == AITUNE_06_RUN_SPAN]
+    runs = [span for span in annotations if span.name == AITUNE_06_RUN_SPAN]
     regions = [
         span._replace(name=region_span_name(span.name[len(AITUNE_06_SPAN_PREFIX) :]))
-        for span in events.annotations
+        for span in annotations
         if span.name.startswith(AITUNE_06_SPAN_PREFIX) and span.name != AITUNE_06_RUN_SPAN
     ]
     return _numbered(runs), _in_time_order(regions)
 
 
-def _torch_profiler_markers(events: TraceEvents) -> Markers:
+def _torch_profiler_markers(annotations: Sequence[Span], module_calls: Sequence[Span]) -> Markers:
     """Runs from ``ProfilerStep#N``; regions from every other user annotation and from module calls."""
-    runs = [span for span in events.annotations if span.name.startswith(PROFILER_STEP_PREFIX)]
+    runs = [span for span in annotations if span.name.startswith(PROFILER_STEP_PREFIX)]
     regions = [
         span._replace(name=region_span_name(user_span_region_id(span.name)))
-        for span in (*events.annotations, *events.module_calls)
+        for span in (*annotations, *module_calls)
         if not span.name.startswith(PROFILER_STEP_PREFIX)
     ]
     return _numbered(runs), _in_time_order(regions)

@@ -7,15 +7,21 @@ column-wise (starts and durations in µs) so callers need not build an object pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from aitune.analysis.events import Span
+if TYPE_CHECKING:  # events indexes its model with these sweeps, so it cannot be imported here at run time
+    from aitune.analysis.events import Span
 
 # Profiler timestamps are rounded to the nanosecond; a child can appear to end a hair after its parent.
 _EPSILON_US = 0.002
 
 Columns = tuple[Sequence[float], Sequence[float]]
 """(starts_us, durations_us) of the spans of one thread."""
+
+Interval = tuple[float, float]
+"""(start_us, end_us) of one stretch of time."""
 
 
 def columns(spans: Sequence[Span]) -> Columns:
@@ -26,6 +32,8 @@ def columns(spans: Sequence[Span]) -> Columns:
 def nesting_order(spans: Columns) -> list[int]:
     """Indices of the spans sorted so that every parent comes before its children."""
     starts, durations = spans
+    if _ascending(starts, strictly=True):  # traces list a thread's spans by start: no sort (ties need one)
+        return list(range(len(starts)))
     keys = list(zip(starts, (-d for d in durations), strict=False))
     return sorted(range(len(starts)), key=keys.__getitem__)
 
@@ -52,14 +60,22 @@ def parents(spans: Columns, order: Sequence[int] | None = None) -> list[int | No
     return result
 
 
-def innermost_enclosing(spans: Columns, points_us: Sequence[float]) -> list[int | None]:
-    """For each time point, the index of the innermost span (all on one thread) containing it, or None."""
+def innermost_enclosing(
+    spans: Columns, points_us: Sequence[float], order: Sequence[int] | None = None
+) -> list[int | None]:
+    """For each time point, the index of the innermost span (all on one thread) containing it, or None.
+
+    ``order`` is `nesting_order(spans)` when the caller has it already.
+    """
     if not points_us:
         return []
     starts, durations = spans
-    order = nesting_order(spans)
+    if order is None:
+        order = nesting_order(spans)
     ends = [start + duration for start, duration in zip(starts, durations, strict=True)]
-    point_order = sorted(range(len(points_us)), key=points_us.__getitem__)
+    point_order: Sequence[int] = (
+        range(len(points_us)) if _ascending(points_us) else sorted(range(len(points_us)), key=points_us.__getitem__)
+    )
     result: list[int | None] = [None] * len(points_us)
     stack: list[int] = []
     cursor = 0
@@ -75,3 +91,73 @@ def innermost_enclosing(spans: Columns, points_us: Sequence[float]) -> list[int 
             stack.pop()
         result[point_index] = stack[-1] if stack else None
     return result
+
+
+def _ascending(values: Sequence[float], strictly: bool = False) -> bool:
+    """True when ``values`` never decrease (``strictly``: always increase); in C, ~10× cheaper than a sort by key."""
+    ordered = list(values)
+    return sorted(ordered) == ordered and (not strictly or len(set(ordered)) == len(ordered))
+
+
+def merged(intervals: Iterable[Interval]) -> list[Interval]:
+    """The union of possibly overlapping intervals as disjoint intervals in time order.
+
+    >>> merged([(5.0, 6.0), (0.0, 4.0), (2.0, 3.0)])
+    [(0.0, 4.0), (5.0, 6.0)]
+    """
+    out: list[Interval] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def intersection(first: Sequence[Interval], second: Sequence[Interval]) -> list[Interval]:
+    """The time two lists of disjoint, time-ordered intervals (`merged`) have in common, in the same form.
+
+    >>> intersection([(0.0, 4.0), (5.0, 9.0)], [(3.0, 6.0)])
+    [(3.0, 4.0), (5.0, 6.0)]
+    """
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(first) and j < len(second):
+        start, end = max(first[i][0], second[j][0]), min(first[i][1], second[j][1])
+        if start < end:
+            out.append((start, end))
+        if first[i][1] < second[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def covered_within(intervals: Sequence[Interval], start: float, end: float) -> float:
+    """How much of [start, end] the disjoint, time-ordered ``intervals`` (`merged`) cover; a bisect, then the few
+    intervals that reach into the window.
+
+    >>> covered_within([(0.0, 4.0), (5.0, 9.0)], 3.0, 6.0)
+    2.0
+    """
+    index = max(0, bisect_right(intervals, (start, float("inf"))) - 1)
+    covered = 0.0
+    while index < len(intervals) and intervals[index][0] < end:
+        covered += max(0.0, min(end, intervals[index][1]) - max(start, intervals[index][0]))
+        index += 1
+    return covered
+
+
+def union_length(intervals: Iterable[Interval]) -> float:
+    """Total length covered by possibly overlapping intervals.
+
+    >>> union_length([(0, 4), (2, 6), (10, 11)])
+    7.0
+    """
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            covered += end - max(start, reach)
+            reach = end
+    return covered

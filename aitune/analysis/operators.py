@@ -6,12 +6,12 @@ Built from the trace's CPU operator spans and the device work they launched, lik
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.events import Launch, TraceEvents
-from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.events import Launch, ThreadView, TraceEvents
+from aitune.analysis.intervals import columns, innermost_enclosing
 
 ROW_LIMIT = 20
 """Rows kept per sorted view; the full event stream lives in the Chrome trace."""
@@ -43,21 +43,18 @@ class OperatorRow:
 
 def operator_rows(events: TraceEvents) -> list[OperatorRow]:
     """Aggregate every operator span that started inside a measured run, plus the device activities."""
-    device_by_correlation = events.device_time_by_correlation
+    device_time = {correlation: sum(a.duration_us for a in work) for correlation, work in events.device_of.items()}
     rows: dict[tuple[str, str], OperatorRow] = {}
     measured_launches: set[int] = set()
 
-    by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys([*by_thread, *(launch.thread for launch in events.launches)]):
-        indices = by_thread.get(thread, [])
-        runs = columns([run for run in events.runs if run.thread == thread])
-        launches = [launch for launch in events.launches if launch.thread == thread]
-        in_run = innermost_enclosing(runs, [events.ops.starts_us[i] for i in indices])
-        kept = [i for i, run in zip(indices, in_run, strict=True) if run is not None]
+    for view in events.threads.values():
+        runs = columns([events.runs[i] for i in view.runs])
+        launches = [events.launches[i] for i in view.launches]
+        kept = [run is not None for run in innermost_enclosing(runs, view.op_starts_us)]
         launch_runs = innermost_enclosing(runs, [launch.start_us for launch in launches])
         measured = [launch for launch, run in zip(launches, launch_runs, strict=True) if run is not None]
         measured_launches.update(launch.correlation for launch in measured)
-        _fold_ops(events, kept, measured, device_by_correlation, rows)
+        _fold_ops(events, view, kept, measured, device_time, rows)
 
     for activity in events.device:
         if activity.correlation in measured_launches:
@@ -90,29 +87,30 @@ def _top(rows: Sequence[OperatorRow], attribute: str, limit: int, with_device: b
 
 def _fold_ops(
     events: TraceEvents,
-    indices: Sequence[int],
+    view: ThreadView,
+    kept: Sequence[bool],
     launches: Sequence[Launch],
-    device_by_correlation: dict[int, float],
+    device_time: Mapping[int, float],
     rows: dict[tuple[str, str], OperatorRow],
 ) -> None:
-    """Add the operator spans ``indices`` (all on one thread) to ``rows``, with self and total times.
+    """Add the ``kept`` operators of one thread (those inside a run) to ``rows``, with self and total times.
 
-    One of the analysis pass's hottest loops (~10⁵ operators a capture): rows are looked up by name
-    alone, and device time is only folded when the thread launched device work.
+    One of the analysis pass's hottest loops (~10⁵ operators a capture): the nesting comes from the
+    model's index, rows are looked up by name alone, and device time is only folded when the thread
+    launched device work.
     """
-    ops = events.ops
-    spans: Columns = ([ops.starts_us[i] for i in indices], [ops.durations_us[i] for i in indices])
-    durations = spans[1]
-    order = nesting_order(spans)
-    parent_of = parents(spans, order)
-    child_cpu = [0.0] * len(indices)
-    for index in reversed(order):
+    durations = view.op_durations_us
+    parent_of = view.op_parents
+    child_cpu = [0.0] * len(durations)
+    for index in reversed(view.op_order):
         parent = parent_of[index]
-        if parent is not None:
+        if parent is not None and kept[index] and kept[parent]:
             child_cpu[parent] += durations[index]
     by_name = {key[0]: row for key, row in rows.items() if key[1] == "CPU"}
-    names = ops.names
-    for local, index in enumerate(indices):
+    names = events.ops.names
+    for local, index in enumerate(view.ops):
+        if not kept[local]:
+            continue
         name = names[index]
         row = by_name.get(name)
         if row is None:
@@ -123,30 +121,33 @@ def _fold_ops(
         row.cpu_time_total_us += duration
         row.self_cpu_time_total_us += own if own > 0.0 else 0.0
     if launches:
-        op_names = [names[i] for i in indices]
-        _fold_device_time(spans, order, parent_of, op_names, launches, device_by_correlation, by_name)
+        _fold_device_time(events, view, kept, launches, device_time, by_name)
 
 
 def _fold_device_time(
-    spans: Columns,
-    order: Sequence[int],
-    parent_of: Sequence[int | None],
-    names: Sequence[str],
+    events: TraceEvents,
+    view: ThreadView,
+    kept: Sequence[bool],
     launches: Sequence[Launch],
-    device_by_correlation: dict[int, float],
+    device_time: Mapping[int, float],
     by_name: dict[str, OperatorRow],
 ) -> None:
     """Device time of the kernels each operator launched: self (innermost operator) and total (ancestors too)."""
-    self_device = [0.0] * len(names)
-    for launch, owner in zip(launches, innermost_enclosing(spans, [la.start_us for la in launches]), strict=True):
-        if owner is not None:
-            self_device[owner] += device_by_correlation.get(launch.correlation, 0.0)
+    spans = (view.op_starts_us, view.op_durations_us)
+    self_device = [0.0] * len(kept)
+    owners = innermost_enclosing(spans, [launch.start_us for launch in launches], view.op_order)
+    for launch, owner in zip(launches, owners, strict=True):
+        if owner is not None and kept[owner]:
+            self_device[owner] += device_time.get(launch.correlation, 0.0)
     total_device = list(self_device)
-    for index in reversed(order):  # children before parents: totals flow upwards
+    parent_of = view.op_parents
+    for index in reversed(view.op_order):  # children before parents: totals flow upwards
         parent = parent_of[index]
-        if parent is not None:
+        if parent is not None and kept[index] and kept[parent]:
             total_device[parent] += total_device[index]
-    for local, name in enumerate(names):
-        row = by_name[name]
-        row.self_device_time_total_us += self_device[local]
-        row.device_time_total_us += total_device[local]
+    names = events.ops.names
+    for local, index in enumerate(view.ops):
+        if kept[local]:
+            row = by_name[names[index]]
+            row.self_device_time_total_us += self_device[local]
+            row.device_time_total_us += total_device[local]

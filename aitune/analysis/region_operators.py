@@ -9,7 +9,9 @@ under one call (``addmm``, ``t``, ``view``) belong to the same piece of work.
 A category's time is therefore part of the region's CPU self time; what the categories leave of
 the self time is spent between operators (Python in ``forward``). Host synchronisations made by
 the runtime outside any operator (``cudaStreamSynchronize`` from ``torch.cuda.synchronize()``)
-count as ``sync``; they are not operators, so not in the count.
+count as ``sync``; they are not operators, so not in the count. ``communication`` holds the calls of
+torch.distributed's operators (``c10d::allreduce_``, …): the time they took on the calling thread,
+not the transfer's time in flight, which is the region's ``communication`` (`aitune.analysis.communication`).
 
 Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
 (`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
@@ -25,14 +27,12 @@ from functools import cache
 from typing import Any
 
 from aitune.analysis.attribution import run_index_of
-from aitune.analysis.events import Span, TraceEvents
+from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Columns, columns, innermost_enclosing, nesting_order, parents
 from aitune.analysis.residual import operator_cause
 from aitune.markers import REGION_SPAN_PREFIX
 
-_EPSILON_US = 0.002  # as in aitune.analysis.intervals: timestamps are rounded to the nanosecond
-
-CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "other")
+CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
 
 _MATMUL = frozenset(
@@ -131,7 +131,7 @@ def operator_category(name: str) -> str:
     """The category of an operator (or runtime call) by its name, e.g. ``aten::conv2d`` → ``conv``."""
     cause = operator_cause(name)
     if cause != "tensor_ops":
-        return "sync" if cause == "synchronization" else "copy"
+        return {"synchronization": "sync", "memory_copy": "copy"}.get(cause, cause)
     base = name.removeprefix("aten::")
     if "conv" in base:
         return "conv"
@@ -148,14 +148,14 @@ def operator_category(name: str) -> str:
 def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     """The operator mix of every region-tree node of every measured run (nodes without operators left out)."""
     mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
-    by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys(span.thread for span in events.regions):
-        runs = [span for span in events.runs if span.thread == thread]
-        regions = [span for span in events.regions if span.thread == thread]
-        keys = _node_keys(runs, regions)
-        ops, names = _topmost_operators(events, by_thread.get(thread, []))
-        syncs = [c for c in events.launches if c.thread == thread and operator_category(c.name) == "sync"]
-        calls = [c for c in syncs if not _inside(ops, c.start_us)]
+    for view in events.threads.values():
+        if not view.regions:
+            continue
+        regions = [events.regions[i] for i in view.regions]
+        keys = node_keys([events.runs[i] for i in view.runs], regions)
+        ops, names = _topmost_operators(events, view)
+        syncs = (events.launches[i] for i in view.launches)
+        calls = [c for c in syncs if operator_category(c.name) == "sync" and not _inside(ops, c.start_us)]
         points = [*ops[0], *(c.start_us for c in calls)]
         owners = innermost_enclosing(columns(regions), points)
         for index, owner in enumerate(owners):
@@ -169,7 +169,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     return dict(mixes)
 
 
-def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
+def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
     """For each region span (all on one thread), its tree node; None outside every run."""
     spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
     parent_of = parents(columns(spans))
@@ -186,31 +186,15 @@ def _node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | 
     return keys[len(runs) :]
 
 
-def _topmost_operators(events: TraceEvents, indices: Sequence[int]) -> tuple[Columns, list[str]]:
-    """The operators of one thread that no other operator encloses, in start order, and their names.
-
-    The hot part (~10⁵ operators a capture): traces list a thread's operators by start already, so
-    the sort is skipped when they are, and one pass that remembers where the last topmost operator
-    ends finds the rest.
-    """
-    ops = events.ops
-    starts = [ops.starts_us[i] for i in indices]
-    durations = [ops.durations_us[i] for i in indices]
-    in_order = starts == sorted(starts) and len(set(starts)) == len(starts)  # ties need the length order
-    order: Sequence[int] = range(len(starts)) if in_order else nesting_order((starts, durations))
-    top_starts: list[float] = []
-    top_durations: list[float] = []
-    names: list[str] = []
-    reach = float("-inf")
-    for local in order:
-        start = starts[local]
-        if start >= reach - _EPSILON_US:
-            duration = durations[local]
-            top_starts.append(start)
-            top_durations.append(duration)
-            names.append(ops.names[indices[local]])
-            reach = start + duration
-    return (top_starts, top_durations), names
+def _topmost_operators(events: TraceEvents, view: ThreadView) -> tuple[Columns, list[str]]:
+    """The operators of one thread that no other operator encloses, in start order, and their names."""
+    parent_of = view.op_parents
+    top = [local for local in view.op_order if parent_of[local] is None]
+    names = events.ops.names
+    return (
+        [view.op_starts_us[local] for local in top],
+        [view.op_durations_us[local] for local in top],
+    ), [names[view.ops[local]] for local in top]
 
 
 def _inside(ops: Columns, point_us: float) -> bool:

@@ -3,6 +3,9 @@
 - ``synchronization``: host reads of tensor values (``.item()``, ``.tolist()``, ``nonzero``) and
   explicit synchronize calls — on a GPU each one stalls the host until the device catches up;
 - ``memory_copy``: tensor copies and device transfers (``.to()``, ``copy_``, ``cudaMemcpy*``);
+- ``communication`` (only in a trace that holds communication): the residual's time with a
+  collective or point-to-point operation in flight (`aitune.analysis.communication`); an operator
+  running meanwhile gives it only the time outside that;
 - ``tensor_ops``: every other operator run between modules (pipeline math, scheduler steps);
 - ``python``: the rest — time in which no operator ran (Python glue, framework overhead).
 
@@ -14,14 +17,17 @@ explained by cause too.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
-from aitune.analysis.events import Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import Columns, columns, innermost_enclosing, parents
+from aitune.analysis.collectives import is_communication
+from aitune.analysis.events import Span, ThreadView, TraceEvents
+from aitune.analysis.intervals import Columns, Interval, columns, covered_within, innermost_enclosing
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
+"""The causes of every full capture's residual; a trace with communication adds `COMMUNICATION`."""
+COMMUNICATION = "communication"
 SYNC_OPERATORS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist"})
 COPY_OPERATORS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 
@@ -47,6 +53,8 @@ class ResidualCauses:
 
 def operator_cause(name: str) -> str:
     """The cause an operator outside every region stands for."""
+    if is_communication(name):
+        return COMMUNICATION
     if name in SYNC_OPERATORS or "Synchronize" in name:
         return "synchronization"
     if name in COPY_OPERATORS or "Memcpy" in name:
@@ -54,53 +62,69 @@ def operator_cause(name: str) -> str:
     return "tensor_ops"
 
 
-def residual_causes(events: TraceEvents, spanning: Collection[str] = ()) -> dict[int, ResidualCauses]:
+def residual_causes(
+    events: TraceEvents,
+    spanning: Collection[str] = (),
+    in_flight: Sequence[Interval] = (),
+    communication_us: Mapping[int, float] | None = None,
+) -> dict[int, ResidualCauses]:
     """For each run index, its residual CPU time by cause (before ``python`` is derived).
 
     ``spanning``: the regions that span the run (see `spanning_regions`), whose spans do not count as regions.
+    ``communication_us``: each run's residual communication (`aitune.analysis.communication`), None when the trace
+    has none; ``in_flight`` (merged intervals) is when it was in flight, time the other causes do not get.
     """
     causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
-    by_thread = events.op_indices_by_thread
-    for thread in dict.fromkeys([*by_thread, *(run.thread for run in events.runs)]):
-        op_indices = by_thread.get(thread, [])
-        runs = [run for run in events.runs if run.thread == thread]
-        regions = columns(
-            [span for span in events.regions if span.thread == thread and region_of(span) not in spanning]
-        )
-        starts = [events.ops.starts_us[i] for i in op_indices]
-        outside = [
-            i for i, region in zip(op_indices, innermost_enclosing(regions, starts), strict=True) if region is None
+    if communication_us is not None:
+        for index, residual in causes.items():
+            residual.known_us[COMMUNICATION] = communication_us.get(index, 0.0)
+    for view in events.threads.values():
+        runs = [events.runs[i] for i in view.runs]
+        thread_regions = (events.regions[i] for i in view.regions)
+        regions = columns([span for span in thread_regions if region_of(span) not in spanning])
+        outside = [region is None for region in innermost_enclosing(regions, view.op_starts_us)]
+        parent_of = view.op_parents
+        top = [
+            local
+            for local, parent in enumerate(parent_of)
+            if outside[local] and (parent is None or not outside[parent])  # topmost among the residual's operators
         ]
-        spans = ([events.ops.starts_us[i] for i in outside], [events.ops.durations_us[i] for i in outside])
-        top = [i for i, parent in zip(outside, parents(spans), strict=True) if parent is None]
-        in_run = innermost_enclosing(columns(runs), [events.ops.starts_us[i] for i in top])
-        for index, run in zip(top, in_run, strict=True):
-            if run is not None:
-                cause = operator_cause(events.ops.names[index])
-                causes[run_index_of(runs[run])].known_us[cause] += events.ops.durations_us[index]
-        _add_bare_runtime_calls(events, thread, runs, regions, spans, causes)
+        in_run = innermost_enclosing(columns(runs), [view.op_starts_us[local] for local in top])
+        for local, run in zip(top, in_run, strict=True):
+            cause = operator_cause(events.ops.names[view.ops[local]])
+            if run is not None and cause != COMMUNICATION:  # communication is counted by time in flight
+                start, duration = view.op_starts_us[local], view.op_durations_us[local]
+                overlap = covered_within(in_flight, start, start + duration) if in_flight else 0.0
+                causes[run_index_of(runs[run])].known_us[cause] += duration - overlap
+        _add_bare_runtime_calls(events, view, runs, regions, causes, in_flight)
     return causes
 
 
 def _add_bare_runtime_calls(
     events: TraceEvents,
-    thread: ThreadKey,
+    view: ThreadView,
     runs: Sequence[Span],
     regions: Columns,
-    residual_ops: Columns,
     causes: dict[int, ResidualCauses],
+    in_flight: Sequence[Interval],
 ) -> None:
     """Synchronize and copy calls made outside every region and every operator (e.g. ``torch.cuda.synchronize()``)."""
     calls = [
-        launch for launch in events.launches if launch.thread == thread and operator_cause(launch.name) != "tensor_ops"
+        call
+        for call in (events.launches[i] for i in view.launches)
+        if operator_cause(call.name) in ("synchronization", "memory_copy")
     ]
+    if not calls:
+        return
     starts = [call.start_us for call in calls]
+    ops = (view.op_starts_us, view.op_durations_us)
     for call, region, op, run in zip(
         calls,
         innermost_enclosing(regions, starts),
-        innermost_enclosing(residual_ops, starts),
+        innermost_enclosing(ops, starts, view.op_order),
         innermost_enclosing(columns(runs), starts),
         strict=True,
     ):
         if region is None and op is None and run is not None:
-            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us
+            overlap = covered_within(in_flight, call.start_us, call.start_us + call.duration_us) if in_flight else 0.0
+            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us - overlap

@@ -34,6 +34,26 @@ def unmapped_region_spans(count: int) -> list[ProfileWarning]:
     ]
 
 
+def off_thread_region_calls(calls: int, threads: int) -> list[ProfileWarning]:
+    """Calls of instrumented modules on threads other than the capturing one during the measured runs.
+
+    They were not timed (regions are timed on the thread that runs the inference function), so no
+    run holds them; the capturing thread's wait for them, if it waited, is its residual.
+    """
+    if not calls:
+        return []
+    return [
+        warning(
+            "OFF_THREAD_REGION_CALLS",
+            f"{calls} call(s) of instrumented modules ran on {threads} thread(s) other than the one running the "
+            "measured runs and are not attributed: regions are timed on the thread that runs the inference "
+            "function, so a run's wait for worker threads is in its residual and a background thread's calls are "
+            "in no run; call the modules on that thread to see them as regions.",
+            source="capture",
+        )
+    ]
+
+
 def run_count_mismatch(expected: int, found: int) -> list[ProfileWarning]:
     if expected == found:
         return []

@@ -15,11 +15,11 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aitune.cli.edge import without_profiler_lines
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
 from aitune.gains import speedup
 from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
+from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
 from aitune.report.io import write_atomic
 from aitune.report.safe_text import terminal_text

@@ -21,8 +21,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aitune.cli.edge import without_profiler_lines
 from aitune.errors import CaptureError, OutputError
+from aitune.profiler_lines import without_profiler_lines
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
 from aitune.report.io import cannot_write, write_atomic
 
@@ -81,6 +81,10 @@ def capture_entry_into(
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, _progress(stderr) as progress:
             task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
+
+            def warmed_up(performed: int) -> None:  # warm-ups run until steady: the total is known only now
+                progress.update(task, total=performed + 1 + runs)
+
             prof = capture_entry(
                 source,
                 function,
@@ -90,6 +94,7 @@ def capture_entry_into(
                 measured_runs=runs,
                 trace_file=trace,
                 on_call=lambda: progress.advance(task),
+                on_warmed_up=warmed_up,
                 lite=lite,
             )
         return [write_profile(folder, prof.data, trace=trace)]

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff, run_samples
 from aitune.gains import speedup
+from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.safe_text import terminal_text
@@ -85,6 +86,25 @@ def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -
     return table
 
 
+def communication_table(doc: Mapping[str, Any]) -> Table | None:
+    """Communication per region, in the residual and per run (medians per run); ``None`` when the profile has none."""
+    summary = communication_summary(doc)
+    if summary is None:
+        return None
+    caption = None
+    if summary.device_overlap_us is not None and summary.device_overlap_fraction is not None:
+        overlap, share = ms(summary.device_overlap_us), summary.device_overlap_fraction
+        caption = f"NCCL kernels beside compute kernels: {overlap} ms ({share:.1%} of their time)"
+    table = Table(title=terminal_text("Communication (median per run)"), caption=caption)
+    table.add_column("Region")
+    for key in summary.keys:
+        table.add_column(COMMUNICATION_HEADERS[key], justify="right")
+    for row in summary.rows:
+        cells = [f"{row.medians[key]:,.0f}" if key == "bytes" else ms(row.medians[key]) for key in summary.keys]
+        table.add_row(terminal_text(row.label, style="" if row.role == "region" else "italic"), *cells)
+    return table
+
+
 def profile_view(doc: Mapping[str, Any]) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
     config, target = doc.get("config", {}), doc.get("target", {})
@@ -99,6 +119,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         ),
     ]
     parts: list[Any] = [*overview, profile_summary(doc)]
+    communication = communication_table(doc)
+    if communication is not None:
+        parts.append(communication)
     warnings = warnings_table(doc.get("warnings", []))
     if warnings is not None:
         parts.append(warnings)

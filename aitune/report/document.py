@@ -12,7 +12,8 @@ from typing import Any, Required, TypedDict
 
 from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
-from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.communication import Communication, communication
+from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
@@ -51,6 +52,19 @@ class Timing(TypedDict, total=False):
     device_time_us: float
 
 
+class CommunicationTimes(TypedDict, total=False):
+    """Collective and point-to-point operations inside a region, a residual or a run (`aitune.analysis.communication`).
+
+    Present on every region, tree node, residual and run of a document whose trace holds communication, else absent.
+    """
+
+    cpu_time_us: Required[float]  # wall time with an operation in flight on any thread (a total, like cpu_time_us)
+    device_time_us: float  # NCCL kernel time launched inside; only with device data
+    bytes: int  # moved by the operations that started inside; only when the trace gives sizes
+    device_overlap_us: float  # runs only: NCCL kernel time during which a compute kernel ran too
+    device_overlap_fraction: float  # runs only: device_overlap_us ÷ device_time_us
+
+
 class OperatorsInside(TypedDict):
     """The operators that ran directly inside a region in one run (see `aitune.analysis.region_operators`)."""
 
@@ -67,6 +81,7 @@ class RegionShare(TypedDict, total=False):
     device_time_fraction: float
     device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
     operators: OperatorsInside  # in runs without a tree; with one, on the tree's nodes
+    communication: CommunicationTimes
 
 
 class Residual(TypedDict, total=False):
@@ -75,6 +90,7 @@ class Residual(TypedDict, total=False):
     device_time_us: float
     device_time_fraction: float
     causes: dict[str, dict[str, float]]  # synchronization, memory_copy, tensor_ops, python: CPU µs and fraction
+    communication: CommunicationTimes
 
 
 class TreeNode(TypedDict, total=False):
@@ -94,6 +110,7 @@ class TreeNode(TypedDict, total=False):
     device_time_fraction: float
     device_busy_time_us: float
     operators: OperatorsInside
+    communication: CommunicationTimes
     children: Required[list[TreeNode]]
 
 
@@ -104,6 +121,7 @@ class RunDoc(TypedDict, total=False):
     residual: Required[Residual]  # time outside `regions`: the spanning regions' self time included
     tree: list[TreeNode]  # only when some region was entered inside another; spanning regions at the top
     barrier_wait_us: float  # distributed captures: this rank's wait in the alignment barrier before the run
+    communication: CommunicationTimes  # the run's totals, only when the trace holds communication
 
 
 class RegionMeta(TypedDict, total=False):
@@ -135,6 +153,7 @@ class ProfileDoc(TypedDict, total=False):
     distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
 
 
+@gc_paused()
 def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> ProfileDoc:
     """Derive the profile document from a Chrome trace: an aitune capture's, NVIDIA AITune 0.6's, or
     any torch.profiler trace recorded with a schedule (``prof.step()`` after each iteration).
@@ -154,6 +173,7 @@ def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> Profil
     return profile_from_events(events)
 
 
+@gc_paused()
 def profile_from_events(events: TraceEvents) -> ProfileDoc:
     """Derive the profile document from a capture's events and its aitune metadata.
 
@@ -165,7 +185,8 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     spanning = attribution.spanning_regions(result.runs)
     runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
     lite = is_lite(meta)
-    causes = {} if lite else residual_causes(events, spanning)
+    comm = communication(events)
+    causes = {} if lite else _residual_causes(events, spanning, runs, comm)
     mixes = None if lite else region_operator_mixes(events)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
@@ -175,7 +196,7 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         config=dict(meta.get("config", {})),
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
-        runs=[run_doc(run, causes.get(run.run_index), mixes) for run in runs],
+        runs=[run_doc(run, causes.get(run.run_index), mixes, comm) for run in runs],
         profiler=_profiler_section(events, meta),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs), events.trace_kind),
@@ -203,12 +224,16 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
 
 
 def run_doc(
-    run: AttributedRun, causes: ResidualCauses | None = None, mixes: Mapping[NodeKey, OperatorMix] | None = None
+    run: AttributedRun,
+    causes: ResidualCauses | None = None,
+    mixes: Mapping[NodeKey, OperatorMix] | None = None,
+    comm: Communication | None = None,
 ) -> RunDoc:
     """The JSON shape of one attributed run; device keys only when the run has device data.
 
     ``mixes`` (from `region_operator_mixes`) adds each region's ``operators``: on the tree's nodes
     when the run has a tree, else on its regions; a region without operators gets a count of 0.
+    ``comm`` (from `communication`) adds ``communication`` to the run, its regions, tree nodes and residual.
     """
     timing = Timing(cpu_time_us=run.cpu_time_us)
     if run.wall_time_us is not None:
@@ -225,8 +250,30 @@ def run_doc(
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
     if has_tree:
-        doc["tree"] = [tree_node(node, run, mixes) for node in run.roots().values()]
+        doc["tree"] = [tree_node(node, run, mixes, comm=comm) for node in run.roots().values()]
+    if comm is not None:
+        level = _level_keys(run)
+        for share, key in zip(doc["regions"], level, strict=True):
+            share["communication"] = comm.share(key)  # type: ignore[typeddict-item]
+        doc["residual"]["communication"] = comm.to_dict(comm.residual(run.run_index, level))  # type: ignore[typeddict-item]
+        doc["communication"] = comm.run(run.run_index)  # type: ignore[typeddict-item]
     return doc
+
+
+def _level_keys(run: AttributedRun) -> list[NodeKey]:
+    """The tree-node key of each of the run's ``regions``: below its spanning regions, if any."""
+    above = tuple(node.region_id for node in run.spanning)
+    return [(run.run_index, (*above, region)) for region in run.regions]
+
+
+def _residual_causes(
+    events: TraceEvents, spanning: list[str], runs: list[AttributedRun], comm: Communication | None
+) -> dict[int, ResidualCauses]:
+    """The residual causes of every run; with communication, its own cause (see `residual_causes`)."""
+    if comm is None:
+        return residual_causes(events, spanning)
+    outside = {run.run_index: comm.residual(run.run_index, _level_keys(run)).cpu_time_us for run in runs}
+    return residual_causes(events, spanning, comm.in_flight, outside)
 
 
 def tree_node(
@@ -234,10 +281,11 @@ def tree_node(
     run: AttributedRun,
     mixes: Mapping[NodeKey, OperatorMix] | None = None,
     above: tuple[str, ...] = (),
+    comm: Communication | None = None,
 ) -> TreeNode:
     """One node of a run's region tree, its children included; ``above``: the region ids of its ancestors."""
     path = (*above, node.region_id)
-    children = [tree_node(child, run, mixes, path) for child in node.children.values()]
+    children = [tree_node(child, run, mixes, path, comm) for child in node.children.values()]
     tree = TreeNode(
         region_id=node.region_id,
         calls=node.calls,
@@ -252,6 +300,8 @@ def tree_node(
         tree["device_busy_time_us"] = node.device_busy_us
     if mixes is not None:
         tree["operators"] = mixes.get((run.run_index, path), OperatorMix()).to_dict()
+    if comm is not None:
+        tree["communication"] = comm.share((run.run_index, path))  # type: ignore[typeddict-item]
     tree["children"] = children
     return tree
 

@@ -8,11 +8,13 @@ import gzip
 import io
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from aitune.analysis.events import gc_paused
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.validate import validate
@@ -48,18 +50,30 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
     A full disk or a folder where the file should go leaves the old file (or none) and raises
     `OutputError`, one sentence naming the path and the fix.
     """
+    with written_atomically(path) as temporary:
+        temporary.write_bytes(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def written_atomically(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer to fill: renamed onto ``path`` when the block ends,
+    removed when it raises, so ``path`` is never half a file and an old one survives a failure.
+
+    The temporary name ends like ``path`` (``.json.gz``): torch's trace exporter picks gzip by the
+    suffix. An `OSError` in the block (a full disk, a folder in the way) becomes `OutputError`.
+    """
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    temporary = target.with_name(f".partial-{os.getpid()}-{target.name}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as stream:
-            stream.write(data)
+        yield temporary
         os.replace(temporary, target)
     except OSError as error:
+        raise OutputError(cannot_write(target, error)) from None
+    finally:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
-        raise OutputError(cannot_write(target, error)) from None
-    return target
 
 
 _WRITE_FIXES = {
@@ -116,7 +130,8 @@ def parse_json(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip_bounded(data, name, max_bytes, fix)
     try:
-        value = orjson.loads(data)
+        with gc_paused():
+            value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         if "depth limit" in str(error):
             raise ProfileError(_too_deep(name)) from None
@@ -172,7 +187,11 @@ def check_profile_header(raw: Any, path: str | Path) -> None:
 
 def read_trace(path: str | Path) -> dict[str, Any]:
     """Read a Chrome trace (plain or gzipped); `ProfileError` when it is not one."""
-    trace = read_json(path)
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+    return check_trace(read_json(path), path)
+
+
+def check_trace(raw: Any, path: str | Path) -> dict[str, Any]:
+    """``raw`` when it is a Chrome trace document (an object with a ``traceEvents`` list); `ProfileError` otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("traceEvents"), list):
         raise ProfileError(f"{path}: not a Chrome trace (no traceEvents list).")
-    return trace
+    return raw

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitune.analysis.statistics import summarize
+from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, scenario_names, select_scenario
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
@@ -32,6 +33,7 @@ def render_markdown(doc: ProfileDoc) -> str:
         sections += [
             _summary(view),
             _residual_causes(view),
+            _communication(view),
             _tree(view),
             _runs(view),
             _regions(view),
@@ -170,6 +172,31 @@ def _residual_causes(doc: ProfileDoc) -> str:
     return f"## Residual by cause\n\nMedian over runs of the CPU time outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows
     )
+
+
+def _communication(doc: ProfileDoc) -> str:
+    """Median per run of each region's communication, the residual's and the run's; only when the trace had any."""
+    summary = communication_summary(doc)
+    if summary is None:
+        return ""
+    keys = summary.keys
+    shown = {"cpu_time_us": ms, "device_time_us": ms, "bytes": lambda value: f"{value:,.0f}"}
+    rows = [
+        (row.label if row.role == "region" else Markup(f"_{row.label}_"), *(shown[k](row.medians[k]) for k in keys))
+        for row in summary.rows
+    ]
+    header = ["Region", *(COMMUNICATION_HEADERS[key] for key in keys)]
+    text = (
+        "## Communication\n\nMedian over runs of the time with a collective or point-to-point operation in flight "
+        "(CPU: on any thread; device: NCCL kernels) and the bytes of those that started there.\n\n"
+        + table(header, rows)
+    )
+    if summary.device_overlap_us is not None:
+        text += (
+            f"\n\nNCCL kernels ran beside compute kernels for {ms(summary.device_overlap_us)} ms a run "
+            f"({percent(summary.device_overlap_fraction)} of their time)."
+        )
+    return text
 
 
 def _tree(doc: ProfileDoc) -> str:

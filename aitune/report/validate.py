@@ -56,6 +56,7 @@ def validate(doc: Any) -> list[str]:
         for index, run in enumerate(section["runs"])
         for problem in check_adds_up(run, index)
         + check_tree_adds_up(run, index)
+        + check_communication_adds_up(run, index)
         + check_split_level(run, section.get("spanning_regions", []), index)
     ]
 
@@ -112,6 +113,23 @@ def check_tree_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
                     f"{path}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
                 )
         stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
+    return problems
+
+
+def check_communication_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+    """Per key of a run's ``communication``: its regions' + its residual's = the run's."""
+    total = run.get("communication")
+    if total is None:
+        return []
+    parts = [region.get("communication", {}) for region in run["regions"]] + [run["residual"].get("communication", {})]
+    problems = []
+    for key in ("cpu_time_us", "device_time_us", "bytes"):
+        if key in total:
+            added = sum(part.get(key, 0) for part in parts)
+            if abs(added - total[key]) > TREE_TOLERANCE_US + 1e-9 * total[key]:
+                problems.append(
+                    f"runs[{index}].communication.{key}: regions plus residual is {added:.3f}, not {total[key]:.3f}"
+                )
     return problems
 
 

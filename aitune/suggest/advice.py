@@ -29,6 +29,11 @@ RESIDUAL_ADVICE = {
         "tensor copies and device transfers outside every module take",
         "create tensors on their device, or move the inputs once",
     ),
+    "communication": (
+        "RESIDUAL_COMMUNICATION",
+        "collectives and point-to-point transfers in flight outside every module take",
+        "no module tuning touches them; issue them asynchronously beside compute, or move less data",
+    ),
     "tensor_ops": (
         "RESIDUAL_TENSOR_OPS",
         "operators between modules (pipeline math, scheduler steps) take",
@@ -93,6 +98,8 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
             yield Advice("RESIDUAL", message, time, share)
         return
     for cause, (code, what, fix) in RESIDUAL_ADVICE.items():
+        if not all(cause in residual["causes"] for residual in residuals):
+            continue  # communication: only in a trace that holds some
         time = statistics.median(residual["causes"][cause]["cpu_time_us"] for residual in residuals)
         share = statistics.median(residual["causes"][cause]["cpu_time_fraction"] for residual in residuals)
         if share >= ADVICE_MIN_SHARE:

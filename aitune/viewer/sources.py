@@ -1,7 +1,9 @@
 """Reading profiles and traces for the viewer: from a runs folder or from uploaded bytes, defensively.
 
 The files may come from a stranger (a bug report), so every read is bounded: size, gzip expansion,
-nesting depth, and names that must resolve inside the runs folder.
+nesting depth, and names that must resolve inside the runs folder. A name may come from a URL, so
+it can hold anything (a NUL byte, thousands of characters): every failure to find or read a file is
+one sentence, never an `OSError` or `ValueError` from the file system.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from aitune.analysis import TraceEvents, read_trace_events
 from aitune.errors import ProfileError
 from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, LoopReport, read_loop_report
 from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
 from aitune.report import io as report_io
+from aitune.report.validate import shortened
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Largest profile or trace the viewer reads (after gunzip); a profile is usually well under 1 MB."""
@@ -47,34 +51,64 @@ class Loaded:
 
 def list_profiles(root: Path) -> list[str]:
     """Names (relative to ``root``, with ``/``) of the profile JSON files under it, sorted; traces excluded,
-    and so are the reports a tune folder holds beside its profiles."""
+    and so are the reports a tune folder holds beside its profiles, and links that lead out of ``root``
+    (they would be refused when opened)."""
     if not root.is_dir():
         return []
+    base = root.resolve()
     names = sorted(
         path.relative_to(root).as_posix()
         for path in root.rglob("*.json")
-        if path.is_file() and "trace" not in path.name and path.name not in REPORT_FILES
+        if "trace" not in path.name and path.name not in REPORT_FILES and _is_file_inside(base, path)
     )
     return names[:MAX_LISTED]
 
 
 def resolve_inside(root: Path, name: str) -> Path:
-    """The file ``name`` names inside ``root``; `ProfileError` when it escapes the folder or does not exist."""
+    """The file ``name`` names inside ``root``; `ProfileError` when it escapes the folder, does not exist,
+    or is no name a file can have (a NUL byte, longer than the file system allows)."""
     base = root.resolve()
-    candidate = (base / name).resolve()
-    if not candidate.is_relative_to(base):
-        raise ProfileError(f"{name!r} is outside the runs folder; name a file listed in the runs folder.")
-    if not candidate.is_file():
-        raise ProfileError(f"{name!r} is not a file in the runs folder; pick one from the list.")
+    shown = shortened(repr(name))
+    try:
+        candidate = (base / name).resolve()
+        inside = candidate.is_relative_to(base)
+        found = inside and candidate.is_file()
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte; OSError: ENAMETOOLONG, ELOOP, EACCES
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ProfileError(f"{shown} cannot be a file name ({reason}); pick a profile from the list.") from None
+    if not inside:
+        raise ProfileError(f"{shown} is outside the runs folder; name a file listed in the runs folder.")
+    if not found:
+        raise ProfileError(f"{shown} is not a file in the runs folder; pick one from the list.")
     return candidate
+
+
+def _is_file_inside(base: Path, path: Path) -> bool:
+    try:
+        return path.is_file() and path.resolve().is_relative_to(base)
+    except OSError:  # a link loop, or a name the file system cannot stat
+        return False
 
 
 def read_bounded(path: Path, name: str) -> bytes:
     """The bytes of ``path`` when it is at most `MAX_FILE_BYTES`; `ProfileError` naming ``name`` otherwise."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ProfileError(_too_big(name, size))
-    return path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ProfileError(_too_big(name, size))
+        return path.read_bytes()
+    except OSError as error:
+        raise ProfileError(f"{name}: cannot be read ({error.strerror or error}); check its permissions.") from None
+
+
+def read_trace_file(path: Path, name: str) -> TraceEvents:
+    """The events of the Chrome trace at ``path``, read with the viewer's limits; `ProfileError` naming
+    ``name`` when it is unreadable, not a trace, or holds a malformed event."""
+    trace = report_io.check_trace(parse_json(read_bounded(path, name), name), name)
+    try:
+        return read_trace_events(trace)
+    except ProfileError as error:
+        raise ProfileError(f"{name}: {error}") from None
 
 
 def parse_json(data: bytes, name: str) -> Any:
@@ -133,8 +167,8 @@ def tune_folder(before: Loaded, after: Loaded) -> Path | None:
 def read_tune_report(folder: Path, root: Path) -> LoopReport:
     """The compare report of a tune folder inside ``root``, read with the size and depth limits; `ProfileError`
     in one sentence when it is unreadable or not a tune folder's report."""
-    path = folder / COMPARE_REPORT
-    name = path.relative_to(root.resolve()).as_posix()
+    name = (folder / COMPARE_REPORT).relative_to(root.resolve()).as_posix()
+    path = resolve_inside(root, name)  # the report may be a link out of the runs folder
     return read_loop_report(parse_json(read_bounded(path, name), name), name)
 
 

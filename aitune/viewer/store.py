@@ -14,7 +14,7 @@ import pandas as pd
 import param
 
 from aitune import compare
-from aitune.analysis import TraceEvents, read_trace_events
+from aitune.analysis import TraceEvents
 from aitune.errors import ProfileError
 from aitune.loop_report import LoopReport
 from aitune.report import scenario_names
@@ -244,7 +244,11 @@ class ProfileStore(param.Parameterized):
         return loaded.trace_path if loaded else None
 
     def timeline(self, side: str, run: int) -> pd.DataFrame:
-        """Region spans of one run of one side, from its trace; empty without a trace."""
+        """Region spans of one run of one side, from its trace; empty without a trace.
+
+        `ProfileError` in one sentence when the trace is unreadable or malformed: only the timeline
+        needs the trace, so only the timeline says so (``problem`` is for the profiles themselves).
+        """
         events = self._trace_events(side)
         return tables.timeline(events, run) if events else pd.DataFrame(columns=tables.TIMELINE_COLUMNS)
 
@@ -252,15 +256,8 @@ class ProfileStore(param.Parameterized):
         path = self.trace_path(side)
         if path is None:
             return None
-
-        def read() -> TraceEvents | None:
-            try:
-                return read_trace_events(sources.parse_json(sources.read_bounded(path, path.name), path.name))
-            except ProfileError as error:
-                self.problem = str(error)
-                return None
-
-        return self._cached(("trace", side), read)
+        name = path.relative_to(self.runs_dir.resolve()).as_posix()
+        return self._cached(("trace", side), lambda: sources.read_trace_file(path, name))
 
     def _stacked(self, derive: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
         frames = [derive(loaded.doc).assign(side=side) for side, loaded in self.sides().items()]

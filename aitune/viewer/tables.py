@@ -143,8 +143,8 @@ def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
             "end_ms": (span.end_us - run.start_us) / 1000,
             "duration_ms": span.duration_us / 1000,
         }
-        for span in events.regions
-        if span.thread == run.thread and run.start_us <= span.start_us <= run.end_us
+        for span in (events.regions[i] for i in events.thread(run.thread).regions)
+        if run.start_us <= span.start_us <= run.end_us
     ]
     return pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
 

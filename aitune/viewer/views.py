@@ -15,6 +15,7 @@ import panel as pn
 import param
 from bokeh.models import NumberFormatter
 
+from aitune.errors import ProfileError
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
@@ -247,7 +248,10 @@ class Timeline(StoreView):
             return text_block(f"No Chrome trace beside the {side} profile in the runs folder, so no timeline.")
         if run not in self.store.run_indices(side):
             return text_block(f"The {side} profile has no run {run}; runs are {self.store.run_indices(side)}.")
-        spans = self.store.timeline(side, run)
+        try:
+            spans = self.store.timeline(side, run)
+        except ProfileError as error:
+            return text_block(str(error), "aitune-problem timeline-problem")
         title = f"{side}: regions of run {run}"
         download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=f"Download {path.name} (Perfetto)")
         return pn.Column(pn.pane.Bokeh(figures.timeline_bars(spans, title)), download, sizing_mode="stretch_width")

@@ -7,6 +7,7 @@ derived from one small hand-built trace, so the corpus stays a few kilobytes.
 from __future__ import annotations
 
 import copy
+import gzip
 import sys
 from pathlib import Path
 
@@ -65,6 +66,9 @@ def corpus() -> dict[str, bytes]:
     files["deep-1000.trace.json"] = dumps({**trace, "aitune": None}).replace(
         b'"aitune": null', b'"aitune": {"deep": ' + _nested(1000) + b"}"
     )
+    files["not-an-object.trace.json"] = b"[1, 2]\n"
+    files["not-json.trace.json"] = b"{not json\n"
+    files["truncated-gzip.trace.json"] = gzip.compress(dumps(trace), mtime=0)[:-8]
     return files
 
 

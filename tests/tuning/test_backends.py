@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import nn
 
 import aitune.torch as ait
-from aitune.torch.backends import BuildContext
+from aitune.torch.backends import BackendError, BuildContext
+from aitune.torch.backends.tensorrt import torch_dtype
 from aitune.torch.module.graph_spec import Sample
 
 from .conftest import FAST_MEASURE, tiny_mlp
@@ -94,3 +96,38 @@ def test_a_module_tuned_on_cuda_stays_on_cuda_only_with_a_winner(wrapped):
 
     winner = wrapper.tuning_report["graphs"][0]["winner"]
     assert wrapper.device.type == ("cuda" if winner != "eager" else "cpu")
+
+
+def _stand_in_tensorrt(*names: str) -> SimpleNamespace:
+    # Only the dtype attributes of the `tensorrt` module, each a distinct value like its DataType
+    # members: what the mapping reads, not TensorRT itself (its own test below needs the real module).
+    return SimpleNamespace(**{name: f"DataType.{name.upper()}" for name in names})
+
+
+OLD_TENSORRT = ("float32", "float16", "int8", "int32", "bool")  # TensorRT 8.5: no int64, no bfloat16
+NEW_TENSORRT = (*OLD_TENSORRT, "int64", "bfloat16")
+
+
+@pytest.mark.parametrize("names", [OLD_TENSORRT, NEW_TENSORRT], ids=["without-int64-bfloat16", "with-them"])
+def test_each_tensorrt_dtype_maps_to_its_own_torch_dtype_and_a_missing_one_replaces_nothing(names):
+    trt = _stand_in_tensorrt(*names)
+
+    mapped = {name: torch_dtype(trt, getattr(trt, name)) for name in names}
+
+    assert mapped == {name: getattr(torch, name) for name in names}
+
+
+def test_a_tensorrt_dtype_without_a_torch_twin_is_one_sentence():
+    trt = _stand_in_tensorrt(*OLD_TENSORRT, "fp8")
+
+    with pytest.raises(BackendError, match=r"^TensorRT output dtype DataType.FP8 has no torch equivalent here$"):
+        torch_dtype(trt, trt.fp8)
+
+
+@needs_tensorrt
+def test_the_installed_tensorrts_dtypes_map_to_their_torch_twins():
+    import tensorrt as trt
+
+    names = [name for name in NEW_TENSORRT if hasattr(trt, name)]
+
+    assert {name: torch_dtype(trt, getattr(trt, name)) for name in names} == {n: getattr(torch, n) for n in names}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -28,6 +29,7 @@ CANDIDATE_KEYS = {
     "status",
     "reason",
     "build_time_s",
+    "build_details",
     "latency_median_us",
     "latency_cv",
     "eager_latency_median_us",
@@ -190,3 +192,22 @@ def test_the_tuning_report_has_stable_keys_and_is_json(wrapped, tmp_path):
     assert set(saved) == {"schema_version", "created_at", "aitune_version", "environment", "modules"}
     assert all(set(c) == CANDIDATE_KEYS for c in saved["modules"][0]["graphs"][0]["candidates"])
     assert saved["modules"] == report["modules"]
+
+
+class TellingOffByBackend(OffByBackend):
+    """Wrong like its parent, and says what it built."""
+
+    name = "telling_off_by"
+
+    def build(self, context):
+        return dataclasses.replace(super().build(context), details={"offset": self.offset})
+
+
+def test_the_report_says_what_each_build_chose_even_for_a_rejected_candidate(wrapped):
+    strategy = ait.FirstWinsStrategy([TellingOffByBackend(), ait.OnnxRuntimeBackend()], measure=FAST_MEASURE)
+
+    _, graph, _, _ = tune_with(wrapped, strategy)
+
+    rejected, onnx = graph["candidates"]
+    assert (rejected["status"], rejected["build_details"]) == ("rejected", {"offset": 1e-2})
+    assert (onnx["status"], onnx["build_details"]) == ("winner", {"providers": ["CPUExecutionProvider"]})

@@ -40,7 +40,9 @@ def _nothing() -> None:
 
 @dataclass
 class Built:
-    """A built candidate: ``run`` takes the module's arguments; ``release`` frees what the build holds."""
+    """A built candidate: ``run`` takes the module's arguments; ``release`` frees what the build holds;
+    ``details`` (JSON-ready) says what the build chose, such as ONNX Runtime's providers, and goes into
+    the tuning report as the candidate's ``build_details``."""
 
     run: Callable[..., Any]
     release: Callable[[], None] = _nothing

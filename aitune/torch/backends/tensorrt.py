@@ -50,7 +50,7 @@ class TensorRTBackend(Backend):
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
         inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         outputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
-        dtypes = {n: _torch_dtype(trt, engine.get_tensor_dtype(n)) for n in outputs}
+        dtypes = {n: torch_dtype(trt, engine.get_tensor_dtype(n)) for n in outputs}
         device = context.device
 
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -93,15 +93,26 @@ class TensorRTBackend(Backend):
         return serialized
 
 
-def _torch_dtype(trt: Any, dtype: Any) -> torch.dtype:
-    table = {trt.float32: torch.float32, trt.float16: torch.float16, trt.int32: torch.int32, trt.int8: torch.int8}
-    table.update(
-        {
-            trt.bool: torch.bool,
-            getattr(trt, "int64", trt.int32): torch.int64,
-            getattr(trt, "bfloat16", trt.float16): torch.bfloat16,
-        }
-    )
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int8": torch.int8,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+"""TensorRT dtype attribute name → the torch dtype of the same layout."""
+
+
+def torch_dtype(trt: Any, dtype: Any) -> torch.dtype:
+    """The torch dtype for TensorRT's ``dtype``; `BackendError` when there is none.
+
+    Only the names this ``tensorrt`` module has are mapped: an older TensorRT lacks ``int64`` and
+    ``bfloat16``, and standing another dtype in for a missing one would give that one the wrong torch
+    dtype (``int32`` outputs read as ``int64``).
+    """
+    table = {getattr(trt, name): torch_type for name, torch_type in _TORCH_DTYPES.items() if hasattr(trt, name)}
     if dtype not in table:
         raise BackendError(f"TensorRT output dtype {dtype} has no torch equivalent here")
     return table[dtype]

@@ -9,13 +9,10 @@ original forward's signature, for frameworks that inspect ``forward``'s paramete
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import wrapt
 from torch import nn
-
-Handler = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]  # wrapt's (wrapped, instance, args, kwargs)
 
 
 class ForwardRouter(wrapt.FunctionWrapper):
@@ -42,9 +39,3 @@ def uninstall(module: nn.Module, router: ForwardRouter, had_own_forward: bool) -
         module.forward = router.__wrapped__
     else:
         del module.forward
-
-
-def router_of(module: nn.Module) -> ForwardRouter | None:
-    """The router installed on ``module``, if any."""
-    forward = vars(module).get("forward")
-    return forward if isinstance(forward, ForwardRouter) else None

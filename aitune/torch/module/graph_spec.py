@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -83,7 +83,6 @@ class GraphSpec:
     min_shapes: list[list[int] | None]  # per leaf; None for a non-tensor leaf
     max_shapes: list[list[int] | None]
     sample_count: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def first(cls, graph_id: str, structure: str, sample: Sample) -> GraphSpec:

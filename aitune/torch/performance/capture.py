@@ -36,8 +36,11 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
-from aitune.errors import CaptureError
+from aitune.analysis.warnings import off_thread_region_calls
+from aitune.errors import CaptureError, OutputError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.profiler_lines import without_profiler_lines
+from aitune.report.io import write_atomic, written_atomically
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
@@ -82,6 +85,7 @@ def capture_trace(
     with_stack: bool = False,
     lite: bool = False,
     session: RankSession | None = None,
+    on_warmed_up: Callable[[int], None] | None = None,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
 
@@ -90,8 +94,10 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
-    ``lite`` runs the schedule without the profiler (see the module docstring); ``session`` aligns the
-    runs with the other ranks' and adds ``barrier_wait_us`` (µs before each run) to the metadata.
+    ``lite`` runs the schedule without the profiler (see the module docstring). ``on_warmed_up`` is
+    told how many user warmups ran once they are steady (a progress display's total: the count varies).
+    ``session`` aligns the runs with the other ranks' and adds ``barrier_wait_us`` (µs before each
+    run) to the metadata.
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -101,12 +107,15 @@ def capture_trace(
     # their fast path and change the outputs the capture is meant to observe, not alter.
     warmup_walls = _warm_up(call, synchronize, warmup_runs, session.all_steady if session else _alone)
     align = _Alignment(session, measured_runs)
+    if on_warmed_up is not None:
+        on_warmed_up(len(warmup_walls))
     if lite:
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
         return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path, align)
     with (
+        without_profiler_lines(),  # Kineto's profiler_start/stop lines: the CLI drops them, so does the API
         without_cycle_warning(),
-        Instrumented(targets),
+        Instrumented(targets) as instrumented,
         profile(
             activities=activities,
             schedule=plan,
@@ -118,6 +127,7 @@ def capture_trace(
         with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
             _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
         profiler.step()
+        before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
             which = align.before_run(index)
@@ -130,15 +140,33 @@ def capture_trace(
             "warmup_wall_times_us": warmup_walls,
             "run_wall_times_us": run_walls,
             **align.metadata(),
+            "warnings": _with_off_thread_calls(metadata, *instrumented.off_thread.since(before_runs)),
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     align.finish()
     if trace_path is not None:
-        try:
-            profiler.export_chrome_trace(str(trace_path))
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        export_trace(profiler, trace_path)
     return events_from_profiler(profiler, meta, trace_path)
+
+
+def export_trace(profiler: profile, path: Path) -> None:
+    """Write a stopped session's Chrome trace to ``path`` whole or not at all (`written_atomically`).
+
+    Kineto writes through its own ``<name>.tmp`` and reports a write it could not finish (a full
+    disk, a file-size limit) only in a log line, leaving that file behind and none at the name: that
+    is an `OutputError` as well, and its leftover is removed.
+    """
+    with written_atomically(path) as temporary:
+        kineto_temporary = temporary.with_name(f"{temporary.name}.tmp")
+        try:
+            profiler.export_chrome_trace(str(temporary))
+        finally:
+            kineto_temporary.unlink(missing_ok=True)
+        if not temporary.exists():
+            raise OutputError(
+                f"cannot write {path}: the profiler could not write the trace (a full disk or a file-size limit?); "
+                "free some space or write to another disk."
+            )
 
 
 def _capture_lite(
@@ -151,10 +179,11 @@ def _capture_lite(
     align: _Alignment,
 ) -> TraceEvents:
     stamps: list[StampedSpan] = []
-    with Instrumented(targets, stamps=stamps):
+    with Instrumented(targets, stamps=stamps) as instrumented:
         with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
             _timed(call, synchronize, "instrumented warmup run")
         stamps.clear()
+        before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
             which = align.before_run(index)
@@ -165,22 +194,21 @@ def _capture_lite(
             end = time.perf_counter_ns()
             stamps.append((run_span_name(index), start, end, threading.get_ident()))
             run_walls.append((end - start) / 1000)
+        off_thread = instrumented.off_thread.since(before_runs)
     meta = {
         **metadata,
         "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
         "run_wall_times_us": run_walls,
         **align.metadata(),
+        "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
     align.finish()
     trace = stamped_trace(stamps, meta)
     if "distributed" in meta:  # torch's profiler writes this for a full capture; HTA finds the rank by it
         trace["distributedInfo"] = trace_distributed_info(meta["distributed"])
     if trace_path is not None:
-        try:
-            data = json.dumps(trace).encode()
-            trace_path.write_bytes(gzip.compress(data) if trace_path.suffix == ".gz" else data)
-        except OSError as error:
-            raise CaptureError(f"cannot write the Chrome trace to {trace_path} ({error.strerror}).") from error
+        data = json.dumps(trace).encode()
+        write_atomic(trace_path, gzip.compress(data) if trace_path.suffix == ".gz" else data)
     return read_trace_events(trace)
 
 
@@ -206,6 +234,12 @@ def with_input_shapes(
         {**region, "input_shapes": shapes[region["id"]]} if region["id"] in shapes else dict(region)
         for region in regions
     ]
+
+
+def _with_off_thread_calls(metadata: Mapping[str, Any], calls: int, threads: int) -> list[dict[str, Any]]:
+    """The warnings of ``metadata`` plus `off_thread_region_calls`: they travel in the trace, so a re-analysis
+    of a saved trace reports the off-thread calls too (the trace holds no span of them)."""
+    return [*metadata.get("warnings", ()), *off_thread_region_calls(calls, threads)]
 
 
 def _timed(call: Callable[[], Any], synchronize: Callable[[], None], which: str, span: str | None = None) -> float:

@@ -86,9 +86,11 @@ def capture_entry(
     measured_runs: int = 10,
     trace_file: Path | None = None,
     on_call: Callable[[], None] | None = None,
+    on_warmed_up: Callable[[int], None] | None = None,
     lite: bool = False,
 ) -> PerformanceProfile:
-    """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call.
+    """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call,
+    ``on_warmed_up`` with the number of user warmups once they are done (see `profile`).
 
     ``lite`` profiles with ``mode="lite"`` (no profiler, see `profile`)."""
     with loaded_entry(source, function_name, obj=obj, input_name=input_name) as entry:
@@ -103,6 +105,7 @@ def capture_entry(
                 trace_file,
                 obj_name=entry.root_name,
                 mode=LITE_MODE if lite else FULL_MODE,
+                on_warmed_up=on_warmed_up,
             )
         except CaptureError as error:
             raise entry.user_error(error) from error.__cause__

@@ -8,11 +8,18 @@ own forward hooks therefore run outside the region's span, in its parent's time.
 
 A span is a ``record_function`` span for the profiler (full captures), or a pair of
 ``time.perf_counter_ns`` stamps kept in a list (lite captures, no profiler): the same wrappers
-and depth counters serve both.
+and entry flags serve both.
 
-Everything installed is undone on exit, also when the workload raised: method overrides restored
-(or deleted when the class defined the method), shape hooks removed, open spans closed. No state
-is stored on the user's modules; the per-module depth counters live in the installer.
+Threads: only the thread that installed the wrappers (the capturing thread, which runs the
+workload) opens spans. A call on any other thread (a background thread using the same modules, a
+worker pool the workload hands calls to) runs the original untimed and is counted per thread
+(`OffThreadCalls`), so it can neither open, close nor skip the capturing thread's spans. A span
+is held by the call that opened it, never in shared state.
+
+Everything installed is undone on exit, also when the workload raised or other threads are still
+calling the modules: method overrides restored (or deleted when the class defined the method),
+shape hooks removed; a call already inside a wrapper finishes there and closes its own span. No
+state is stored on the user's modules; the entry flags live in the wrappers.
 """
 
 from __future__ import annotations
@@ -45,96 +52,121 @@ StampedSpan = tuple[str, int, int, int]
 at exit, thread ident); a plain tuple, as a named one costs a Python-level constructor per span."""
 
 
-class _RegionState:
-    """The open span of one module entry point (its forward, or its methods) and how deep it is nested.
+class _EntryPoint:
+    """Whether one module entry point (its forward, or its methods) has a span open on the capturing thread.
 
-    A depth counter, not a flag: ``forward`` may call itself, and ``generate()`` may call
-    ``prepare_inputs_for_generation()``; only the outermost entry opens a span, the inner ones are
-    its own time.
+    A flag set by the outermost entry only: ``forward`` may call itself, and ``generate()`` may call
+    ``prepare_inputs_for_generation()``; the inner calls see it set and run as the outer span's own
+    time. Only the capturing thread reads or sets it, so other threads cannot open, close or skip
+    the capturing thread's spans.
     """
 
-    __slots__ = ("depth", "span")
+    __slots__ = ("open",)
 
     def __init__(self) -> None:
-        self.depth = 0
-        self.span: Any = None
+        self.open = False
 
-    def enter(self, name: str) -> None:
-        if self.depth == 0:
-            self.span = self._open(name)
-        self.depth += 1
 
-    def leave(self) -> None:
-        if self.depth == 0:  # a leave whose enter never ran (an earlier wrapper raised)
-            return
-        self.depth -= 1
-        if self.depth == 0:
-            self.close()
+_NEVER_OPEN = _EntryPoint()
+"""The ``inside`` of a forward wrapper: a forward opens its span even inside its module's method (``decode()``
+calling ``self()``)."""
 
-    def close(self) -> None:
-        span, self.span, self.depth = self.span, None, 0
-        if span is not None:
-            self._close(span)
 
-    def _open(self, name: str) -> Any:
+class _ProfilerSpans:
+    """Region spans as ``record_function`` spans, for a profiler session (full captures)."""
+
+    @staticmethod
+    def open(name: str) -> Any:
         span = _open_span(name)
         span.__enter__()
         return span
 
-    def _close(self, span: Any) -> None:
+    @staticmethod
+    def close(name: str, span: Any) -> None:
         span.__exit__(None, None, None)
 
 
-class _StampedState(_RegionState):
-    """A region state whose spans are clock stamps appended to ``stamps`` (the lite capture)."""
+class _StampedSpans:
+    """Region spans as clock stamps appended to ``stamps`` (lite captures), all on ``thread``."""
 
-    __slots__ = ("stamps",)
+    __slots__ = ("stamps", "thread")
 
-    def __init__(self, stamps: list[StampedSpan]) -> None:
-        super().__init__()
+    def __init__(self, stamps: list[StampedSpan], thread: int) -> None:
         self.stamps = stamps
+        self.thread = thread
 
-    def _open(self, name: str) -> Any:
-        return name, _clock()
+    def open(self, name: str) -> int:
+        return _clock()
 
-    def _close(self, span: Any) -> None:
-        self.stamps.append((span[0], span[1], _clock(), _thread()))
+    def close(self, name: str, start: int) -> None:
+        self.stamps.append((name, start, _clock(), self.thread))
+
+
+class OffThreadCalls:
+    """Calls of instrumented modules on threads other than the capturing one, counted per thread ident.
+
+    Such calls run untimed: torch.profiler records only the thread that started it (a span opened
+    on another thread is not in its trace), so a lite capture does the same for one meaning across
+    modes; and a worker's span inside a run would overlap the capturing thread's time, which the
+    run's regions and residual already split.
+    """
+
+    def __init__(self) -> None:
+        self._by_thread: dict[int, int] = {}
+
+    def add(self, thread: int) -> None:
+        # Each thread writes only its own key, so this read-then-write cannot lose another thread's count.
+        self._by_thread[thread] = self._by_thread.get(thread, 0) + 1
+
+    def snapshot(self) -> dict[int, int]:
+        """The counts so far, to pass to `since` later."""
+        return dict(self._by_thread)
+
+    def since(self, snapshot: dict[int, int]) -> tuple[int, int]:
+        """(calls, threads) made after ``snapshot`` was taken."""
+        added = [count - snapshot.get(thread, 0) for thread, count in self.snapshot().items()]
+        return sum(added), sum(1 for count in added if count)
 
 
 class Instrumented:
     """Context manager that instruments ``targets`` on enter and restores every module on exit.
 
-    With ``stamps`` (a list), spans are clock stamps appended to it instead of profiler spans.
+    The thread that enters it is the capturing thread: only its calls open spans; calls on other
+    threads run untimed and are counted in ``off_thread``. With ``stamps`` (a list), spans are clock
+    stamps appended to it instead of profiler spans.
     """
 
     def __init__(self, targets: Sequence[RegionTarget], stamps: list[StampedSpan] | None = None) -> None:
         self.targets = list(targets)
+        self.off_thread = OffThreadCalls()
+        self._stamps = stamps
         self._undo: list[Undo] = []
-        self._states: list[_RegionState] = []
-        self._state = _RegionState if stamps is None else functools.partial(_StampedState, stamps)
 
     def __enter__(self) -> Instrumented:
+        thread = _thread()
+        spans = _ProfilerSpans() if self._stamps is None else _StampedSpans(self._stamps, thread)
+        spanning = functools.partial(_spanning, spans=spans, thread=thread, off_thread=self.off_thread)
         try:
             for target in self.targets:
-                forward, methods = self._state(), self._state()
-                self._states += [forward, methods]
+                forward, methods = _EntryPoint(), _EntryPoint()
                 if target.hook_forward:
                     name = region_span_name(target.region)
-                    self._undo.append(_override_method(target.module, "forward", _spanning(name, forward)))
+                    self._undo.append(_override_method(target.module, "forward", spanning(name, forward)))
+                # Methods and forward count apart on purpose: ``vae.decode()`` calling ``self()`` opens the
+                # ``vae`` region inside ``vae.decode``, so ``vae`` is the same region whichever entry point
+                # reaches it (script mode, which sees forwards only, names it so too). A method the forward
+                # calls itself (a UNet's ``get_time_embed``) is part of the forward's time.
                 for method in target.methods:
                     name = region_span_name(target.method_region(method))
-                    self._undo.append(_wrap_method(target.module, method, name, methods, forward))
+                    wrap = spanning(name, methods, inside=forward)
+                    self._undo.append(_override_method(target.module, method, wrap))
         except BaseException:
-            self._restore()
+            _restore_all(self._undo)
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._restore()
-
-    def _restore(self) -> None:
-        _restore_all(self._undo, [state.close for state in self._states])
-        self._states.clear()
+        _restore_all(self._undo)
 
 
 EXAMPLE_SHAPES = 3
@@ -146,15 +178,18 @@ class InputShapes:
 
     A signature is the (path, shape, dtype) of every tensor among a call's positional and keyword
     arguments (nested lists, tuples and dicts included). Installed around the profiler warmup run
-    only, which is discarded, so the measured runs pay nothing for it.
+    only, which is discarded, so the measured runs pay nothing for it. Like the spans, only calls on
+    the thread that entered it are recorded.
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
         self.targets = list(targets)
         self._seen: dict[str, dict[tuple[Any, ...], dict[str, list[int]]]] = {}
         self._undo: list[Undo] = []
+        self._thread: int | None = None
 
     def __enter__(self) -> InputShapes:
+        self._thread = _thread()
         try:
             for target in self.targets:
                 if target.hook_forward:
@@ -181,6 +216,8 @@ class InputShapes:
         seen = self._seen.setdefault(region, {})
 
         def record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            if _thread() != self._thread:
+                return
             tensors = input_summary(args, kwargs)["signature"]
             key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
             if key not in seen:
@@ -189,10 +226,10 @@ class InputShapes:
         return record
 
 
-def _restore_all(undo: list[Undo], first: Sequence[Undo] = ()) -> None:
-    """Run ``first``, then every undo (newest first), even when some fail; the failures are raised together."""
+def _restore_all(undo: list[Undo]) -> None:
+    """Run every undo (newest first), even when some fail; the failures are raised together."""
     failures: list[BaseException] = []
-    for action in [*first, *reversed(undo)]:
+    for action in reversed(undo):
         _collect(action, failures)
     undo.clear()
     if failures:
@@ -209,20 +246,35 @@ def _collect(action: Undo, failures: list[BaseException]) -> None:
 
 
 def _spanning(
-    span_name: str, state: _RegionState, inside: _RegionState | None = None
+    span_name: str,
+    entry: _EntryPoint,
+    inside: _EntryPoint = _NEVER_OPEN,
+    *,
+    spans: _ProfilerSpans | _StampedSpans,
+    thread: int,
+    off_thread: OffThreadCalls,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Wrap a callable so each outermost call is one span (closed also when it raises), unless the
-    ``inside`` state (the module's forward, for its methods) is open: then it is that span's time."""
+    """Wrap a callable so each outermost call on ``thread`` is one span (closed also when it raises),
+    unless ``inside`` (the module's forward, for its methods) is open: then it is that span's time.
+    A call on another thread runs the callable untimed and is counted in ``off_thread``."""
+    open_span, close_span, count_off_thread = spans.open, spans.close, off_thread.add
 
     def spanning(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if inside is not None and inside.depth:
+            caller = _thread()
+            if caller != thread:
+                count_off_thread(caller)
                 return original(*args, **kwargs)
-            state.enter(span_name)
+            if entry.open or inside.open:
+                return original(*args, **kwargs)
+            # The span lives in this frame, never in shared state: the call that opened it closes it.
+            span = open_span(span_name)
+            entry.open = True
             try:
                 return original(*args, **kwargs)
             finally:
-                state.leave()
+                entry.open = False
+                close_span(span_name, span)
 
         return wrapper
 
@@ -234,17 +286,6 @@ def _install_shape_hook(module: nn.Module, record: Callable[[tuple[Any, ...], di
         record(args, kwargs)
 
     return module.register_forward_pre_hook(pre_hook, with_kwargs=True).remove
-
-
-def _wrap_method(module: nn.Module, method: str, span_name: str, state: _RegionState, forward: _RegionState) -> Undo:
-    """Wrap ``module.method`` so it opens a span, unless the module's own forward is running.
-
-    Methods and forward count apart on purpose: ``vae.decode()`` calling ``self()`` opens the
-    ``vae`` region inside ``vae.decode``, so ``vae`` is the same region whichever entry point
-    reaches it (script mode, which sees forwards only, names it so too). A method the forward calls
-    itself (a UNet's ``get_time_embed``) is part of the forward's time.
-    """
-    return _override_method(module, method, _spanning(span_name, state, inside=forward))
 
 
 def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:

@@ -9,6 +9,7 @@ torch 2.11 (the lent GPU image's) lacks; there the session's Chrome trace is par
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import time
@@ -18,7 +19,15 @@ from typing import Any
 
 from torch.profiler import profile
 
-from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, TraceEvents, read_trace_events
+from aitune.analysis.collectives import communication_kind
+from aitune.analysis.events import (
+    DEVICE_CATEGORIES,
+    LAUNCH_CATEGORIES,
+    EventsBuilder,
+    TraceEvents,
+    gc_paused,
+    read_trace_events,
+)
 from aitune.markers import TRACE_METADATA_KEY
 from aitune.report.io import read_trace
 
@@ -28,6 +37,7 @@ _PERIOD_S = 7_889_238
 _CORRELATION = re.compile(r'"correlation":\s*(\d+)')
 
 
+@gc_paused()
 def events_from_profiler(
     profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
 ) -> TraceEvents:
@@ -38,21 +48,23 @@ def events_from_profiler(
     """
     if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
         return events_from_exported_trace(profiler, metadata, exported_trace)
-    events = TraceEvents(metadata=metadata)
+    builder = EventsBuilder()
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
-    add = events.add
+    add = builder.add
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
     for activity in profiler.profiler.kineto_results.trace_activities():
         category = activity.type()
+        name = activity.name()
         add(
             category,
-            activity.name(),
+            name,
             max(activity.timestamp() - base_ns, 0) / 1000,
             max(activity.duration(), 0) / 1000,
             (activity.device_id(), _thread_id(activity.resource_id())),
             _correlation(activity) if category in with_correlation else None,
+            _sized_args(activity, name),
         )
-    return events
+    return builder.build(metadata)
 
 
 def events_from_exported_trace(
@@ -75,6 +87,18 @@ def _correlation(activity: Any) -> int:
     """The correlation id the exported trace shows in ``args.correlation`` (from the activity's metadata)."""
     found = _CORRELATION.search(activity.metadata_json() or "")
     return int(found.group(1)) if found else activity.correlation_id()
+
+
+def _sized_args(activity: Any, name: str) -> dict[str, Any] | None:
+    """The args the exported trace shows, for the communication events whose args give bytes; None for the rest."""
+    kind = communication_kind(name)
+    if kind is None or kind.bytes_from is None:
+        return None
+    try:
+        args = json.loads("{" + (activity.metadata_json() or "") + "}")  # kineto writes the object's inside
+    except ValueError:
+        return None
+    return args if isinstance(args, dict) else None
 
 
 def _thread_id(resource_id: int) -> int:

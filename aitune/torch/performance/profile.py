@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -89,6 +89,7 @@ def profile(
     with_stack: bool = False,
     obj_name: str | None = None,
     mode: str = FULL_MODE,
+    on_warmed_up: Callable[[int], None] | None = None,
 ) -> PerformanceProfile:
     """Profile ``inference_function(input)`` (or ``obj(input)``) and attribute its time to regions of ``obj``.
 
@@ -101,6 +102,8 @@ def profile(
     region paths start from it, and compare strips it from a script-mode capture's ``pipe.unet``.
     ``mode="lite"`` times regions and runs without the profiler: no operator table, no residual
     causes, no operator mixes, and about the plain run time (the document's ``profiler.mode``).
+    ``on_warmed_up(n)`` is called once the ``n`` user warmups of a capture are done (at least
+    ``warmup_runs``: more run until the run time is steady), e.g. to size a progress bar.
 
     Under torch.distributed (torchrun's ``RANK``/``WORLD_SIZE``, or an initialised group of more than
     one rank) every rank must call this at the same point: the document gains a ``distributed`` block,
@@ -151,6 +154,7 @@ def profile(
         "record_shapes": record_shapes,
         "with_stack": with_stack,
         "lite": mode == LITE_MODE,
+        "on_warmed_up": on_warmed_up,
     }
     scenarios = _scenarios(input_data)
     with rank_session() as session:

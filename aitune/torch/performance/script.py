@@ -48,7 +48,7 @@ from aitune.markers import (
     run_span_name,
 )
 from aitune.report import profile_from_events
-from aitune.torch.performance.capture import profiler_activities, without_cycle_warning
+from aitune.torch.performance.capture import export_trace, profiler_activities, without_cycle_warning
 from aitune.torch.performance.distributed import RankSession, is_distributed, stopped_by_sigterm, trace_distributed_info
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.kineto import events_from_profiler
@@ -239,7 +239,7 @@ def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> 
             profiler.add_metadata_json("distributedInfo", json.dumps(trace_distributed_info(session.info)))
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
     if trace_file is not None:
-        profiler.export_chrome_trace(str(trace_file))
+        export_trace(profiler, trace_file)
     doc = profile_from_events(events_from_profiler(profiler, metadata, trace_file))
     if trace_file is not None:
         doc["trace_file"] = trace_file.name

@@ -29,6 +29,7 @@ def candidate_entry(candidate: Candidate) -> dict[str, Any]:
         "status": candidate.status,
         "reason": candidate.reason,
         "build_time_s": _rounded(candidate.build_s, 3),
+        "build_details": candidate.build_details,
         "latency_median_us": _rounded(latency.median_us if latency else None, 1),
         "latency_cv": _rounded(latency.cv if latency else None, 4),
         "eager_latency_median_us": _rounded(candidate.eager.median_us if candidate.eager else None, 1),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -36,6 +36,7 @@ class Candidate:
     eager: Latency | None = None  # the original module, timed in turns with this candidate
     agreement: Agreement | None = None
     built: Built | None = None
+    build_details: dict[str, Any] = field(default_factory=dict)  # kept after a rejection releases ``built``
 
     @property
     def passed(self) -> bool:
@@ -107,6 +108,7 @@ class Trial:
             candidate.reject(f"build failed: {_describe(error)}")
             return candidate
         candidate.build_s = time.perf_counter() - start
+        candidate.build_details = candidate.built.details
         self._check_and_time(candidate)
         return candidate
 

@@ -1,0 +1,210 @@
+"""Communication as its own time: for every region-tree node, every run and every run's residual.
+
+- CPU (``cpu_time_us``): wall time inside the region's spans during which a collective or
+  point-to-point operation (`aitune.analysis.collectives`) was in flight on any thread of the
+  process. The union of the communication spans, so a ``record_param_comms`` inside a
+  ``c10d::allreduce_`` counts once; any thread, because gloo moves the data on its own worker
+  thread (``gloo:all_reduce``) while the caller's ``c10d::allreduce_`` returns once it has queued
+  the work, and the caller's wait is no operator. A total, like ``cpu_time_us``: a node's includes
+  its children's.
+- Device (``device_time_us``): duration of the NCCL kernels the region launched, summed as the
+  region's ``device_time_us`` is.
+- ``bytes``: of the operations that started while the region was open. From ``record_param_comms``
+  where the trace has any (NCCL), else from the backend's spans (``gloo:*``, recorded with
+  ``record_shapes=True``); never both, so each operation counts once.
+- Overlap (per run, device): the NCCL kernel time during which a non-communication kernel ran too.
+
+Invariant: per run and domain, Σ topmost regions + residual = the run's communication.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.analysis.attribution import fraction, run_index_of
+from aitune.analysis.collectives import PARAM_COMMS
+from aitune.analysis.events import CommunicationSpan, Span, ThreadView, TraceEvents
+from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
+from aitune.analysis.region_operators import NodeKey, node_keys
+
+
+@dataclass
+class CommunicationShare:
+    """Communication of one region-tree node, run or residual: CPU and device µs, bytes."""
+
+    cpu_time_us: float = 0.0
+    device_time_us: float = 0.0
+    bytes: int = 0
+
+    def minus(self, parts: Iterable[CommunicationShare]) -> CommunicationShare:
+        """What ``parts`` leave of this share, never below 0 (the residual of a run's share)."""
+        left = CommunicationShare(self.cpu_time_us, self.device_time_us, self.bytes)
+        for part in parts:
+            left.cpu_time_us -= part.cpu_time_us
+            left.device_time_us -= part.device_time_us
+            left.bytes -= part.bytes
+        return CommunicationShare(max(0.0, left.cpu_time_us), max(0.0, left.device_time_us), max(0, left.bytes))
+
+
+@dataclass(frozen=True)
+class Communication:
+    """Communication of a trace, by region-tree node and by run. ``in_flight``: when it was in flight (CPU, merged)."""
+
+    nodes: dict[NodeKey, CommunicationShare]
+    runs: dict[int, CommunicationShare]
+    device_overlap_us: dict[int, float]
+    in_flight: list[Interval]
+    with_device: bool  # the trace has device data: shares carry device_time_us
+    with_bytes: bool  # some operation's bytes are known: shares carry bytes
+
+    def share(self, key: NodeKey) -> dict[str, Any]:
+        """The ``communication`` object of a region-tree node (zeros when nothing ran inside it)."""
+        return self.to_dict(self.nodes.get(key, CommunicationShare()))
+
+    def residual(self, run_index: int, level: Iterable[NodeKey]) -> CommunicationShare:
+        """A run's communication outside the regions ``level`` (the run's topmost, disjoint regions)."""
+        total = self.runs.get(run_index, CommunicationShare())
+        return total.minus(self.nodes[key] for key in level if key in self.nodes)
+
+    def run(self, run_index: int) -> dict[str, Any]:
+        """The ``communication`` object of a run: its totals, and on a device the overlap with compute."""
+        total = self.runs.get(run_index, CommunicationShare())
+        out = self.to_dict(total)
+        if self.with_device:
+            overlap = self.device_overlap_us.get(run_index, 0.0)
+            out["device_overlap_us"] = overlap
+            out["device_overlap_fraction"] = fraction(overlap, total.device_time_us)
+        return out
+
+    def to_dict(self, share: CommunicationShare) -> dict[str, Any]:
+        """``{"cpu_time_us", "device_time_us", "bytes"}``; device and bytes only when the trace has them."""
+        out: dict[str, Any] = {"cpu_time_us": share.cpu_time_us}
+        if self.with_device:
+            out["device_time_us"] = share.device_time_us
+        if self.with_bytes:
+            out["bytes"] = share.bytes
+        return out
+
+
+def communication(events: TraceEvents) -> Communication | None:
+    """Communication time and bytes of every region-tree node and run; None when the trace holds none."""
+    kernels = events.communication_kernels
+    if not events.communication and not kernels:
+        return None
+    in_flight = merged((span.start_us, span.end_us) for span in events.communication)
+    carriers = _byte_carriers(events.communication)
+    nodes: dict[NodeKey, CommunicationShare] = defaultdict(CommunicationShare)
+    runs: dict[int, CommunicationShare] = {run_index_of(run): CommunicationShare() for run in events.runs}
+    device_of = {activity.correlation: 0.0 for activity in kernels}
+    for activity in kernels:
+        device_of[activity.correlation] += activity.duration_us
+    for view in events.threads.values():
+        if not view.runs:
+            continue
+        thread_runs = [events.runs[i] for i in view.runs]
+        regions = [events.regions[i] for i in view.regions]
+        keys = node_keys(thread_runs, regions)
+        for span, key in zip(regions, keys, strict=True):
+            if key is not None:
+                nodes[key].cpu_time_us += covered_within(in_flight, span.start_us, span.end_us)
+        for run in thread_runs:
+            runs[run_index_of(run)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
+        _add_bytes(carriers, thread_runs, regions, keys, nodes, runs)
+        _add_device_time(events, view, device_of, thread_runs, regions, keys, nodes, runs)
+    return Communication(
+        nodes=dict(nodes),
+        runs=runs,
+        device_overlap_us=_device_overlap(events) if kernels else {},
+        in_flight=in_flight,
+        with_device=events.has_device_data,
+        with_bytes=bool(carriers),
+    )
+
+
+def _byte_carriers(spans: Sequence[CommunicationSpan]) -> list[CommunicationSpan]:
+    """The spans whose bytes count: ``record_param_comms``'s where any has bytes, else the backend spans'."""
+    known = [span for span in spans if span.bytes is not None]
+    param_comms = [span for span in known if span.bytes_from == PARAM_COMMS]
+    return param_comms or known
+
+
+def _add_bytes(
+    carriers: Sequence[CommunicationSpan],
+    runs: Sequence[Span],
+    regions: Sequence[Span],
+    keys: Sequence[NodeKey | None],
+    nodes: dict[NodeKey, CommunicationShare],
+    totals: dict[int, CommunicationShare],
+) -> None:
+    """Each operation's bytes to the run and the innermost region open when it started (and that region's ancestors)."""
+    starts = [span.start_us for span in carriers]
+    for span, run, region in zip(
+        carriers, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
+    ):
+        if run is not None:
+            totals[run_index_of(runs[run])].bytes += span.bytes or 0
+        key = keys[region] if region is not None else None
+        for ancestor in _ancestors(key):
+            nodes[ancestor].bytes += span.bytes or 0
+
+
+def _add_device_time(
+    events: TraceEvents,
+    view: ThreadView,
+    device_of: dict[int, float],
+    runs: Sequence[Span],
+    regions: Sequence[Span],
+    keys: Sequence[NodeKey | None],
+    nodes: dict[NodeKey, CommunicationShare],
+    totals: dict[int, CommunicationShare],
+) -> None:
+    """NCCL kernel time to the run and the innermost region open at its launch (and that region's ancestors)."""
+    launches = [launch for launch in (events.launches[i] for i in view.launches) if launch.correlation in device_of]
+    starts = [launch.start_us for launch in launches]
+    for launch, run, region in zip(
+        launches, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
+    ):
+        if run is None:
+            continue  # a warmup's, or launched outside every run
+        duration = device_of[launch.correlation]
+        totals[run_index_of(runs[run])].device_time_us += duration
+        for ancestor in _ancestors(keys[region] if region is not None else None):
+            nodes[ancestor].device_time_us += duration
+
+
+def _ancestors(key: NodeKey | None) -> list[NodeKey]:
+    """A node and the nodes above it, up to its topmost region; [] for None."""
+    if key is None:
+        return []
+    run_index, path = key
+    return [(run_index, path[:depth]) for depth in range(len(path), 0, -1)]
+
+
+def _device_overlap(events: TraceEvents) -> dict[int, float]:
+    """Per run: the NCCL kernel time during which a non-communication kernel of the same run ran too."""
+    run_of: dict[int, int] = {}
+    for view in events.threads.values():
+        runs = [events.runs[i] for i in view.runs]
+        launches = [events.launches[i] for i in view.launches]
+        owners = innermost_enclosing(columns(runs), [launch.start_us for launch in launches])
+        run_of.update(
+            (launch.correlation, run_index_of(runs[owner]))
+            for launch, owner in zip(launches, owners, strict=True)
+            if owner is not None
+        )
+    nccl = {activity.correlation for activity in events.communication_kernels}
+    busy: dict[tuple[int, bool], list[Interval]] = {}
+    for activity in events.device:
+        run = run_of.get(activity.correlation)
+        if run is not None and activity.category == "kernel":
+            busy.setdefault((run, activity.correlation in nccl), []).append(
+                (activity.start_us, activity.start_us + activity.duration_us)
+            )
+    return {
+        run: sum(end - start for start, end in intersection(merged(busy.get((run, True), ())), merged(compute)))
+        for (run, is_nccl), compute in busy.items()
+        if not is_nccl
+    }

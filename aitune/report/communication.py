@@ -1,0 +1,69 @@
+"""The communication summary every reader shows: median per run of each region's, the residual's and the run's.
+
+Read from the ``communication`` objects of a document (`aitune.analysis.communication`); a document
+without them has no summary, so readers show nothing for it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.report.headline import RESIDUAL_LABEL
+
+COMMUNICATION_KEYS = ("cpu_time_us", "device_time_us", "bytes")
+"""The per-share keys, in the order readers show them; a document has ``cpu_time_us`` and may lack the others."""
+
+COMMUNICATION_HEADERS = {"cpu_time_us": "CPU in flight (ms)", "device_time_us": "NCCL kernels (ms)", "bytes": "Bytes"}
+"""The column title of each key, in every reader."""
+
+RUN_LABEL = "(run)"
+
+
+@dataclass(frozen=True)
+class CommunicationRow:
+    """One row: a region of ``runs[i].regions``, the residual or the whole run, with medians over the runs."""
+
+    label: str  # the region id, `RESIDUAL_LABEL` or `RUN_LABEL`
+    role: str  # "region", "residual" or "run"
+    medians: dict[str, float]  # by `COMMUNICATION_KEYS` present in the document
+
+
+@dataclass(frozen=True)
+class CommunicationSummary:
+    rows: list[CommunicationRow]
+    keys: list[str]  # the `COMMUNICATION_KEYS` the document has
+    device_overlap_us: float | None  # median per run; None without device data
+    device_overlap_fraction: float | None
+
+
+def communication_summary(doc: Mapping[str, Any]) -> CommunicationSummary | None:
+    """The summary of ``doc``'s communication; None when its runs have none.
+
+    A region a run did not enter counts 0 in that run, as in the headline.
+    """
+    runs = [run for run in doc["runs"] if "communication" in run]
+    if not runs:
+        return None
+    keys = [key for key in COMMUNICATION_KEYS if key in runs[0]["communication"]]
+    by_run = [{share["region_id"]: share for share in run["regions"]} for run in runs]
+    shares = [
+        (region_id, "region", [regions.get(region_id, {}).get("communication", {}) for regions in by_run])
+        for region_id in dict.fromkeys(region_id for regions in by_run for region_id in regions)
+    ]
+    shares.append((RESIDUAL_LABEL, "residual", [run["residual"].get("communication", {}) for run in runs]))
+    shares.append((RUN_LABEL, "run", [run["communication"] for run in runs]))
+    rows = [
+        CommunicationRow(label, role, {key: statistics.median(value.get(key, 0) for value in values) for key in keys})
+        for label, role, values in shares
+    ]
+    overlap = [_median_of(runs, "device_overlap_us"), _median_of(runs, "device_overlap_fraction")]
+    return CommunicationSummary(rows, keys, *overlap)
+
+
+def _median_of(runs: list[Mapping[str, Any]], key: str) -> float | None:
+    """The median of a run-level key over the runs; None when a run lacks it (no device data)."""
+    values = [run["communication"].get(key) for run in runs]
+    return statistics.median(values) if all(value is not None for value in values) else None

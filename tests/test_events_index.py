@@ -1,0 +1,83 @@
+"""The events model is indexed once when it is built, then frozen: per-thread views and the device join."""
+
+import dataclasses
+
+import pytest
+from builders import kernel, launch, op, region, run, trace
+
+from aitune.analysis import read_trace_events
+
+WORKER = (1, 2)
+
+
+def two_thread_trace():
+    return trace(
+        run(0, 0, 100),
+        region("untuned_module:unet", 10, 60),
+        op("aten::conv2d", 20, 50),
+        op("aten::convolution", 21, 49),
+        op("aten::add", 70, 80),
+        launch(30, correlation=7),
+        kernel("conv_kernel", 35, 4, correlation=7),
+        kernel("conv_kernel_tail", 40, 2, correlation=7),
+        op("aten::mm", 5, 15, thread=WORKER),
+        region("untuned_module:worker", 1, 30, thread=WORKER),
+    )
+
+
+def test_each_thread_view_holds_that_threads_events_only():
+    events = read_trace_events(two_thread_trace())
+
+    main, worker = events.threads[(1, 1)], events.threads[WORKER]
+
+    assert [events.runs[i].thread for i in main.runs] == [(1, 1)]
+    assert [events.regions[i].name for i in main.regions] == ["aitune::region::untuned_module:unet"]
+    assert [events.ops.names[i] for i in main.ops] == ["aten::conv2d", "aten::convolution", "aten::add"]
+    assert [events.launches[i].correlation for i in main.launches] == [7]
+    assert (worker.runs, worker.launches) == ((), ())
+    assert [events.ops.names[i] for i in worker.ops] == ["aten::mm"]
+    assert [events.regions[i].name for i in worker.regions] == ["aitune::region::untuned_module:worker"]
+
+
+def test_a_threads_operators_are_nested_once_in_the_view():
+    view = read_trace_events(two_thread_trace()).threads[(1, 1)]
+
+    assert view.op_parents == (None, 0, None)  # convolution inside conv2d; add on its own
+    assert view.op_order == (0, 1, 2)
+    assert (view.op_starts_us, view.op_durations_us) == ((20.0, 21.0, 70.0), (30.0, 28.0, 10.0))
+
+
+def test_operators_listed_out_of_order_are_nested_parents_first():
+    events = read_trace_events(trace(run(0, 0, 100), op("aten::relu", 30, 35), op("aten::linear", 10, 40)))
+
+    view = events.threads[(1, 1)]
+
+    assert view.op_order == (1, 0)
+    assert view.op_parents == (1, None)
+
+
+def test_device_work_is_joined_to_its_launch_by_correlation_id():
+    events = read_trace_events(two_thread_trace())
+
+    assert [activity.name for activity in events.device_of[7]] == ["conv_kernel", "conv_kernel_tail"]
+    assert set(events.device_of) == {7}
+
+
+def test_the_model_cannot_be_changed_once_built():
+    events = read_trace_events(two_thread_trace())
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        events.runs = ()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        events.threads[(9, 9)] = events.threads[(1, 1)]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        events.device_of[8] = ()  # type: ignore[index]
+    assert isinstance(events.regions, tuple) and isinstance(events.ops.names, tuple)
+
+
+def test_a_thread_the_trace_does_not_show_has_an_empty_view():
+    events = read_trace_events(two_thread_trace())
+
+    view = events.thread((5, 5))
+
+    assert (view.runs, view.regions, view.ops, view.launches) == ((), (), (), ())
