@@ -1,6 +1,8 @@
 """What the commands write: capture folders (profile.json, profile.md, trace.json.gz), bundles, JSON on stdout.
 
-Capture helpers import torch inside the function, so the other commands never load it.
+Capture helpers import torch inside the function, so the other commands never load it. One rank of a
+distributed launch (torchrun's ``RANK``/``WORLD_SIZE``) writes the same files into ``<out>/rank<r>/``,
+with its own lock there, so the ranks never meet in one folder.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def capture_entry_into(
     from aitune.torch.performance.entry import capture_entry
 
     check_run_counts(warmup, runs)
+    folder = rank_folder(folder)
     trace = folder / TRACE_NAME if keep_trace else None
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, _progress(stderr) as progress:
@@ -101,6 +104,7 @@ def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace:
     """Run ``script`` under capture and write every profile it made (or the whole-script one) into ``folder``."""
     from aitune.torch.performance.script import capture_script
 
+    folder = rank_folder(folder)
     trace = folder / TRACE_NAME if keep_trace else None
     with output_folder(folder, exclusive=True):
         with without_profiler_lines():
@@ -118,6 +122,18 @@ def capture_script_into(folder: Path, script: Path, args: list[str], keep_trace:
             trace = _copy_trace(prof.trace_file, folder / f"trace{suffix}.json.gz") if keep_trace else None
             written.append(write_profile(folder, prof.data, suffix=suffix, trace=trace))
         return written
+
+
+def rank_folder(folder: Path) -> Path:
+    """Where this process writes a capture: ``folder``, or ``folder/rank<r>`` for one rank of a distributed launch.
+
+    The rank comes from the launcher's environment, as torchrun sets it, so the folder (and its lock)
+    is known before the user's code runs.
+    """
+    from aitune.torch.performance.distributed import launched_rank
+
+    launched = launched_rank()
+    return folder if launched is None else folder / f"rank{launched.rank}"
 
 
 def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Path | None = None) -> Written:

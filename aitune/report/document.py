@@ -120,6 +120,7 @@ class RunDoc(TypedDict, total=False):
     regions: Required[list[RegionShare]]  # the level below the spanning regions, when some span the run
     residual: Required[Residual]  # time outside `regions`: the spanning regions' self time included
     tree: list[TreeNode]  # only when some region was entered inside another; spanning regions at the top
+    barrier_wait_us: float  # distributed captures: this rank's wait in the alignment barrier before the run
     communication: CommunicationTimes  # the run's totals, only when the trace holds communication
 
 
@@ -149,6 +150,7 @@ class ProfileDoc(TypedDict, total=False):
     warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
+    distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
 
 
 @gc_paused()
@@ -212,6 +214,12 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         doc["warnings"] += overhead_warnings(overhead)
     if "environment" in meta:
         doc["environment"] = dict(meta["environment"])
+    if "distributed" in meta:
+        doc["distributed"] = dict(meta["distributed"])
+    waits = meta.get("barrier_wait_us", ())
+    for run in doc["runs"]:
+        if run["run_index"] < len(waits):
+            run["barrier_wait_us"] = waits[run["run_index"]]
     return doc
 
 

@@ -101,7 +101,25 @@ def _overview(doc: ProfileDoc) -> str:
         lines.append(f"- Warmups: {warmup['performed']} performed ({warmup['requested']} requested), {steady}")
     if scenario_names(doc):
         lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(doc)))}")
+    distributed = doc.get("distributed")
+    if distributed:
+        lines.append(_distributed_line(distributed, doc.get("runs", [])))
     return "\n".join(lines)
+
+
+def _distributed_line(distributed: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> str:
+    """Which rank of which job this is, and how long it waited for the others before its runs."""
+    details = [
+        f"{key.replace('_', ' ')} {markdown_text(str(distributed[key]))}"
+        for key in ("backend", "local_rank", "host_index")
+        if key in distributed
+    ]
+    waits = [run["barrier_wait_us"] for run in runs if "barrier_wait_us" in run]
+    wait = f"; median barrier wait before a run {ms(summarize(waits)['median'])} ms" if waits else ""
+    return (
+        f"- Distributed: rank {markdown_text(str(distributed.get('rank', MISSING)))} of "
+        f"{markdown_text(str(distributed.get('world_size', MISSING)))} ({', '.join(details) or MISSING}){wait}"
+    )
 
 
 def _summary(doc: ProfileDoc) -> str:

@@ -10,6 +10,11 @@ and synchronisation around each run when CUDA is there.
 A lite capture runs the same schedule without the profiler: region spans are clock stamps taken
 by the wrappers, runs are stamped around each call (after a device synchronisation, never one per
 region), and the stamps are read as a Chrome trace of run and region spans (`stamps`).
+
+Under torch.distributed (a `RankSession`), the ranks agree on when the warmups are steady, so each
+makes the same number of calls; each measured run starts after a barrier whose wait is timed outside
+the run span (``barrier_wait_us``), so run *i* is the same step on every rank; and a last barrier
+after the runs keeps every rank from writing its files while another's capture may still fail.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from aitune.errors import CaptureError, OutputError
 from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import write_atomic, written_atomically
+from aitune.torch.performance.distributed import RankSession, trace_distributed_info
 from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
@@ -78,6 +84,7 @@ def capture_trace(
     record_shapes: bool = False,
     with_stack: bool = False,
     lite: bool = False,
+    session: RankSession | None = None,
     on_warmed_up: Callable[[int], None] | None = None,
 ) -> TraceEvents:
     """Run the schedule with ``targets`` instrumented; return the measured events.
@@ -89,6 +96,8 @@ def capture_trace(
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
     ``lite`` runs the schedule without the profiler (see the module docstring). ``on_warmed_up`` is
     told how many user warmups ran once they are steady (a progress display's total: the count varies).
+    ``session`` aligns the runs with the other ranks' and adds ``barrier_wait_us`` (µs before each
+    run) to the metadata.
     """
     check_run_counts(warmup_runs, measured_runs)
     activities = profiler_activities()
@@ -96,12 +105,13 @@ def capture_trace(
     plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
-    warmup_walls = _warm_up(call, synchronize, warmup_runs)
+    warmup_walls = _warm_up(call, synchronize, warmup_runs, session.all_steady if session else _alone)
+    align = _Alignment(session, measured_runs)
     if on_warmed_up is not None:
         on_warmed_up(len(warmup_walls))
     if lite:
         meta = {**metadata, "warmup_wall_times_us": warmup_walls}
-        return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path)
+        return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path, align)
     with (
         without_profiler_lines(),  # Kineto's profiler_start/stop lines: the CLI drops them, so does the API
         without_cycle_warning(),
@@ -120,7 +130,7 @@ def capture_trace(
         before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
-            which = f"measured run {index + 1} of {measured_runs}"
+            which = align.before_run(index)
             run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
             if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
                 profiler.step()
@@ -129,9 +139,11 @@ def capture_trace(
             "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
             "warmup_wall_times_us": warmup_walls,
             "run_wall_times_us": run_walls,
+            **align.metadata(),
             "warnings": _with_off_thread_calls(metadata, *instrumented.off_thread.since(before_runs)),
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
+    align.finish()
     if trace_path is not None:
         export_trace(profiler, trace_path)
     return events_from_profiler(profiler, meta, trace_path)
@@ -164,6 +176,7 @@ def _capture_lite(
     measured_runs: int,
     metadata: Mapping[str, Any],
     trace_path: Path | None,
+    align: _Alignment,
 ) -> TraceEvents:
     stamps: list[StampedSpan] = []
     with Instrumented(targets, stamps=stamps) as instrumented:
@@ -173,9 +186,10 @@ def _capture_lite(
         before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
+            which = align.before_run(index)
             synchronize()
             start = time.perf_counter_ns()
-            _run_workload(call, f"measured run {index + 1} of {measured_runs}")
+            _run_workload(call, which)
             synchronize()
             end = time.perf_counter_ns()
             stamps.append((run_span_name(index), start, end, threading.get_ident()))
@@ -185,22 +199,29 @@ def _capture_lite(
         **metadata,
         "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
         "run_wall_times_us": run_walls,
+        **align.metadata(),
         "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
+    align.finish()
     trace = stamped_trace(stamps, meta)
+    if "distributed" in meta:  # torch's profiler writes this for a full capture; HTA finds the rank by it
+        trace["distributedInfo"] = trace_distributed_info(meta["distributed"])
     if trace_path is not None:
         data = json.dumps(trace).encode()
         write_atomic(trace_path, gzip.compress(data) if trace_path.suffix == ".gz" else data)
     return read_trace_events(trace)
 
 
-def _warm_up(call: Callable[[], Any], synchronize: Callable[[], None], warmup_runs: int) -> list[float]:
+def _warm_up(
+    call: Callable[[], Any], synchronize: Callable[[], None], warmup_runs: int, all_steady: Callable[[bool], bool]
+) -> list[float]:
     """Wall µs of ``warmup_runs`` plain calls, then of more (at most `MAX_EXTRA_WARMUPS`) until their
     times are steady (`is_steady`): a fixed count is often too few, and a run time still falling
-    would make the measured runs look faster than the warmups. ``warmup_runs=0`` warms up nothing."""
+    would make the measured runs look faster than the warmups. ``warmup_runs=0`` warms up nothing.
+    ``all_steady`` turns this process's verdict into the job's (every rank must make the same calls)."""
     walls: list[float] = []
     bound = warmup_runs + MAX_EXTRA_WARMUPS if warmup_runs else 0
-    while len(walls) < bound and (len(walls) < warmup_runs or not is_steady(walls)):
+    while len(walls) < bound and (len(walls) < warmup_runs or not all_steady(is_steady(walls))):
         walls.append(_timed(call, synchronize, f"warmup run {len(walls) + 1}"))
     return walls
 
@@ -256,3 +277,30 @@ def _trace_only() -> Any:
 
 def _no_sync() -> None:
     return None
+
+
+def _alone(steady: bool) -> bool:
+    return steady
+
+
+class _Alignment:
+    """The measured runs' barriers and their waits; nothing without a session (a single process)."""
+
+    def __init__(self, session: RankSession | None, measured_runs: int) -> None:
+        self.session = session
+        self.measured_runs = measured_runs
+        self.waits_us: list[float] = []
+
+    def before_run(self, index: int) -> str:
+        """Wait for the other ranks before run ``index``; the run's name for messages."""
+        which = f"measured run {index + 1} of {self.measured_runs}"
+        if self.session is not None:
+            self.waits_us.append(self.session.barrier(which))
+        return which
+
+    def metadata(self) -> dict[str, Any]:
+        return {"barrier_wait_us": self.waits_us} if self.session is not None else {}
+
+    def finish(self) -> None:
+        if self.session is not None:
+            self.session.finish()

@@ -25,6 +25,7 @@ from aitune.report import (
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
+from aitune.torch.performance.distributed import rank_path, rank_session
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
 from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, discover_targets, qualified_type
@@ -43,8 +44,13 @@ class PerformanceProfile:
         return render_markdown(self.data)
 
     def save(self, path: str | Path) -> Path:
-        """Write ``data`` as indented JSON (validated, never NaN/Infinity); returns the path."""
-        return save(self.data, path)
+        """Write ``data`` as indented JSON (validated, never NaN/Infinity); returns the path.
+
+        A rank's profile of a distributed capture goes into ``rank<r>/`` beside ``path``
+        (``profile.json`` → ``rank1/profile.json``), as its trace did, so ranks never overwrite each other.
+        """
+        distributed = self.data.get("distributed")
+        return save(self.data, rank_path(path, distributed["rank"]) if distributed else path)
 
 
 _COLLECTED: ContextVar[list[PerformanceProfile] | None] = ContextVar("aitune_collected_profiles", default=None)
@@ -99,6 +105,11 @@ def profile(
     ``on_warmed_up(n)`` is called once the ``n`` user warmups of a capture are done (at least
     ``warmup_runs``: more run until the run time is steady), e.g. to size a progress bar.
 
+    Under torch.distributed (torchrun's ``RANK``/``WORLD_SIZE``, or an initialised group of more than
+    one rank) every rank must call this at the same point: the document gains a ``distributed`` block,
+    each run its ``barrier_wait_us``, and the trace file goes into ``rank<r>/`` beside ``trace_file``
+    (see `aitune.torch.performance.distributed`; a group aitune had to create is destroyed on return).
+
     Example::
 
         prof = aitune.torch.profile(obj=pipe, input_data={"prompt": "a cat"}, inference_function=infer,
@@ -146,17 +157,34 @@ def profile(
         "on_warmed_up": on_warmed_up,
     }
     scenarios = _scenarios(input_data)
+    with rank_session() as session:
+        if session is not None:
+            metadata["distributed"] = session.info
+            options["session"] = session
+            trace_file = rank_path(trace_file, session.rank) if trace_file is not None else None
+        return _collected(_profile_inputs(function, input_data, scenarios, targets, metadata, trace_file, options))
+
+
+def _profile_inputs(
+    function: Any,
+    input_data: Any,
+    scenarios: list[Scenario] | None,
+    targets: list[RegionTarget],
+    metadata: dict[str, Any],
+    trace_file: str | Path | None,
+    options: dict[str, Any],
+) -> PerformanceProfile:
     if scenarios is None:
         kept = Path(trace_file) if trace_file is not None else None
         doc = _profile_one(function, input_data, targets, metadata, kept, options)
-        return _collected(PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None))
+        return PerformanceProfile(data=doc, trace_file=kept.resolve() if kept is not None else None)
     traces = [_scenario_trace(trace_file, scenario.name) for scenario in scenarios]
     docs = [
         _profile_one(function, scenario.input_data, targets, metadata, trace, options)
         for scenario, trace in zip(scenarios, traces, strict=True)
     ]
     doc = combine_scenarios([scenario.name for scenario in scenarios], docs)
-    return _collected(PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None))
+    return PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None)
 
 
 def _check_mode(mode: str, record_shapes: bool, with_stack: bool) -> None:

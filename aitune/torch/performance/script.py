@@ -4,6 +4,11 @@ A script that imports aitune profiles itself: every profile it makes is collecte
 is captured whole, as one run: global module hooks open a region span for each outermost module
 call, and a module's path comes from the ownership tree of the objects holding it (``pipe.unet``),
 searched from the script's outermost frame inwards when the module is first called.
+
+Under torch.distributed a whole script is one rank's run: the script makes its own process group, so
+nothing can align the ranks before it starts (its run has no ``barrier_wait_us``); once it has
+finished, the ranks meet once to fill the ``distributed`` block (the script's group if it left one up,
+else a short-lived one of aitune's) and the trace gets the ``distributedInfo`` torch did not write.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +49,7 @@ from aitune.markers import (
 )
 from aitune.report import profile_from_events
 from aitune.torch.performance.capture import export_trace, profiler_activities, without_cycle_warning
+from aitune.torch.performance.distributed import RankSession, is_distributed, stopped_by_sigterm, trace_distributed_info
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.profile import PerformanceProfile, collecting_profiles
@@ -213,7 +220,12 @@ def owned_modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:
 def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> PerformanceProfile:
     activities = profiler_activities()
     spans = OutermostModuleSpans()
-    with without_cycle_warning(), torch.profiler.profile(activities=activities) as profiler:
+    distributed = is_distributed()
+    with (
+        stopped_by_sigterm() if distributed else nullcontext(),
+        without_cycle_warning(),
+        torch.profiler.profile(activities=activities) as profiler,
+    ):
         start = time.perf_counter_ns()
         with record_function(run_span_name(0)), spans:
             run_script(path, args)
@@ -221,6 +233,10 @@ def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> 
                 torch.cuda.synchronize()
         wall_us = (time.perf_counter_ns() - start) / 1000
         metadata = _metadata(path, args, spans.regions(), wall_us, activities)
+        if distributed:
+            with RankSession() as session:
+                metadata["distributed"] = session.info
+            profiler.add_metadata_json("distributedInfo", json.dumps(trace_distributed_info(session.info)))
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
     if trace_file is not None:
         export_trace(profiler, trace_file)
