@@ -230,12 +230,26 @@ def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> Sampl
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
     top level into a tree still lines up.
     """
+    return _region_values(doc, lambda share: share.get(f"{domain}_time_us", 0.0), root)
+
+
+def region_communication_samples(doc: Mapping[str, Any]) -> Samples:
+    """Per region path, as `region_samples`: its CPU time with communication in flight in each run (µs; 0 without)."""
+    return _region_values(doc, communication_us)
+
+
+def communication_us(share: Mapping[str, Any]) -> float:
+    """The CPU time with communication in flight of a region, a run or a residual (µs; 0 when it has none)."""
+    return (share.get("communication") or {}).get("cpu_time_us", 0.0)
+
+
+def _region_values(doc: Mapping[str, Any], value_of: Callable[[Mapping[str, Any]], float], root: str = "") -> Samples:
     samples: Samples = {}
     for index, run in enumerate(doc["runs"]):
         for share in _walk(run.get("tree") or run["regions"]):
             path = path_of(share["region_id"], root)
-            _, times = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
-            times[index] += share.get(f"{domain}_time_us", 0.0)
+            _, values = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
+            values[index] += value_of(share)
     return samples
 
 

@@ -11,7 +11,8 @@ Per run, then, Σ region fractions + residual = 1 holds as it did on that rank, 
 every reader shows are the medians of the step times. The operator table, target and
 environment are those of the critical rank (the one with the slowest median step). What only a
 merge knows is under ``ranks``: each rank's run and region times, per region the slowest rank and
-the load imbalance (max ÷ median of the ranks' medians), and the stragglers (`stragglers`).
+the load imbalance (max ÷ median of the ranks' medians), and the stragglers (`stragglers`), judged
+on each rank's time outside communication (`rank_compute`).
 
 Every time here is the ``cpu`` domain, which every capture has: the host's clock of each step.
 """
@@ -28,7 +29,7 @@ from typing import Any
 from aitune.analysis.statistics import summarize
 from aitune.analysis.stragglers import Straggler, imbalance, slowest, stragglers
 from aitune.analysis.warnings import ProfileWarning, rank_straggler, warning
-from aitune.compare import region_samples, residual_samples, run_samples
+from aitune.compare import communication_us, region_communication_samples, region_samples, residual_samples, run_samples
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.headline import RESIDUAL_LABEL
@@ -135,7 +136,11 @@ def merge_profiles(profiles: Sequence[RankProfile]) -> ProfileDoc:
     merged["runs"] = [{**docs[rank]["runs"][index], "rank": rank} for index, rank in enumerate(step_ranks)]
     merged["statistics"] = {"runs": {f"{DOMAIN}_time_us": summarize(run_samples(merged, DOMAIN))}}
     regions = [rank_regions(doc) for doc in docs]
-    found = stragglers(dict(enumerate(times)), dict(enumerate(regions)))
+    computes = [rank_compute(doc, regions[rank]) for rank, doc in enumerate(docs)]
+    found = stragglers(
+        {rank: steps for rank, (steps, _) in enumerate(computes)},
+        {rank: by_region for rank, (_, by_region) in enumerate(computes)},
+    )
     merged["warnings"] = rank_warnings(docs) + [
         rank_straggler(
             s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
@@ -151,6 +156,27 @@ def rank_regions(doc: Mapping[str, Any]) -> dict[str, list[float]]:
     samples = {region: list(values) for region, values in region_samples(doc, DOMAIN).values()}
     samples[RESIDUAL_LABEL] = residual_samples(doc, DOMAIN)
     return samples
+
+
+def rank_compute(
+    doc: Mapping[str, Any], regions: Mapping[str, Sequence[float]]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """One rank's time outside communication per run (µs): of its steps, and of each of its ``regions``
+    (`rank_regions`, the residual included), which is what a straggler is judged on.
+
+    Where the ranks meet in a collective, the fast ones wait inside it for the slow one, so step and
+    region times even out across ranks; the time outside communication does not. A capture without
+    communication has none to take out.
+    """
+    runs = doc["runs"]
+    steps = [time - communication_us(run) for time, run in zip(run_samples(doc, DOMAIN), runs, strict=True)]
+    in_flight = dict(region_communication_samples(doc).values())
+    in_flight[RESIDUAL_LABEL] = [communication_us(run.get("residual") or {}) for run in runs]
+    compute = {
+        region: [time - busy for time, busy in zip(times, in_flight.get(region, [0.0] * len(runs)), strict=True)]
+        for region, times in regions.items()
+    }
+    return steps, compute
 
 
 def rank_warnings(docs: Sequence[Mapping[str, Any]]) -> list[ProfileWarning]:

@@ -272,3 +272,25 @@ def test_a_whole_script_capture_is_one_run_per_rank_without_a_barrier(tmp_path):
         assert len(doc["runs"]) == 1 and "barrier_wait_us" not in doc["runs"][0]
         assert trace_of(out / f"rank{rank}")["distributedInfo"] == {"backend": "gloo", "rank": rank, "world_size": 2}
         assert f"rank {rank}/2: output sum" in result.stdout
+
+
+@pytest.mark.slow
+def test_merge_of_a_real_two_rank_run_names_the_rank_slowed_inside_one_region(tmp_path):
+    # Rank 1 sleeps in blocks.0.up; rank 0 waits for it inside blocks.0.down's all_reduce, so step
+    # and block times even out across ranks and only the time outside communication shows who is slow.
+    out = tmp_path / "out"
+    slow = {"AITUNE_EXAMPLE_SLOW_RANK": "1", "AITUNE_EXAMPLE_SLOW_MS": "20"}
+    capture = ["-m", "aitune.cli", "capture", f"{EXAMPLE}:infer", "--warmup", "1", "--runs", "5", "--out", str(out)]
+    result = torchrun(*capture, env=slow)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    merged = subprocess.run(
+        [sys.executable, "-m", "aitune.cli", "merge", str(out), "--json"], capture_output=True, text=True, cwd=ROOT
+    )
+
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    doc = json.loads((out / "merged" / "profile.json").read_text())
+    assert validate(doc) == []
+    assert [(s["rank"], s["region_id"]) for s in doc["ranks"]["stragglers"]] == [(1, "untuned_module:blocks.0.up")]
+    (warning,) = [w for w in doc["warnings"] if w["code"] == "RANK_STRAGGLER"]
+    assert warning["message"].startswith("rank 1 is slower than the other ranks beyond noise: outside communication")

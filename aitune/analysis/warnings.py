@@ -129,12 +129,13 @@ def no_regions_observed(instrumented: int, runs: int, trace_kind: str = TRACE_KI
 def rank_straggler(
     rank: int, own_us: float, others_us: float, region: str | None, region_excess_us: float
 ) -> ProfileWarning:
-    """One rank's steps take longer than the other ranks' beyond noise; ``region`` is where the extra time goes
-    (None: outside every region)."""
+    """One rank's steps take longer than the other ranks' beyond noise, outside communication (where the others
+    wait for it); ``region`` is where the extra time goes (None: outside every region)."""
     where = "outside every region" if region is None else f"in {region}"
     return warning(
         "RANK_STRAGGLER",
-        f"rank {rank} is slower than the other ranks beyond noise: its median step takes {own_us / 1000:.3f} ms "
+        f"rank {rank} is slower than the other ranks beyond noise: outside communication its median step takes "
+        f"{own_us / 1000:.3f} ms "
         f"vs {others_us / 1000:.3f} ms ({own_us / others_us - 1:+.0%}), most of it {where} "
         f"({region_excess_us / 1000:+.3f} ms at median); every rank waits for it at each step — look at "
         f"rank{rank}'s trace, balance the work between ranks, or check that rank's device and host.",
