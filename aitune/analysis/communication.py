@@ -20,15 +20,17 @@ Invariant: per run and domain, Σ topmost regions + residual = the run's communi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aitune.analysis.attribution import fraction, run_index_of
 from aitune.analysis.collectives import PARAM_COMMS
 from aitune.analysis.events import CommunicationSpan, Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
 from aitune.analysis.region_operators import NodeKey, node_keys
+
+Item = TypeVar("Item")
 
 
 @dataclass
@@ -140,15 +142,10 @@ def _add_bytes(
     totals: dict[int, CommunicationShare],
 ) -> None:
     """Each operation's bytes to the run and the innermost region open when it started (and that region's ancestors)."""
-    starts = [span.start_us for span in carriers]
-    for span, run, region in zip(
-        carriers, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
-    ):
-        if run is not None:
-            totals[run_index_of(runs[run])].bytes += span.bytes or 0
-        key = keys[region] if region is not None else None
-        for ancestor in _ancestors(key):
-            nodes[ancestor].bytes += span.bytes or 0
+    for span, run, above in _in_runs(carriers, [span.start_us for span in carriers], runs, regions, keys):
+        totals[run].bytes += span.bytes or 0
+        for node in above:
+            nodes[node].bytes += span.bytes or 0
 
 
 def _add_device_time(
@@ -163,16 +160,27 @@ def _add_device_time(
 ) -> None:
     """NCCL kernel time to the run and the innermost region open at its launch (and that region's ancestors)."""
     launches = [launch for launch in (events.launches[i] for i in view.launches) if launch.correlation in device_of]
-    starts = [launch.start_us for launch in launches]
-    for launch, run, region in zip(
-        launches, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
-    ):
-        if run is None:
-            continue  # a warmup's, or launched outside every run
+    for launch, run, above in _in_runs(launches, [launch.start_us for launch in launches], runs, regions, keys):
         duration = device_of[launch.correlation]
-        totals[run_index_of(runs[run])].device_time_us += duration
-        for ancestor in _ancestors(keys[region] if region is not None else None):
-            nodes[ancestor].device_time_us += duration
+        totals[run].device_time_us += duration
+        for node in above:
+            nodes[node].device_time_us += duration
+
+
+def _in_runs(
+    items: Sequence[Item],
+    starts: Sequence[float],
+    runs: Sequence[Span],
+    regions: Sequence[Span],
+    keys: Sequence[NodeKey | None],
+) -> Iterator[tuple[Item, int, list[NodeKey]]]:
+    """Each item that starts inside a run, with that run's index and the innermost region-tree node open at its
+    start followed by the nodes above it; items outside every run (a warmup's, or between runs) are left out."""
+    for item, run, region in zip(
+        items, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
+    ):
+        if run is not None:
+            yield item, run_index_of(runs[run]), _ancestors(keys[region] if region is not None else None)
 
 
 def _ancestors(key: NodeKey | None) -> list[NodeKey]:
