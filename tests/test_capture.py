@@ -1,5 +1,6 @@
 """Capture on real modules under the real profiler: shares, restoration, regions, errors."""
 
+import gzip
 import inspect
 import os
 import subprocess
@@ -244,6 +245,34 @@ def test_offline_analysis_of_the_saved_trace_equals_the_live_result(tmp_path):
 
     assert offline.data == prof.data
     assert prof.data["trace_file"] == "trace.json.gz"
+
+
+def test_a_gzipped_trace_is_written_at_aitunes_level_and_leaves_nothing_beside_it(tmp_path):
+    from aitune.report.io import gzipped
+
+    ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "trace.json.gz", **FAST)
+
+    packed = (tmp_path / "trace.json.gz").read_bytes()
+    assert gzipped(gzip.decompress(packed)) == packed  # gzipped() wrote it, not torch's level-9 copy
+    assert [path.name for path in tmp_path.iterdir()] == ["trace.json.gz"]
+
+
+def test_a_trace_the_disk_cannot_hold_is_one_sentence_and_leaves_no_partial_file(tmp_path):
+    code = (
+        "import resource, signal, sys, torch; sys.path.insert(0, 'tests'); from busy import BusyPipeline\n"
+        "import aitune.torch as ait; from aitune.errors import OutputError\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))\n"
+        f"try: ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file={str(tmp_path / 'trace.json.gz')!r}, "
+        "warmup_runs=0, measured_runs=2)\n"
+        "except OutputError as error: print(error)"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": "."}
+    )
+
+    assert "the profiler could not write the trace" in result.stdout, result.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_no_trace_file_is_written_unless_asked_for(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -272,25 +272,27 @@ class EventsBuilder:
 def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span]) -> dict[ThreadKey, ThreadView]:
     """Each thread's `ThreadView`, threads in order of first appearance (operators', then the others')."""
     groups: dict[ThreadKey, dict[str, list[int]]] = {}
-
-    def group(kind: str, threads: Iterable[ThreadKey]) -> None:
-        for index, thread in enumerate(threads):
+    for kind, threads in (
+        ("ops", builder.op_threads),
+        ("runs", [span.thread for span in runs]),
+        ("regions", [span.thread for span in regions]),
+        ("launches", [launch.thread for launch in builder.launches]),
+    ):
+        for thread, indices in _indices_by_thread(threads).items():
             lists = groups.get(thread)
             if lists is None:
                 lists = groups[thread] = {"ops": [], "runs": [], "regions": [], "launches": []}
-            lists[kind].append(index)
-
-    group("ops", builder.op_threads)
-    group("runs", (span.thread for span in runs))
-    group("regions", (span.thread for span in regions))
-    group("launches", (launch.thread for launch in builder.launches))
+            lists[kind] = indices
     for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
         set(span.thread for span in spans)
     views: dict[ThreadKey, ThreadView] = {}
     for thread, lists in groups.items():
         ops = lists["ops"]
-        starts = tuple(builder.op_starts[i] for i in ops)
-        durations = tuple(builder.op_durations[i] for i in ops)
+        if len(ops) == len(builder.op_starts):  # every operator on this thread, the common case: no gather
+            starts, durations = tuple(builder.op_starts), tuple(builder.op_durations)
+        else:
+            starts = tuple(builder.op_starts[i] for i in ops)
+            durations = tuple(builder.op_durations[i] for i in ops)
         order = nesting_order((starts, durations))
         views[thread] = ThreadView(
             runs=tuple(lists["runs"]),
@@ -303,6 +305,24 @@ def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span])
             op_parents=tuple(parents((starts, durations), order)),
         )
     return views
+
+
+def _indices_by_thread(threads: Sequence[ThreadKey]) -> dict[ThreadKey, list[int]]:
+    """The positions in ``threads`` of each distinct thread, in order of first appearance.
+
+    A capture's operators nearly all run on one thread: that case is found by hashing in C and takes no
+    Python loop. `TypeError` when a key cannot be hashed.
+
+    >>> _indices_by_thread([(1, 7), (1, 8), (1, 7)])
+    {(1, 7): [0, 2], (1, 8): [1]}
+    """
+    distinct = dict.fromkeys(threads)
+    if len(distinct) == 1:
+        return {next(iter(distinct)): list(range(len(threads)))}
+    groups: dict[ThreadKey, list[int]] = {thread: [] for thread in distinct}
+    for index, thread in enumerate(threads):
+        groups[thread].append(index)
+    return groups
 
 
 @contextmanager
@@ -323,8 +343,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_NOT_PLAIN_OP = (SPAN_PREFIX, *CPU_PREFIXES)
-"""Operators the inline fast path of `read_trace_events` leaves to `EventsBuilder.add`: spans and communication."""
+NOT_PLAIN_OP_PREFIXES = (SPAN_PREFIX, *CPU_PREFIXES)
+"""Operators a fast reader (`read_trace_events`, the live one) leaves to `EventsBuilder.add`, spans and
+communication; the rest of the ``cpu_op`` events it appends straight to the builder's operator columns."""
 
 
 @gc_paused()
@@ -338,7 +359,7 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     The trace is untrusted: `ProfileError` names the first malformed complete event (a non-object, a
     non-numeric ``ts``, a name that is not a string, ...) or metadata that is not an object.
     """
-    metadata = _checked_metadata(trace.get(TRACE_METADATA_KEY) or {})
+    metadata = checked_metadata(trace.get(TRACE_METADATA_KEY) or {})
     builder = EventsBuilder()
     add = builder.add
     names, starts, durations, threads = builder.op_names, builder.op_starts, builder.op_durations, builder.op_threads
@@ -353,7 +374,7 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
                 continue
             category = raw.get("cat", "")
             name = raw.get("name", "")
-            if category == "cpu_op" and not name.startswith(_NOT_PLAIN_OP):
+            if category == "cpu_op" and not name.startswith(NOT_PLAIN_OP_PREFIXES):
                 names.append(name)
                 starts.append(float(raw["ts"]))
                 durations.append(float(raw.get("dur", 0.0)))
@@ -387,7 +408,15 @@ _METADATA_ITEMS = {
 }
 
 
-def _checked_metadata(metadata: Any) -> Mapping[str, Any]:
+def check_trace(raw: Any, name: str) -> dict[str, Any]:
+    """``raw`` when it is a Chrome trace document (an object with a ``traceEvents`` list); `ProfileError`
+    naming ``name`` otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("traceEvents"), list):
+        raise ProfileError(f"{name}: not a Chrome trace (no traceEvents list).")
+    return raw
+
+
+def checked_metadata(metadata: Any) -> Mapping[str, Any]:
     """The trace's aitune metadata when the keys analysis reads have the right types; `ProfileError` otherwise."""
     where = f"the trace's {TRACE_METADATA_KEY!r} metadata"
     if not isinstance(metadata, Mapping):

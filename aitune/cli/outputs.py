@@ -7,7 +7,6 @@ with its own lock there, so the ranks never meet in one folder.
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import sys
@@ -23,8 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from aitune.errors import CaptureError, OutputError
 from aitune.profiler_lines import without_profiler_lines
-from aitune.report import ProfileDoc, build_profile, dumps, read_trace, render_markdown, save
-from aitune.report.io import cannot_write, write_atomic
+from aitune.report import ProfileDoc, build_profile, dumps, read_trace, read_trace_file_events, render_markdown, save
+from aitune.report.io import cannot_write, gzipped, write_atomic
 
 TRACE_NAME = "trace.json.gz"
 
@@ -151,7 +150,7 @@ def analyze_trace(trace: Path) -> ProfileDoc:
 
     `ProfileError` when it holds no run marker.
     """
-    doc = build_profile(read_trace(trace), str(trace))  # torch-free, unlike aitune.torch.analyze_trace
+    doc = build_profile(read_trace_file_events(trace), str(trace))  # torch-free, unlike aitune.torch.analyze_trace
     doc["trace_file"] = trace.name
     return doc
 
@@ -185,7 +184,7 @@ def _copy_trace(source: Path | None, target: Path) -> Path | None:
     if source is None or not source.is_file():
         return None
     data = source.read_bytes()
-    return write_atomic(target, data if source.suffix == ".gz" else gzip.compress(data, mtime=0))
+    return write_atomic(target, data if source.suffix == ".gz" else gzipped(data))
 
 
 def _same_file(first: Path, second: Path) -> bool:

@@ -12,7 +12,7 @@ from aitune.report.document import (
     select_scenario,
 )
 from aitune.report.headline import HeadlineRow, headline_rows
-from aitune.report.io import dumps, load, read_json, read_trace, save
+from aitune.report.io import dumps, load, read_json, read_trace, read_trace_file_events, save
 from aitune.report.key_averages import operator_rows, operator_views, written_by
 from aitune.report.markdown import render_markdown
 from aitune.report.validate import check_adds_up, validate
@@ -34,6 +34,7 @@ __all__ = [
     "profile_from_events",
     "read_json",
     "read_trace",
+    "read_trace_file_events",
     "render_markdown",
     "save",
     "scenario_names",

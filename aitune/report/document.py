@@ -154,16 +154,20 @@ class ProfileDoc(TypedDict, total=False):
 
 
 @gc_paused()
-def build_profile(trace: Mapping[str, Any], source: str = "the trace") -> ProfileDoc:
+def build_profile(trace: Mapping[str, Any] | TraceEvents, source: str = "the trace") -> ProfileDoc:
     """Derive the profile document from a Chrome trace: an aitune capture's, NVIDIA AITune 0.6's, or
     any torch.profiler trace recorded with a schedule (``prof.step()`` after each iteration).
 
+    ``trace`` is the parsed document, or its events already read (`aitune.report.io.read_trace_file_events`).
     `ProfileError`, naming ``source``, when the trace holds no run marker of any of these kinds.
     """
-    try:
-        events = read_trace_events(trace)
-    except ProfileError as error:
-        raise ProfileError(f"{source}: {error}") from None
+    if isinstance(trace, TraceEvents):
+        events = trace
+    else:
+        try:
+            events = read_trace_events(trace)
+        except ProfileError as error:
+            raise ProfileError(f"{source}: {error}") from None
     if not events.runs:
         raise ProfileError(
             f"{source}: no ProfilerStep#N or aitune run spans in this trace; record it with "

@@ -14,7 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aitune.analysis import TraceEvents, read_trace_events
+from aitune.analysis import TraceEvents
+from aitune.analysis.trace_json import trace_events_from_json
 from aitune.errors import ProfileError
 from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, LoopReport, read_loop_report
 from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
@@ -104,11 +105,8 @@ def read_bounded(path: Path, name: str) -> bytes:
 def read_trace_file(path: Path, name: str) -> TraceEvents:
     """The events of the Chrome trace at ``path``, read with the viewer's limits; `ProfileError` naming
     ``name`` when it is unreadable, not a trace, or holds a malformed event."""
-    trace = report_io.check_trace(parse_json(read_bounded(path, name), name), name)
-    try:
-        return read_trace_events(trace)
-    except ProfileError as error:
-        raise ProfileError(f"{name}: {error}") from None
+    data = report_io.unpacked(read_bounded(path, name), name, MAX_FILE_BYTES, _VIEWER_FIX)
+    return trace_events_from_json(data, name, lambda json: parse_json(json, name))
 
 
 def parse_json(data: bytes, name: str) -> Any:

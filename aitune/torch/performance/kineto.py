@@ -23,6 +23,7 @@ from aitune.analysis.collectives import communication_kind
 from aitune.analysis.events import (
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,
+    NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
     gc_paused,
@@ -51,16 +52,26 @@ def events_from_profiler(
     builder = EventsBuilder()
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
     add = builder.add
+    names, starts, durations, threads = builder.op_names, builder.op_starts, builder.op_durations, builder.op_threads
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
     for activity in profiler.profiler.kineto_results.trace_activities():
         category = activity.type()
         name = activity.name()
+        start_us = max(activity.timestamp() - base_ns, 0) / 1000
+        duration_us = max(activity.duration(), 0) / 1000
+        thread = (activity.device_id(), _thread_id(activity.resource_id()))
+        if category == "cpu_op" and not name.startswith(NOT_PLAIN_OP_PREFIXES):  # nine in ten: filed inline
+            names.append(name)
+            starts.append(start_us)
+            durations.append(duration_us)
+            threads.append(thread)
+            continue
         add(
             category,
             name,
-            max(activity.timestamp() - base_ns, 0) / 1000,
-            max(activity.duration(), 0) / 1000,
-            (activity.device_id(), _thread_id(activity.resource_id())),
+            start_us,
+            duration_us,
+            thread,
             _correlation(activity) if category in with_correlation else None,
             _sized_args(activity, name),
         )

@@ -19,7 +19,7 @@ from aitune.report import (
     build_profile,
     combine_scenarios,
     profile_from_events,
-    read_trace,
+    read_trace_file_events,
     render_markdown,
     save,
 )
@@ -255,7 +255,7 @@ def analyze_trace(path: str | Path) -> PerformanceProfile:
     ``record_function`` annotations and, with ``with_stack=True``, its module calls).
     """
     source = Path(path)
-    doc = build_profile(read_trace(source), str(source))
+    doc = build_profile(read_trace_file_events(source), str(source))
     doc["trace_file"] = source.name
     return PerformanceProfile(data=doc, trace_file=source.resolve())
 
