@@ -17,6 +17,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import aitune.torch as ait
 from aitune.markers import region_span_name, run_span_name
+from aitune.torch.performance.capture import export_trace
 from aitune.torch.performance.kineto import events_from_exported_trace, events_from_profiler
 
 HAS_FAST_PATH = hasattr(_ProfilerResult, "trace_activities")
@@ -44,6 +45,16 @@ def test_the_exported_trace_gives_the_same_events_as_kineto_s_activities():
     assert [span.name for span in exported.runs] == [run_span_name(0)]
     assert [span.name for span in exported.regions] == [region_span_name("untuned_module:0")]
     assert "aten::linear" in exported.ops.names
+
+
+@pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
+def test_the_trace_written_gives_the_same_events_as_kineto_s_activities(tmp_path):
+    session = finished_session()
+
+    fast = events_from_profiler(session, {"source": "live"})
+    written = events_from_profiler(session, {"source": "live"}, export_trace(session, tmp_path / "trace.json.gz"))
+
+    assert written == fast
 
 
 def test_without_kineto_s_activities_a_capture_reads_its_exported_trace(monkeypatch, tmp_path):

@@ -59,13 +59,17 @@ class _NotTyped(Exception):
 
 
 @gc_paused()
-def trace_events_from_json(data: bytes, name: str, parse: Callable[[bytes], Any]) -> TraceEvents:
+def trace_events_from_json(
+    data: bytes, name: str, parse: Callable[[bytes], Any], metadata: Mapping[str, Any] | None = None
+) -> TraceEvents:
     """The `TraceEvents` of the Chrome trace JSON ``data`` (already gunzipped), as
     `read_trace_events` gives them for the parsed document; `ProfileError` naming ``name`` when it is
     not a trace or holds a malformed event.
 
     ``parse`` is the caller's bounded JSON reader (its size and depth limits, ``name`` in its errors):
     it reads the aitune metadata, and the whole document when the typed records cannot hold it.
+    ``metadata``, when given, is the aitune metadata instead of the document's (a live session's,
+    known before its export). An operator's args are skipped unread, however deep they nest.
 
     >>> data = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}'
     >>> trace_events_from_json(data, "t.json", parse=None).ops.names
@@ -76,13 +80,14 @@ def trace_events_from_json(data: bytes, name: str, parse: Callable[[bytes], Any]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         trace = None
     if trace is not None:
-        metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
-        with (
-            _naming(name),
-            contextlib.suppress(_NotTyped, RecursionError),
-        ):  # deep args: the general reader refuses them
+        if metadata is None:
+            metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
+        # Deep args of an event that is not an operator: the general reader refuses them in one sentence.
+        with _naming(name), contextlib.suppress(_NotTyped, RecursionError):
             return _typed(trace, checked_metadata(metadata or {}))
     document = check_trace(parse(data), name)
+    if metadata is not None:
+        document = {**document, TRACE_METADATA_KEY: metadata}
     with _naming(name):
         return read_trace_events(document)
 

@@ -143,14 +143,14 @@ def capture_trace(
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     align.finish()
-    if trace_path is not None:
-        export_trace(profiler, trace_path)
-    return events_from_profiler(profiler, meta, trace_path)
+    exported = export_trace(profiler, trace_path) if trace_path is not None else None
+    return events_from_profiler(profiler, meta, exported)
 
 
-def export_trace(profiler: profile, path: Path) -> None:
+def export_trace(profiler: profile, path: Path) -> bytes:
     """Write a stopped session's Chrome trace to ``path`` whole or not at all (`written_atomically`),
-    gzipped at `TRACE_GZIP_LEVEL` when ``path`` ends in ``.gz``.
+    gzipped at `TRACE_GZIP_LEVEL` when ``path`` ends in ``.gz``; returns the trace's JSON (plain), for
+    `events_from_profiler` to read the events from.
 
     Kineto writes plain JSON through its own ``<name>.tmp``; torch's own gzip export copies it line by
     line into a level-9 stream, ~35× dearer than `gzipped`. Kineto reports a write it could not
@@ -162,17 +162,19 @@ def export_trace(profiler: profile, path: Path) -> None:
         kineto_temporary = plain.with_name(f"{plain.name}.tmp")
         try:
             profiler.export_chrome_trace(str(plain))
-            if plain != temporary and plain.exists():
-                temporary.write_bytes(gzipped(plain.read_bytes()))
+            data = plain.read_bytes() if plain.exists() else None
+            if data is not None and plain != temporary:
+                temporary.write_bytes(gzipped(data))
         finally:
             kineto_temporary.unlink(missing_ok=True)
             if plain != temporary:
                 plain.unlink(missing_ok=True)
-        if not temporary.exists():
+        if data is None or not temporary.exists():
             raise OutputError(
                 f"cannot write {path}: the profiler could not write the trace (a full disk or a file-size limit?); "
                 "free some space or write to another disk."
             )
+    return data
 
 
 def _capture_lite(

@@ -1,10 +1,11 @@
 """Reading a finished profiler session straight into the torch-free events model.
 
-The same events a Chrome trace export would write, without writing and parsing JSON (about 4×
-cheaper per event): categories, names, threads, times and correlation ids are taken the way
-torch's exporter takes them, so a saved trace re-analysed offline gives the same document.
-That fast path reads kineto's activities through ``kineto_results.trace_activities()``, which
-torch 2.11 (the lent GPU image's) lacks; there the session's Chrome trace is parsed instead.
+The same events a Chrome trace export would write, without writing and parsing JSON: categories,
+names, threads, times and correlation ids are taken the way torch's exporter takes them, so a saved
+trace re-analysed offline gives the same document. When the trace is written anyway, its JSON is
+read instead (exporting costs about what reading the activities does, so the export paid once is
+the cheaper source); so it is on torch 2.11 (the lent GPU image's), which lacks
+``kineto_results.trace_activities()``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from aitune.analysis.events import (
     EventsBuilder,
     TraceEvents,
     gc_paused,
-    read_trace_events,
 )
-from aitune.markers import TRACE_METADATA_KEY
-from aitune.report.io import read_trace
+from aitune.analysis.trace_json import trace_events_from_json
+from aitune.report.io import parse_json
 
 # torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
 # ("trimonth"), in µs with three decimals; using the same origin gives bit-identical floats.
@@ -40,15 +40,18 @@ _CORRELATION = re.compile(r'"correlation":\s*(\d+)')
 
 @gc_paused()
 def events_from_profiler(
-    profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
+    profiler: profile, metadata: Mapping[str, Any], exported_json: bytes | None = None
 ) -> TraceEvents:
     """The `TraceEvents` of a stopped profiler session, with ``metadata`` as its aitune metadata.
 
-    ``exported_trace`` is where the session's Chrome trace was already written, if it was: torch
-    saves a session's trace once, so the fallback reads that file instead of exporting again.
+    ``exported_json`` is the session's Chrome trace JSON when it was already exported (torch exports a
+    session once): the events are read from it (`events_from_json_export`), which costs what reading
+    the activities does once the export is paid, and is what an offline re-analysis of the file reads.
     """
+    if exported_json is not None:
+        return events_from_json_export(exported_json, metadata)
     if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
-        return events_from_exported_trace(profiler, metadata, exported_trace)
+        return events_from_exported_trace(profiler, metadata)
     builder = EventsBuilder()
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
     add = builder.add
@@ -78,20 +81,21 @@ def events_from_profiler(
     return builder.build(metadata)
 
 
-def events_from_exported_trace(
-    profiler: profile, metadata: Mapping[str, Any], exported_trace: Path | None = None
-) -> TraceEvents:
-    """The `TraceEvents` of a stopped profiler session read from its Chrome trace, as an offline re-analysis
-    reads it (the slower path, for torch without the fast one): from ``exported_trace`` when the session's
-    trace was already written there, else exported to a temporary file first."""
-    if exported_trace is not None:
-        trace = read_trace(exported_trace)
-    else:
-        with tempfile.TemporaryDirectory(prefix="aitune-trace-") as folder:
-            path = Path(folder) / "trace.json"
-            profiler.export_chrome_trace(str(path))
-            trace = read_trace(path)
-    return read_trace_events({**trace, TRACE_METADATA_KEY: metadata})
+def events_from_exported_trace(profiler: profile, metadata: Mapping[str, Any]) -> TraceEvents:
+    """The `TraceEvents` of a stopped profiler session read from its Chrome trace, exported to a temporary
+    file first: the path for torch without kineto's activities (2.11, the lent GPU image's)."""
+    with tempfile.TemporaryDirectory(prefix="aitune-trace-") as folder:
+        path = Path(folder) / "trace.json"
+        profiler.export_chrome_trace(str(path))
+        return events_from_json_export(path.read_bytes(), metadata)
+
+
+def events_from_json_export(data: bytes, metadata: Mapping[str, Any]) -> TraceEvents:
+    """The `TraceEvents` of a session's exported Chrome trace JSON, with ``metadata`` as its aitune metadata."""
+    return trace_events_from_json(data, _EXPORT_NAME, lambda json: parse_json(json, _EXPORT_NAME), metadata)
+
+
+_EXPORT_NAME = "the profiler's exported trace"
 
 
 def _correlation(activity: Any) -> int:

@@ -238,9 +238,8 @@ def _capture_whole(path: Path, args: Sequence[str], trace_file: Path | None) -> 
                 metadata["distributed"] = session.info
             profiler.add_metadata_json("distributedInfo", json.dumps(trace_distributed_info(session.info)))
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(metadata))
-    if trace_file is not None:
-        export_trace(profiler, trace_file)
-    doc = profile_from_events(events_from_profiler(profiler, metadata, trace_file))
+    exported = export_trace(profiler, trace_file) if trace_file is not None else None
+    doc = profile_from_events(events_from_profiler(profiler, metadata, exported))
     if trace_file is not None:
         doc["trace_file"] = trace_file.name
     return PerformanceProfile(data=doc, trace_file=trace_file.resolve() if trace_file is not None else None)
