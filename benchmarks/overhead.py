@@ -1,14 +1,19 @@
 """Capture overhead on the bundled examples, as ratios measured in one process.
 
-(a) median wall of a measured run under capture ÷ median wall of the same call uninstrumented;
+(a) median wall of a measured run under capture ÷ median wall of the same call uninstrumented, in
+    the batch of plain calls just before it (per repeat: the machine drifts between repeats); and
+    beside it the same plain calls inside a bare torch.profiler session (no aitune): the profiler's
+    own cost, the floor of a full capture's (a);
 (b) the whole ``profile()`` call's wall ÷ the plain time of the runs it performed
     (warmups + the profiler warmup + measured runs);
 (c) the post-run cost of a full capture: everything after its last run returns (stopping the
-    profiler, reading its events, the analysis) in µs per event read into the events model.
-Plain and captured timings are interleaved so machine drift hits both. Targets: (a) ≤ 1.05 on the
-pipeline, ≤ 1.12 on the decoder; lite (a) ≤ 1.02; (c) ≤ 2 µs per event. Workloads: the two bundled
-examples, a tiny Hugging Face Llama ``generate`` and a diffusers-style pipeline (a tiny
-``UNet2DConditionModel`` in a denoising loop, then ``vae.decode``), random weights, no download.
+    profiler, reading its events, the analysis) in µs per event read into the events model, with
+    the read and the analysis also alone (the rest is torch ending the session).
+Plain and captured timings are interleaved so machine drift hits both; each ratio is shown as the
+median over repeats with its range. Targets: (a) ≤ 1.05 on the pipeline, ≤ 1.12 on the decoder;
+lite (a) ≤ 1.02; (c) ≤ 2 µs per event. Workloads: the two bundled examples, a tiny Hugging Face
+Llama ``generate`` and a diffusers-style pipeline (a tiny ``UNet2DConditionModel`` in a denoising
+loop, then ``vae.decode``), random weights, no download.
 
 ``--spans`` measures instead the cost of one instrumented module call (µs, profiler off and on):
 200 do-nothing modules called in a loop, instrumented ÷ plain, interleaved, median of the repeats.
@@ -40,7 +45,10 @@ import pipeline_app
 import aitune
 import aitune.torch as ait
 from aitune.analysis.events import TraceEvents
+from aitune.report import profile_from_events
 from aitune.torch.performance import capture
+from aitune.torch.performance import profile as profile_module
+from aitune.torch.performance.capture import profiler_activities, trace_only_config
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.instrument import Instrumented, StampedSpan
 from aitune.torch.performance.kineto import events_from_profiler
@@ -57,6 +65,11 @@ def wall_us(call: Callable[[], Any]) -> float:
 
 HF_NEW_TOKENS = 16
 UNET_STEPS = 5
+
+
+def spread(values: list[float]) -> str:
+    """``median [min–max]`` of per-repeat figures: one noisy repeat on a shared machine shows as a range."""
+    return f"{statistics.median(values):.3f} [{min(values):.2f}–{max(values):.2f}]"
 
 
 def event_count(events: TraceEvents) -> int:
@@ -76,11 +89,16 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
 
     plain: list[float] = []
     captured: dict[str, list[float]] = {"full": [], "lite": []}
+    run_ratios: dict[str, list[float]] = {"full": [], "lite": []}  # per repeat, captured ÷ the plain batch just before
+    profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a full capture's (a)
     whole_ratios: dict[str, list[float]] = {"full": [], "lite": []}
     estimates: list[float] = []
     post_run: list[float] = []
     ends_ns: list[int] = []
     read: list[int] = []
+    post_run_parts: list[tuple[float, float]] = []
+    read_ns: list[int] = []  # (c)'s parts: the read into the events model, then the analysis
+    analysis_ns: list[int] = []
 
     def timed(*call_args: Any, **call_kwargs: Any) -> Any:
         result = function(*call_args, **call_kwargs)
@@ -88,12 +106,25 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
         return result
 
     def counted(*read_args: Any, **read_kwargs: Any) -> TraceEvents:
+        start = time.perf_counter_ns()
         events = events_from_profiler(*read_args, **read_kwargs)
+        read_ns.append(time.perf_counter_ns() - start)
         read.append(event_count(events))
         return events
 
-    capture.events_from_profiler = counted
+    def analysed(events: TraceEvents) -> dict:
+        start = time.perf_counter_ns()
+        doc = profile_from_events(events)
+        analysis_ns.append(time.perf_counter_ns() - start)
+        return doc
+
+    capture.events_from_profiler, profile_module.profile_from_events = counted, analysed
     for _ in range(options.repeats):
+        batch = [wall_us(call) for _ in range(options.runs)]
+        with torch.profiler.profile(activities=profiler_activities(), experimental_config=trace_only_config()):
+            call()  # the profiler's first call allocates its buffers, as the capture's profiler warmup does
+            profiled = [wall_us(call) for _ in range(options.runs)]
+        profiler_alone.append(statistics.median(profiled) / statistics.median(batch))
         for mode in ("full", "lite"):
             batch = [wall_us(call) for _ in range(options.runs)]
             start = time.perf_counter_ns()
@@ -103,24 +134,31 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             end = time.perf_counter_ns()
             warmups = prof.data.get("warmup", {}).get("performed", 0)  # warm-ups go on until steady
             performed = warmups + 1 + options.runs
+            runs = [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
             plain += batch
-            captured[mode] += [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
+            captured[mode] += runs
+            run_ratios[mode].append(statistics.median(runs) / statistics.median(batch))
             whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
             if mode == "full":
                 post_run.append((end - ends_ns[-1]) / 1000 / read[-1])
+                post_run_parts.append((read_ns[-1] / 1000 / read[-1], analysis_ns[-1] / 1000 / read[-1]))
                 if "capture_overhead" in prof.data:
                     estimates.append(prof.data["capture_overhead"]["ratio"])
-    capture.events_from_profiler = events_from_profiler
+    capture.events_from_profiler, profile_module.profile_from_events = events_from_profiler, profile_from_events
+    reads, analyses = zip(*post_run_parts, strict=True)
     return {
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
         "captured_ms": statistics.median(captured["full"]) / 1000,
-        "run_ratio": statistics.median(captured["full"]) / statistics.median(plain),
-        "lite_run_ratio": statistics.median(captured["lite"]) / statistics.median(plain),
-        "whole_ratio": statistics.median(whole_ratios["full"]),
-        "lite_whole_ratio": statistics.median(whole_ratios["lite"]),
-        "estimate": statistics.median(estimates) if estimates else float("nan"),
+        "run_ratio": spread(run_ratios["full"]),
+        "profiler_alone": spread(profiler_alone),
+        "lite_run_ratio": spread(run_ratios["lite"]),
+        "whole_ratio": spread(whole_ratios["full"]),
+        "lite_whole_ratio": spread(whole_ratios["lite"]),
+        "estimate": spread(estimates) if estimates else "–",
         "post_run_us_per_event": statistics.median(post_run),
+        "read_us_per_event": statistics.median(reads),
+        "analysis_us_per_event": statistics.median(analyses),
         "events": read[-1],
         "regions": len(prof.data["regions"]),
     }
@@ -200,16 +238,18 @@ def main() -> None:
         f"first profile() in the process (profiler start-up included): {cold_s:.2f} s\n"
     )
     print(
-        "| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | document's capture_overhead "
-        "| (b) whole profile() ratio | lite (a) | lite (b) | (c) post-run µs/event (events) |"
+        "| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | torch.profiler alone "
+        "| document's capture_overhead "
+        "| (b) whole profile() ratio | lite (a) | lite (b) | (c) post-run µs/event (read + analysis; events) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
             f"| {row['example']} | {row['regions']} | {row['plain_ms']:.2f} | {row['captured_ms']:.2f} | "
-            f"{row['run_ratio']:.3f} | {row['estimate']:.3f} | {row['whole_ratio']:.3f} | "
-            f"{row['lite_run_ratio']:.3f} | {row['lite_whole_ratio']:.3f} | "
-            f"{row['post_run_us_per_event']:.2f} ({row['events']:,}) |"
+            f"{row['run_ratio']} | {row['profiler_alone']} | {row['estimate']} | {row['whole_ratio']} | "
+            f"{row['lite_run_ratio']} | {row['lite_whole_ratio']} | "
+            f"{row['post_run_us_per_event']:.2f} ({row['read_us_per_event']:.2f} + {row['analysis_us_per_event']:.2f}; "
+            f"{row['events']:,}) |"
         )
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
 

@@ -120,7 +120,7 @@ def capture_trace(
             schedule=plan,
             record_shapes=record_shapes,
             with_stack=with_stack,
-            experimental_config=_trace_only(),
+            experimental_config=trace_only_config(),
         ) as profiler,
     ):
         with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
@@ -269,7 +269,7 @@ def _run_workload(call: Callable[[], Any], which: str) -> None:
         ) from error
 
 
-def _trace_only() -> Any:
+def trace_only_config() -> Any:
     """torch's ``trace_only`` session config where it has one, else None (the default session).
 
     The capture reads the raw activities (`events_from_profiler`) and never torch's Python event
