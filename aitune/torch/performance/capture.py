@@ -157,19 +157,19 @@ def export_trace(profiler: profile, path: Path) -> bytes:
     finish (a full disk, a file-size limit) only in a log line, leaving that file behind and none at
     the name: that is an `OutputError` as well, and its leftover is removed.
     """
+    compress = path.suffix == ".gz"
     with written_atomically(path) as temporary:
-        plain = temporary.with_suffix("") if path.suffix == ".gz" else temporary
-        kineto_temporary = plain.with_name(f"{plain.name}.tmp")
+        plain = temporary.with_suffix("") if compress else temporary
         try:
             profiler.export_chrome_trace(str(plain))
             data = plain.read_bytes() if plain.exists() else None
-            if data is not None and plain != temporary:
+            if data is not None and compress:
                 temporary.write_bytes(gzipped(data))
         finally:
-            kineto_temporary.unlink(missing_ok=True)
-            if plain != temporary:
+            plain.with_name(f"{plain.name}.tmp").unlink(missing_ok=True)  # kineto's own temporary
+            if compress:
                 plain.unlink(missing_ok=True)
-        if data is None or not temporary.exists():
+        if data is None:
             raise OutputError(
                 f"cannot write {path}: the profiler could not write the trace (a full disk or a file-size limit?); "
                 "free some space or write to another disk."
