@@ -319,7 +319,7 @@ def operator_changes(
 
 
 def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
-    runs = max(1, len(doc["runs"]))
+    runs = max(1, len(document.operator_runs(doc)))  # the runs the table totals
     times: dict[tuple[str, str], float] = {}
     for row in (row for view in operator_views(doc).values() for row in view):
         value = row.get(f"self_{domain}_time_total_us")

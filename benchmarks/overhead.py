@@ -3,12 +3,14 @@
 (a) median wall of a measured run under capture ÷ median wall of the same call uninstrumented, in
     the batch of plain calls just before it (per repeat: the machine drifts between repeats); and
     beside it the same plain calls inside a bare torch.profiler session (no aitune): the profiler's
-    own cost, the floor of a full capture's (a);
-(b) the whole ``profile()`` call's wall ÷ the plain time of the runs it performed
-    (warmups + the profiler warmup + measured runs);
+    own cost, the floor of a traced run's (a);
+(b) the whole ``profile()`` call's wall ÷ the plain time of the runs it performed (warmups, the
+    stamps' or profiler's warmup, measured runs, and the profiler's warmup and operator runs if any);
 (c) the post-run cost of a full capture: everything after its last run returns (stopping the
     profiler, reading its events, the analysis) in µs per event read into the events model, with
     the read and the analysis also alone (the rest is torch ending the session).
+Three captures each: the default (on the CPU, clock-timed measured runs and two operator runs of
+their own), every measured run traced (``operator_runs="all"``), and lite.
 Plain and captured timings are interleaved so machine drift hits both; each ratio is shown as the
 median over repeats with its range. Targets: (a) ≤ 1.05 on the pipeline, ≤ 1.12 on the decoder;
 lite (a) ≤ 1.02; (c) ≤ 2 µs per event. Workloads: the two bundled examples, a tiny Hugging Face
@@ -45,12 +47,13 @@ import pipeline_app
 import aitune
 import aitune.torch as ait
 from aitune.analysis.events import TraceEvents
+from aitune.analysis.stamps import StampedSpan
 from aitune.report import profile_from_events
 from aitune.torch.performance import capture
 from aitune.torch.performance import profile as profile_module
 from aitune.torch.performance.capture import profiler_activities, trace_only_config
 from aitune.torch.performance.inputs import normalize_input
-from aitune.torch.performance.instrument import Instrumented, StampedSpan
+from aitune.torch.performance.instrument import Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
 
@@ -80,6 +83,13 @@ def event_count(events: TraceEvents) -> int:
     )
 
 
+MODES = {
+    "default": {},  # on the CPU: clock-timed measured runs, then DEFAULT_OPERATOR_RUNS operator runs
+    "all": {"operator_runs": "all"},  # every measured run traced
+    "lite": {"mode": "lite"},
+}
+
+
 def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, options: argparse.Namespace) -> dict:
     args, kwargs = normalize_input(input_data)
 
@@ -88,15 +98,15 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             return function(*args, **kwargs)
 
     plain: list[float] = []
-    captured: dict[str, list[float]] = {"full": [], "lite": []}
-    run_ratios: dict[str, list[float]] = {"full": [], "lite": []}  # per repeat, captured ÷ the plain batch just before
-    profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a full capture's (a)
-    whole_ratios: dict[str, list[float]] = {"full": [], "lite": []}
+    captured: dict[str, list[float]] = {mode: [] for mode in MODES}
+    run_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}  # per repeat, ÷ the plain batch just before
+    profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a traced run's (a)
+    whole_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
     estimates: list[float] = []
-    post_run: list[float] = []
+    post_run: dict[str, list[float]] = {"default": [], "all": []}
+    post_run_parts: dict[str, list[tuple[float, float]]] = {"default": [], "all": []}
     ends_ns: list[int] = []
     read: list[int] = []
-    post_run_parts: list[tuple[float, float]] = []
     read_ns: list[int] = []  # (c)'s parts: the read into the events model, then the analysis
     analysis_ns: list[int] = []
 
@@ -125,43 +135,45 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             call()  # the profiler's first call allocates its buffers, as the capture's profiler warmup does
             profiled = [wall_us(call) for _ in range(options.runs)]
         profiler_alone.append(statistics.median(profiled) / statistics.median(batch))
-        for mode in ("full", "lite"):
+        for mode, settings in MODES.items():
             batch = [wall_us(call) for _ in range(options.runs)]
             start = time.perf_counter_ns()
             prof = ait.profile(
-                obj, input_data, timed, warmup_runs=options.warmup, measured_runs=options.runs, mode=mode
+                obj, input_data, timed, warmup_runs=options.warmup, measured_runs=options.runs, **settings
             )
             end = time.perf_counter_ns()
             warmups = prof.data.get("warmup", {}).get("performed", 0)  # warm-ups go on until steady
-            performed = warmups + 1 + options.runs
+            operator_runs = len(prof.data.get("operator_runs", ()))
+            performed = warmups + 1 + options.runs + (1 + operator_runs if operator_runs else 0)
             runs = [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
             plain += batch
             captured[mode] += runs
             run_ratios[mode].append(statistics.median(runs) / statistics.median(batch))
             whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
-            if mode == "full":
-                post_run.append((end - ends_ns[-1]) / 1000 / read[-1])
-                post_run_parts.append((read_ns[-1] / 1000 / read[-1], analysis_ns[-1] / 1000 / read[-1]))
-                if "capture_overhead" in prof.data:
-                    estimates.append(prof.data["capture_overhead"]["ratio"])
+            if mode in post_run:
+                post_run[mode].append((end - ends_ns[-1]) / 1000 / read[-1])
+                post_run_parts[mode].append((read_ns[-1] / 1000 / read[-1], analysis_ns[-1] / 1000 / read[-1]))
+            if mode == "default" and "capture_overhead" in prof.data:
+                estimates.append(prof.data["capture_overhead"]["ratio"])
     capture.events_from_profiler, profile_module.profile_from_events = events_from_profiler, profile_from_events
-    reads, analyses = zip(*post_run_parts, strict=True)
-    return {
+    row = {
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
-        "captured_ms": statistics.median(captured["full"]) / 1000,
-        "run_ratio": spread(run_ratios["full"]),
         "profiler_alone": spread(profiler_alone),
-        "lite_run_ratio": spread(run_ratios["lite"]),
-        "whole_ratio": spread(whole_ratios["full"]),
-        "lite_whole_ratio": spread(whole_ratios["lite"]),
         "estimate": spread(estimates) if estimates else "–",
-        "post_run_us_per_event": statistics.median(post_run),
-        "read_us_per_event": statistics.median(reads),
-        "analysis_us_per_event": statistics.median(analyses),
-        "events": read[-1],
         "regions": len(prof.data["regions"]),
     }
+    for mode in MODES:
+        row[f"{mode}_captured_ms"] = statistics.median(captured[mode]) / 1000
+        row[f"{mode}_run_ratio"] = spread(run_ratios[mode])
+        row[f"{mode}_whole_ratio"] = spread(whole_ratios[mode])
+    for mode, parts in post_run_parts.items():
+        reads, analyses = zip(*parts, strict=True)
+        row[f"{mode}_post_run"] = (
+            f"{statistics.median(post_run[mode]):.2f} ({statistics.median(reads):.2f} + "
+            f"{statistics.median(analyses):.2f})"
+        )
+    return row
 
 
 class _Nothing(torch.nn.Module):
@@ -238,18 +250,17 @@ def main() -> None:
         f"first profile() in the process (profiler start-up included): {cold_s:.2f} s\n"
     )
     print(
-        "| example | regions | plain run (ms) | captured run (ms) | (a) run ratio | torch.profiler alone "
-        "| document's capture_overhead "
-        "| (b) whole profile() ratio | lite (a) | lite (b) | (c) post-run µs/event (read + analysis; events) |"
+        "| example | regions | plain run (ms) | (a) run ratio | (b) whole profile() | document's capture_overhead "
+        "| (c) post-run µs/event (read + analysis) | all runs traced: (a) | (b) | (c) | torch.profiler alone "
+        "| lite (a) | lite (b) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
-            f"| {row['example']} | {row['regions']} | {row['plain_ms']:.2f} | {row['captured_ms']:.2f} | "
-            f"{row['run_ratio']} | {row['profiler_alone']} | {row['estimate']} | {row['whole_ratio']} | "
-            f"{row['lite_run_ratio']} | {row['lite_whole_ratio']} | "
-            f"{row['post_run_us_per_event']:.2f} ({row['read_us_per_event']:.2f} + {row['analysis_us_per_event']:.2f}; "
-            f"{row['events']:,}) |"
+            f"| {row['example']} | {row['regions']} | {row['plain_ms']:.2f} | {row['default_run_ratio']} | "
+            f"{row['default_whole_ratio']} | {row['estimate']} | {row['default_post_run']} | "
+            f"{row['all_run_ratio']} | {row['all_whole_ratio']} | {row['all_post_run']} | {row['profiler_alone']} | "
+            f"{row['lite_run_ratio']} | {row['lite_whole_ratio']} |"
         )
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,3 +32,18 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = False, block_torc
     if check and result.returncode != 0:
         raise AssertionError(f"aitune-profile {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result
+
+
+def capture_busy_app(out: Path, *flags: str) -> Path:
+    """``aitune-profile capture`` of ``apps/busy_app.py:infer`` (1 warmup, 2 runs) with ``flags``
+    into ``out``; the path of the profile it wrote."""
+    result = run_cli(
+        "capture",
+        f"{APPS / 'busy_app.py'}:infer",
+        "--input",
+        "x",
+        *flags,
+        *("--runs", "2", "--warmup", "1", "--out", str(out), "--json"),
+        check=True,
+    )
+    return Path(json.loads(result.stdout)["profiles"][0]["profile"])

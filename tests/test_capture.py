@@ -68,7 +68,8 @@ def test_outputs_are_bitwise_identical_with_and_without_instrumentation():
     plain = pipeline_app.pipe(**pipeline_app.input_data)
     ait.profile(pipeline_app.pipe, pipeline_app.input_data, infer, **FAST)
 
-    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 3
+    # the stamps' warmup, 2 measured runs, the profiler's warmup, 2 operator runs
+    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 6
 
 
 def test_every_module_is_restored_after_profile():
@@ -320,9 +321,10 @@ def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
         "distinct": 2,
         "examples": [{"args[0]": [1, 3], "kwargs.mask": [3, 3]}, {"args[0]": [1, 4], "kwargs.mask": [4, 4]}],
     }
-    # user warmup: nothing installed; profiler warmup: the shape hook; measured runs: no hook (spans wrap forward)
+    # user warmups: nothing installed; the stamps' warmup: the shape hook; measured runs, the profiler's
+    # warmup and the operator runs: no hook (spans wrap forward)
     warmups = prof.data["warmup"]["performed"]
-    assert pipe.step.hooks_seen == [0] * 3 * warmups + [1] * 3 + [0] * 6
+    assert pipe.step.hooks_seen == [0] * 3 * warmups + [1] * 3 + [0] * 6 + [0] * 3 + [0] * 6
 
 
 def test_environment_names_versions_and_never_the_host():
@@ -357,7 +359,7 @@ def test_an_input_the_callable_rejects_names_the_problem_and_leaves_nothing_patc
     model = nn.Sequential(Busy(0))
     before = snapshot(model)
 
-    with pytest.raises(CaptureError, match=r"raised TypeError during the profiler warmup run: .*unexpected keyword"):
+    with pytest.raises(CaptureError, match=r"TypeError during the instrumented warmup run: .*unexpected keyword"):
         ait.profile(model, {"nonsense": 1}, warmup_runs=0, measured_runs=1)
 
     assert snapshot(model) == before

@@ -1,11 +1,9 @@
 """Lite captures: regions, tree and run timing from clock stamps, without the profiler, through every reader."""
 
-import json
-
 import pytest
 import torch
 from busy import BusyPipeline, TwoLevelModel, median_gap
-from cli_helpers import APPS, run_cli
+from cli_helpers import capture_busy_app, run_cli
 
 import aitune.torch as ait
 from aitune import compare
@@ -119,25 +117,8 @@ def test_profiler_options_are_refused_in_a_lite_capture():
 
 
 def test_the_cli_captures_lite_with_the_lite_flag(tmp_path):
-    out = tmp_path / "lite"
+    written = capture_busy_app(tmp_path / "lite", "--lite")
 
-    result = run_cli(
-        "capture",
-        f"{APPS / 'busy_app.py'}:infer",
-        "--input",
-        "x",
-        "--lite",
-        "--runs",
-        "2",
-        "--warmup",
-        "1",
-        "--out",
-        str(out),
-        "--json",
-        check=True,
-    )
-
-    written = json.loads(result.stdout)["profiles"][0]
-    doc = load(written["profile"])
+    doc = load(written)
     assert doc["profiler"]["mode"] == "lite"
-    assert "lite capture" in run_cli("report", written["profile"], check=True).stdout
+    assert "lite capture" in run_cli("report", str(written), check=True).stdout

@@ -425,10 +425,10 @@ def test_a_real_capture_of_the_pipeline_recommends_unet_first_and_its_operator_m
     suggestions = suggest(prof.data)
     assert suggestions.recommended()[0].path == "unet"
     assert {"unet", "vae", "text_encoder"} <= {t.path for t in suggestions.targets}
-    nodes = [node for run_doc in prof.data["runs"] for node in walk(run_doc["tree"])]
+    nodes = [node for run_doc in prof.data["operator_runs"] for node in walk(run_doc["tree"])]
     assert all(node["operators"]["count"] >= 0 for node in nodes)
     assert all(sum(node["operators"]["categories"].values()) <= node["cpu_self_time_us"] + 0.01 for node in nodes)
-    unet = next(node for node in prof.data["runs"][0]["tree"] if node["region_id"] == "untuned_module:unet")
+    unet = next(node for node in prof.data["operator_runs"][0]["tree"] if node["region_id"] == "untuned_module:unet")
     assert "conv" in unet["operators"]["categories"]
 
 

@@ -150,7 +150,7 @@ def test_residual_causes_name_the_glue_work_and_add_up_to_the_residual():
 
     prof = ait.profile(Pipe(), torch.ones(1, 4), **FAST)
 
-    for run in prof.data["runs"]:
+    for run in prof.data["operator_runs"]:
         causes = run["residual"]["causes"]
         assert set(causes) == {"synchronization", "memory_copy", "tensor_ops", "python"}
         assert causes["tensor_ops"]["cpu_time_us"] > causes["synchronization"]["cpu_time_us"] > 0

@@ -81,5 +81,7 @@ def test_a_progress_display_learns_every_call_the_capture_will_make_once_warmed_
         model, torch.ones(1), warmup_runs=3, measured_runs=3, on_warmed_up=lambda n: told.append((n, model.calls))
     )
 
-    assert told == [(9, 9)]  # six more warmups than asked for, all done when it is told
-    assert model.calls == 9 + 1 + 3  # the warmups, the profiler's warmup, the measured runs: the bar's total
+    # six more warmups than asked for, all done when it is told; then the stamped runs' warmup, the
+    # measured runs, the profiler's warmup and the operator runs: the bar's total
+    assert told == [(9 + 1 + 3 + 1 + 2, 9)]
+    assert model.calls == 9 + 1 + 3 + 1 + 2

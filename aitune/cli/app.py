@@ -68,6 +68,15 @@ def capture(
     lite: Annotated[
         bool, typer.Option("--lite", help="Time regions and runs without the profiler (no operator table).")
     ] = False,
+    operator_runs: Annotated[
+        str | None,
+        typer.Option(
+            "--operator-runs",
+            help="Trace operators in N runs of their own after the clock-timed measured runs, or in all measured "
+            "runs (default: 2 on the CPU, all with CUDA or under torchrun).",
+            metavar="N|all",
+        ),
+    ] = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -78,13 +87,25 @@ def capture(
     folder = out or outputs.default_folder(source, function)
     if function and script_args:
         fail("script arguments after -- apply to script mode only; drop them, or name a script without :function.")
-    if lite and not function:
-        fail("--lite applies to entry mode only; name the function to profile (app.py:infer) or drop --lite.")
+    for flag, given in (("--lite", lite), ("--operator-runs", operator_runs is not None)):
+        if given and not function:
+            fail(f"{flag} applies to entry mode only; name the function to profile (app.py:infer) or drop {flag}.")
+    if lite and operator_runs is not None:
+        fail("--lite traces no operators; drop --operator-runs, or drop --lite.")
     # With --json, stdout carries the JSON alone: what the user's code prints goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         if function:
             written = outputs.capture_entry_into(
-                folder, source, function, obj, input_name, warmup, runs, not no_trace, lite=lite
+                folder,
+                source,
+                function,
+                obj,
+                input_name,
+                warmup,
+                runs,
+                not no_trace,
+                lite=lite,
+                operator_runs=_operator_runs(operator_runs),
             )
         else:
             written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
@@ -339,6 +360,15 @@ def _require_torch(command: str) -> None:
             f"{command} needs PyTorch, which is not installed here; install torch, or use the commands "
             "that do not need it (analyze, report, compare, suggest, validate, bundle, merge)."
         )
+
+
+def _operator_runs(given: str | None) -> int | str | None:
+    """``--operator-runs``: ``all``, a count of at least 1, or None when not given."""
+    if given is None or given == "all":
+        return given
+    if not given.isdigit() or int(given) < 1:
+        fail(f"--operator-runs must be all or a whole number of at least 1 (got {given!r}); --lite traces none.")
+    return int(given)
 
 
 def _check_run_counts(warmup: int, runs: int) -> None:

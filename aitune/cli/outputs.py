@@ -69,8 +69,10 @@ def capture_entry_into(
     keep_trace: bool,
     *,
     lite: bool = False,
+    operator_runs: int | str | None = None,
 ) -> list[Written]:
-    """Profile ``source:function`` with a progress bar and write its files into ``folder``; ``lite``: no profiler."""
+    """Profile ``source:function`` with a progress bar and write its files into ``folder``; ``lite``: no
+    profiler; ``operator_runs``: where operators are traced (see `aitune.torch.profile`)."""
     from aitune.torch.performance.capture import check_run_counts
     from aitune.torch.performance.entry import capture_entry
 
@@ -81,8 +83,8 @@ def capture_entry_into(
         with without_profiler_lines() as stderr, _progress(stderr) as progress:
             task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
 
-            def warmed_up(performed: int) -> None:  # warm-ups run until steady: the total is known only now
-                progress.update(task, total=performed + 1 + runs)
+            def warmed_up(calls: int) -> None:  # warm-ups run until steady: the total is known only now
+                progress.update(task, total=calls)
 
             prof = capture_entry(
                 source,
@@ -95,6 +97,7 @@ def capture_entry_into(
                 on_call=lambda: progress.advance(task),
                 on_warmed_up=warmed_up,
                 lite=lite,
+                operator_runs=operator_runs,
             )
         return [write_profile(folder, prof.data, trace=trace)]
 

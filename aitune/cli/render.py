@@ -16,7 +16,7 @@ from rich.text import Text
 from aitune.compare import Change, ProfileDiff, run_samples
 from aitune.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
-from aitune.report.document import LITE_LACKS, is_lite
+from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
@@ -72,6 +72,8 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
     lines = [terminal_text(run_time_line(doc, domain))]
     if is_lite(doc):
         lines.append(terminal_text(f"lite capture: {LITE_LACKS}"))
+    if operator_runs_note(doc):
+        lines.append(terminal_text(f"operator runs: {operator_runs_note(doc)}"))
     return Group(table, *lines)
 
 

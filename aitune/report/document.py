@@ -17,6 +17,7 @@ from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
+from aitune.analysis.stamps import OPERATOR_RUN_WALLS_KEY, timed_events
 from aitune.analysis.statistics import (
     capture_overhead,
     overhead_warnings,
@@ -44,6 +45,22 @@ LITE_LACKS = (
 def is_lite(doc: Mapping[str, Any]) -> bool:
     """Whether ``doc`` (a document, or a capture's metadata) comes from a lite capture."""
     return doc.get("profiler", {}).get("mode") == LITE_MODE
+
+
+def operator_runs_note(doc: Mapping[str, Any]) -> str | None:
+    """How a full capture that traced operators in runs of their own got its numbers, in the words
+    every reader shows; None for any other document."""
+    count = len(doc.get("operator_runs") or ())
+    if not count:
+        return None
+    return f"operators traced in {count} run(s) of their own, after the measured runs (timed by a clock)"
+
+
+def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The runs of ``doc`` that traced operators (their residual causes, operator mixes and the
+    runs ``profiler.key_averages`` totals): its ``operator_runs`` when the measured runs were timed
+    by a clock, else the measured runs (none of which did, in a lite document)."""
+    return doc.get("operator_runs") or doc["runs"]
 
 
 class Timing(TypedDict, total=False):
@@ -149,6 +166,7 @@ class ProfileDoc(TypedDict, total=False):
     capture_overhead: dict[str, Any]
     warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
+    operator_runs: list[RunDoc]  # runs of their own that traced operators, when `runs` were clock-timed
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
     distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
 
@@ -182,16 +200,27 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
     """Derive the profile document from a capture's events and its aitune metadata.
 
     The metadata supplies what the events cannot (config, target, input, instrumented regions,
-    wall times, environment); everything measured comes from the events.
+    wall times, environment); everything measured comes from the events. A capture that traced
+    operators in runs of their own carries its clock-timed runs in the metadata (`timed_events`):
+    those are the document's ``runs``, and the profiler's are its ``operator_runs``.
     """
-    meta = events.metadata
-    result = attribution.attribute_runs(events, meta.get("run_wall_times_us", ()))
+    timed = timed_events(events.metadata)
+    if timed is None:
+        return _document(events, None if is_lite(events.metadata) else events)
+    return _document(timed, events)
+
+
+def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
+    """The document of the runs in ``timing``; the operator sections come from ``operators`` (the
+    same events when they are the profiler's, None for a lite capture)."""
+    meta = timing.metadata
+    result = attribution.attribute_runs(timing, meta.get("run_wall_times_us", ()))
     spanning = attribution.spanning_regions(result.runs)
     runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
-    lite = is_lite(meta)
-    comm = communication(events)
-    causes = {} if lite else _residual_causes(events, spanning, runs, comm)
-    mixes = None if lite else region_operator_mixes(events)
+    traced = operators is timing
+    comm = communication(timing) if traced else None
+    causes = _residual_causes(timing, spanning, runs, comm) if traced else {}
+    mixes = region_operator_mixes(timing) if traced else None
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -201,10 +230,12 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
         runs=[run_doc(run, causes.get(run.run_index), mixes, comm) for run in runs],
-        profiler=_profiler_section(events, meta),
+        profiler=_profiler_section(operators or timing, meta, with_operators=operators is not None),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
-        warnings=_warnings(result, meta, known, len(runs), events.trace_kind),
+        warnings=_warnings(result, meta, known, len(runs), timing.trace_kind),
     )
+    if operators is not None and not traced:
+        doc["operator_runs"] = _operator_runs(operators, spanning)
     if spanning:
         doc["spanning_regions"] = spanning
     if runs:
@@ -225,6 +256,17 @@ def profile_from_events(events: TraceEvents) -> ProfileDoc:
         if run["run_index"] < len(waits):
             run["barrier_wait_us"] = waits[run["run_index"]]
     return doc
+
+
+def _operator_runs(events: TraceEvents, spanning: list[str]) -> list[RunDoc]:
+    """The runs that traced operators, with their causes, operator mixes and communication; at the
+    level below the timed runs' ``spanning`` regions, so both list the same regions."""
+    result = attribution.attribute_runs(events, events.metadata.get(OPERATOR_RUN_WALLS_KEY, ()))
+    runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
+    comm = communication(events)
+    causes = _residual_causes(events, spanning, runs, comm)
+    mixes = region_operator_mixes(events)
+    return [run_doc(run, causes.get(run.run_index), mixes, comm) for run in runs]
 
 
 def run_doc(
@@ -337,11 +379,11 @@ def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, 
     return share
 
 
-def _profiler_section(events: TraceEvents, meta: Mapping[str, Any]) -> dict[str, Any]:
+def _profiler_section(events: TraceEvents, meta: Mapping[str, Any], with_operators: bool) -> dict[str, Any]:
     profiler = dict(meta.get("profiler", {}))
     profiler.setdefault("activities", ["CPU", "CUDA"] if events.has_device_data else ["CPU"])  # as the trace shows
     profiler["trace_kind"] = events.trace_kind
-    if not is_lite(meta):
+    if with_operators:
         profiler["key_averages"] = key_averages(events)
     return profiler
 
@@ -364,6 +406,7 @@ def _warnings(
 SCENARIO_KEYS = (
     "input",
     "runs",
+    "operator_runs",
     "profiler",
     "regions",
     "warnings",

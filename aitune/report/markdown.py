@@ -7,7 +7,15 @@ from typing import Any
 
 from aitune.analysis.statistics import summarize
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
-from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, scenario_names, select_scenario
+from aitune.report.document import (
+    LITE_LACKS,
+    ProfileDoc,
+    is_lite,
+    operator_runs,
+    operator_runs_note,
+    scenario_names,
+    select_scenario,
+)
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
@@ -84,6 +92,8 @@ def _overview(doc: ProfileDoc) -> str:
     ]
     if is_lite(doc):
         lines.append(f"- Lite capture: {LITE_LACKS}")
+    if operator_runs_note(doc):
+        lines.append(f"- Operator runs: {operator_runs_note(doc)}")
     if doc.get("trace_file"):
         lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")
@@ -197,7 +207,7 @@ def _ranks(doc: ProfileDoc) -> str:
 
 
 def _residual_causes(doc: ProfileDoc) -> str:
-    runs = [run for run in doc["runs"] if "causes" in run["residual"]]
+    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
     if not runs:
         return ""
     causes = list(runs[0]["residual"]["causes"])
@@ -211,7 +221,8 @@ def _residual_causes(doc: ProfileDoc) -> str:
     ]
     spanning = markdown_text(", ".join(doc.get("spanning_regions", [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
-    return f"## Residual by cause\n\nMedian over runs of the CPU time outside every region{scope}.\n\n" + table(
+    over = f"the {len(runs)} operator runs" if doc.get("operator_runs") else "runs"
+    return f"## Residual by cause\n\nMedian over {over} of the CPU time outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows
     )
 

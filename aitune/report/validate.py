@@ -53,11 +53,12 @@ def validate(doc: Any) -> list[str]:
     return [
         f"{prefix}{problem}"
         for prefix, section in sections
-        for index, run in enumerate(section["runs"])
-        for problem in check_adds_up(run, index)
-        + check_tree_adds_up(run, index)
-        + check_communication_adds_up(run, index)
-        + check_split_level(run, section.get("spanning_regions", []), index)
+        for key in ("runs", "operator_runs")
+        for index, run in enumerate(section.get(key, ()))
+        for problem in check_adds_up(run, f"{key}[{index}]")
+        + check_tree_adds_up(run, f"{key}[{index}]")
+        + check_communication_adds_up(run, f"{key}[{index}]")
+        + check_split_level(run, section.get("spanning_regions", []), f"{key}[{index}]")
     ]
 
 
@@ -82,7 +83,7 @@ def shortened(text: str, limit: int = QUOTED_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+def check_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """Per time domain present: Σ topmost-region fractions + residual fraction = 1 (within tolerance)."""
     problems = []
     for domain in ("cpu", "device"):
@@ -91,14 +92,14 @@ def check_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
             continue
         total = run["residual"][key] + sum(region.get(key, 0.0) for region in run["regions"])
         if run["timing"].get(f"{domain}_time_us", 0) > 0 and abs(total - 1.0) > ADDS_UP_TOLERANCE:
-            problems.append(f"runs[{index}]: {domain} region fractions plus residual add up to {total:.4f}, not 1")
+            problems.append(f"{where}: {domain} region fractions plus residual add up to {total:.4f}, not 1")
     return problems
 
 
-def check_tree_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+def check_tree_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """In a run's region tree, every node's children totals + its self time = its total, per domain."""
     problems = []
-    stack = [(f"runs[{index}].tree[{i}]", node) for i, node in enumerate(run.get("tree", []))]
+    stack = [(f"{where}.tree[{i}]", node) for i, node in enumerate(run.get("tree", []))]
     while stack:
         path, node = stack.pop()
         for domain in ("cpu", "device"):
@@ -116,7 +117,7 @@ def check_tree_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
     return problems
 
 
-def check_communication_adds_up(run: Mapping[str, Any], index: int = 0) -> list[str]:
+def check_communication_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """Per key of a run's ``communication``: its regions' + its residual's = the run's."""
     total = run.get("communication")
     if total is None:
@@ -128,12 +129,12 @@ def check_communication_adds_up(run: Mapping[str, Any], index: int = 0) -> list[
             added = sum(part.get(key, 0) for part in parts)
             if abs(added - total[key]) > TREE_TOLERANCE_US + 1e-9 * total[key]:
                 problems.append(
-                    f"runs[{index}].communication.{key}: regions plus residual is {added:.3f}, not {total[key]:.3f}"
+                    f"{where}.communication.{key}: regions plus residual is {added:.3f}, not {total[key]:.3f}"
                 )
     return problems
 
 
-def check_split_level(run: Mapping[str, Any], spanning: list[str], index: int = 0) -> list[str]:
+def check_split_level(run: Mapping[str, Any], spanning: list[str], where: str = "runs[0]") -> list[str]:
     """With ``spanning_regions``, the run's tree starts with that chain and its ``regions`` are the last one's children.
 
     That is what keeps the headline adding up: the regions, the spanning regions' self times and
@@ -143,10 +144,10 @@ def check_split_level(run: Mapping[str, Any], spanning: list[str], index: int = 
     for region in spanning:
         found = [node["region_id"] for node in level]
         if found != [region]:
-            return [f"runs[{index}].tree: the spanning region {region} is not alone at its level (found {found})"]
+            return [f"{where}.tree: the spanning region {region} is not alone at its level (found {found})"]
         level = level[0]["children"]
     if spanning and sorted(node["region_id"] for node in level) != sorted(r["region_id"] for r in run["regions"]):
-        return [f"runs[{index}].regions: not the children of the spanning region {spanning[-1]} in the run's tree"]
+        return [f"{where}.regions: not the children of the spanning region {spanning[-1]} in the run's tree"]
     return []
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.analysis.attribution import fraction
+from aitune.report.document import operator_runs
 from aitune.suggest.candidates import Found
 
 ADVICE_MIN_SHARE = 0.01
@@ -86,7 +87,7 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
 
 def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
     """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU)."""
-    residuals = [run["residual"] for run in doc["runs"]]
+    residuals = [run["residual"] for run in operator_runs(doc)]
     if not all("causes" in residual for residual in residuals):
         time = statistics.median(residual["cpu_time_us"] for residual in residuals)
         share = statistics.median(residual["cpu_time_fraction"] for residual in residuals)

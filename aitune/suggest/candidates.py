@@ -29,9 +29,10 @@ class Candidate:
     parent_time: dict[str | None, float] = field(default_factory=lambda: defaultdict(float))  # by parent path
     method: str | None = None
     forward_runs: bool = False  # a region of its module's own forward was seen (not only an entry method's)
-    cpu_us: float = 0.0  # host time of its whole subtree, over all runs: what the operator mix is part of
+    cpu_us: float = 0.0  # host time of its whole subtree, over all runs
     device_us: float = 0.0
     mix: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # subtree CPU µs by category
+    mix_cpu_us: float = 0.0  # host time of its subtree over the runs the mix is of: what the mix is part of
     operators: int = 0
     has_mix: bool = False
     module_type: str | None = None
@@ -61,7 +62,7 @@ class Candidate:
 
     def kind_share(self, kinds: Iterable[str]) -> float:
         """Fraction of its host time in operators of ``kinds``."""
-        return sum(self.mix.get(kind, 0.0) for kind in kinds) / self.cpu_us if self.cpu_us > 0 else 0.0
+        return sum(self.mix.get(kind, 0.0) for kind in kinds) / self.mix_cpu_us if self.mix_cpu_us > 0 else 0.0
 
 
 @dataclass
@@ -95,37 +96,38 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
     regions, runs = RegionIndex(doc), len(doc["runs"])
     found = Found({}, defaultdict(list), {}, False, regions.marked)
 
-    def visit(node: Mapping[str, Any], index: int, parent: str | None) -> _Mix:
+    def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
+        """Add ``node`` to its candidate; ``index`` None: an operator run's node, whose operator mix alone counts."""
         path, method = regions.module_path(node["region_id"])
         subtree = _Mix()
         if "operators" in node:
             subtree.add(_Mix(defaultdict(float, node["operators"]["categories"]), node["operators"]["count"], True))
         children = node.get("children", ())
         if not path:  # the root object's entry method: the modules under it are the top-level targets
-            own = node.get(f"{domain}_self_time_us", node.get(f"{domain}_time_us", 0.0))
-            found.root_methods.setdefault(path_of(node["region_id"]), [0.0] * runs)[index] += own
-            found.root_has_children = found.root_has_children or bool(children)
+            if index is not None:
+                own = node.get(f"{domain}_self_time_us", node.get(f"{domain}_time_us", 0.0))
+                found.root_methods.setdefault(path_of(node["region_id"]), [0.0] * runs)[index] += own
+                found.root_has_children = found.root_has_children or bool(children)
             for child in children:
                 visit(child, index, None)
             return subtree
-        candidate = found.candidates.get(path) or found.candidates.setdefault(path, Candidate(path, runs))
-        candidate.forward_runs = candidate.forward_runs or method is None
-        if path == parent:  # vae's forward inside vae.decode: one target, whose time the method already holds
+        candidate = found.candidates.get(path)
+        if candidate is None and index is not None:
+            candidate = found.candidates.setdefault(path, Candidate(path, runs))
+        if candidate is not None and index is not None:
+            candidate.forward_runs = candidate.forward_runs or method is None
+        if path == parent or candidate is None:  # vae's forward inside vae.decode: the method's target holds it
             for child in children:
                 subtree.add(visit(child, index, path))
             return subtree
-        time = node.get(f"{domain}_time_us", 0.0)
-        candidate.times[index] += time
-        candidate.calls[index] += node["calls"]
-        candidate.region_time[node["region_id"]] += time
-        candidate.parent_time[parent] += time
-        candidate.method = candidate.method or method
-        candidate.cpu_us += node["cpu_time_us"]
-        candidate.device_us += node.get("device_time_us", 0.0)
+        if index is not None:
+            _add_timing(candidate, node, index, parent, method, domain)
         for child in children:
             subtree.add(visit(child, index, path))
         for kind, us in subtree.categories.items():
             candidate.mix[kind] += us
+        if subtree.seen:
+            candidate.mix_cpu_us += node["cpu_time_us"]
         candidate.operators += subtree.count
         candidate.has_mix = candidate.has_mix or subtree.seen
         return subtree
@@ -133,12 +135,29 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
     for index, run in enumerate(doc["runs"]):
         for node in run.get("tree") or run["regions"]:
             visit(node, index, None)
+    for run in doc.get("operator_runs", ()):  # the measured runs were clock-timed: the mixes are these runs'
+        for node in run.get("tree") or run["regions"]:
+            visit(node, None, None)
     for candidate in found.candidates.values():
         _describe(candidate, regions)
         if candidate.parent is not None:
             found.children[candidate.parent].append(candidate)
     found.children = dict(found.children)
     return found
+
+
+def _add_timing(
+    candidate: Candidate, node: Mapping[str, Any], index: int, parent: str | None, method: str | None, domain: str
+) -> None:
+    """One measured run's time and calls of ``node`` on its ``candidate``."""
+    time = node.get(f"{domain}_time_us", 0.0)
+    candidate.times[index] += time
+    candidate.calls[index] += node["calls"]
+    candidate.region_time[node["region_id"]] += time
+    candidate.parent_time[parent] += time
+    candidate.method = candidate.method or method
+    candidate.cpu_us += node["cpu_time_us"]
+    candidate.device_us += node.get("device_time_us", 0.0)
 
 
 def _describe(candidate: Candidate, regions: RegionIndex) -> None:

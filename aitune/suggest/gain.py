@@ -92,7 +92,7 @@ def predicted_region_speedup(candidate: Candidate, domain: str) -> float:
     """The region's own speedup under a tuned backend (≥ 1; see the module docstring)."""
     if not candidate.has_mix:
         return MEASURED_SPEEDUPS["dispatch"].speedup
-    total = candidate.cpu_us
+    total = candidate.mix_cpu_us
     if total <= 0:
         return 1.0
     if dispatch_bound(candidate, domain):

@@ -2,14 +2,19 @@
 written out as a self-describing Chrome trace).
 
 Schedule: at least ``warmup_runs`` user warmups with nothing installed and the profiler off, more
-until their times are steady (timed: the plain baseline), one profiler warmup whose events are
-discarded (it absorbs the profiler's buffer allocation, and records the input shapes each region
-sees), then ``measured_runs`` runs, each inside a run span. CPU activity always; CUDA activity
-and synchronisation around each run when CUDA is there.
+until their times are steady (timed: the plain baseline); then one of
 
-A lite capture runs the same schedule without the profiler: region spans are clock stamps taken
-by the wrappers, runs are stamped around each call (after a device synchronisation, never one per
-region), and the stamps are read as a Chrome trace of run and region spans (`stamps`).
+- every run traced (``operator_runs`` None): one profiler warmup whose events are discarded (it
+  absorbs the profiler's buffer allocation, and records the input shapes each region sees), then
+  ``measured_runs`` runs, each inside a run span;
+- clock-stamped runs (lite, and by default a full capture on the CPU): the same schedule without
+  the profiler. Region spans are clock stamps taken by the wrappers, runs are stamped around each
+  call (after a device synchronisation, never one per region), and the stamps are read as run and
+  region spans (`aitune.analysis.stamps`). A full capture then traces operators in
+  ``operator_runs`` runs of their own, after a profiler warmup: the measured runs' timing never
+  pays the profiler's cost per operator, and the session's exit reads only those runs' events.
+
+CPU activity always; CUDA activity and synchronisation around each run when CUDA is there.
 
 Under torch.distributed (a `RankSession`), the ranks agree on when the warmups are steady, so each
 makes the same number of calls; each measured run starts after a barrier whose wait is timed outside
@@ -20,6 +25,7 @@ after the runs keeps every rank from writing its files while another's capture m
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import warnings
@@ -34,6 +40,7 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.stamps import OPERATOR_RUN_WALLS_KEY, TIMED_SPANS_KEY, StampedSpan, stamp_table, stamped_trace
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.analysis.warnings import off_thread_region_calls
 from aitune.errors import CaptureError, OutputError
@@ -41,10 +48,9 @@ from aitune.markers import TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import gzipped, write_atomic, written_atomically
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
-from aitune.torch.performance.instrument import InputShapes, Instrumented, StampedSpan
+from aitune.torch.performance.instrument import InputShapes, Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
-from aitune.torch.performance.stamps import stamped_trace
 
 
 def profiler_activities() -> list[ProfilerActivity]:
@@ -62,6 +68,32 @@ def without_cycle_warning() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
         yield
+
+
+ALL_RUNS = "all"
+"""``operator_runs``: operators are traced in every measured run."""
+
+DEFAULT_OPERATOR_RUNS = 2
+"""Operator runs of a full capture on the CPU: the operator table and residual causes of a run
+vary little from one run to the next, and each traced run costs the profiler's exit µs per event."""
+
+
+def resolve_operator_runs(requested: int | str | None) -> int | None:
+    """The runs a full capture traces operators in, for `capture_trace`: None for every measured
+    run, else a count of runs of their own. ``requested`` None picks `DEFAULT_OPERATOR_RUNS` on the
+    CPU, and every run with CUDA or in a torch.distributed process group: device times and
+    communication come only from the profiler's events."""
+    if requested is None:
+        grouped = torch.distributed.is_available() and torch.distributed.is_initialized()
+        return None if grouped or ProfilerActivity.CUDA in profiler_activities() else DEFAULT_OPERATOR_RUNS
+    if requested == ALL_RUNS:
+        return None
+    if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+        raise CaptureError(
+            f"operator_runs must be {ALL_RUNS!r} or an integer of at least 1 (got {requested!r}); "
+            "a capture without operators is mode='lite'."
+        )
+    return requested
 
 
 def check_run_counts(warmup_runs: int, measured_runs: int) -> None:
@@ -82,7 +114,7 @@ def capture_trace(
     trace_path: Path | None = None,
     record_shapes: bool = False,
     with_stack: bool = False,
-    lite: bool = False,
+    operator_runs: int | None = None,
     session: RankSession | None = None,
     on_warmed_up: Callable[[int], None] | None = None,
 ) -> TraceEvents:
@@ -93,37 +125,62 @@ def capture_trace(
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
     The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
-    ``lite`` runs the schedule without the profiler (see the module docstring). ``on_warmed_up`` is
-    told how many user warmups ran once they are steady (a progress display's total: the count varies).
+    ``operator_runs`` says where operators are traced: None, in every measured run; 0, nowhere (a
+    lite capture, see the module docstring); n, in n runs of their own after the measured runs,
+    which are then clock-stamped (see `_capture_stamped`). ``on_warmed_up`` is told how many calls
+    the whole capture makes, warmups included, once they are steady (a progress display's total:
+    the number of warmups varies).
     ``session`` aligns the runs with the other ranks' and adds ``barrier_wait_us`` (µs before each
     run) to the metadata.
     """
     check_run_counts(warmup_runs, measured_runs)
-    activities = profiler_activities()
-    synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in activities else _no_sync
-    plan = schedule(wait=0, warmup=1, active=measured_runs, repeat=1)
+    assert operator_runs is None or operator_runs >= 0, operator_runs
+    synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in profiler_activities() else _no_sync
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
     warmup_walls = _warm_up(call, synchronize, warmup_runs, session.all_steady if session else _alone)
     align = _Alignment(session, measured_runs)
-    if on_warmed_up is not None:
-        on_warmed_up(len(warmup_walls))
-    if lite:
-        meta = {**metadata, "warmup_wall_times_us": warmup_walls}
-        return _capture_lite(call, targets, synchronize, measured_runs, meta, trace_path, align)
+    if on_warmed_up is not None:  # +1: the profiler's (or the stamps') warmup; an operator pass has its own
+        on_warmed_up(len(warmup_walls) + 1 + measured_runs + (1 + operator_runs if operator_runs else 0))
+    meta = {**metadata, "warmup_wall_times_us": warmup_walls}
+    if operator_runs is None:
+        return _capture_traced(
+            call, targets, synchronize, measured_runs, meta, trace_path, align, record_shapes, with_stack
+        )
+    return _capture_stamped(
+        call, targets, synchronize, measured_runs, operator_runs, meta, trace_path, align, record_shapes, with_stack
+    )
+
+
+def _capture_traced(
+    call: Callable[[], Any],
+    targets: Sequence[RegionTarget],
+    synchronize: Callable[[], None],
+    measured_runs: int,
+    metadata: Mapping[str, Any],
+    trace_path: Path | None,
+    align: _Alignment,
+    record_shapes: bool,
+    with_stack: bool,
+    operator_pass: bool = False,
+) -> TraceEvents:
+    """``measured_runs`` runs under the profiler, after its warmup. An ``operator_pass`` follows
+    stamped runs (`_capture_stamped`): its wall µs go in `OPERATOR_RUN_WALLS_KEY`, and neither the
+    input shapes nor the calls on other threads are recorded again."""
     with (
         without_profiler_lines(),  # Kineto's profiler_start/stop lines: the CLI drops them, so does the API
         without_cycle_warning(),
         Instrumented(targets) as instrumented,
         profile(
-            activities=activities,
-            schedule=plan,
+            activities=profiler_activities(),
+            schedule=schedule(wait=0, warmup=1, active=measured_runs, repeat=1),
             record_shapes=record_shapes,
             with_stack=with_stack,
             experimental_config=trace_only_config(),
         ) as profiler,
     ):
-        with InputShapes(targets) as shapes:  # the warmup is discarded: the measured runs pay nothing for this
+        # the warmup is discarded: the measured runs pay nothing for the shapes (an operator pass's came before)
+        with nullcontext() if operator_pass else InputShapes(targets) as shapes:
             _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
         profiler.step()
         before_runs = instrumented.off_thread.snapshot()
@@ -133,13 +190,14 @@ def capture_trace(
             run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
             if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
                 profiler.step()
+        off_thread = (0, 0) if operator_pass else instrumented.off_thread.since(before_runs)
+        regions = metadata.get("regions", ())
         meta = {
             **metadata,
-            "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
-            "warmup_wall_times_us": warmup_walls,
-            "run_wall_times_us": run_walls,
+            "regions": with_input_shapes(regions, shapes.by_region()) if shapes is not None else list(regions),
+            OPERATOR_RUN_WALLS_KEY if operator_pass else "run_wall_times_us": run_walls,
             **align.metadata(),
-            "warnings": _with_off_thread_calls(metadata, *instrumented.off_thread.since(before_runs)),
+            "warnings": _with_off_thread_calls(metadata, *off_thread),
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     align.finish()
@@ -177,15 +235,25 @@ def export_trace(profiler: profile, path: Path) -> bytes:
     return data
 
 
-def _capture_lite(
+def _capture_stamped(
     call: Callable[[], Any],
     targets: Sequence[RegionTarget],
     synchronize: Callable[[], None],
     measured_runs: int,
+    operator_runs: int,
     metadata: Mapping[str, Any],
     trace_path: Path | None,
     align: _Alignment,
+    record_shapes: bool,
+    with_stack: bool,
 ) -> TraceEvents:
+    """The measured runs with clock-stamped spans and no profiler; then, unless ``operator_runs`` is
+    0 (a lite capture), that many runs of their own under the profiler for the operators.
+
+    The stamped runs are the timing: the profiler's cost per operator (1.2× the run time of an
+    operator-heavy decoder) and its session's exit (µs per event) never touch them. Their stamps
+    travel in the traced runs' metadata (`TIMED_SPANS_KEY`), so the saved trace holds both.
+    """
     stamps: list[StampedSpan] = []
     with Instrumented(targets, stamps=stamps) as instrumented:
         with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
@@ -210,8 +278,14 @@ def _capture_lite(
         **align.metadata(),
         "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
+    if operator_runs:
+        meta[TIMED_SPANS_KEY] = stamp_table(stamps)
+        untimed = _Alignment(align.session, operator_runs, kind="operator run")
+        return _capture_traced(
+            call, targets, synchronize, operator_runs, meta, trace_path, untimed, record_shapes, with_stack, True
+        )
     align.finish()
-    trace = stamped_trace(stamps, meta)
+    trace = stamped_trace(stamps, meta, os.getpid())
     if "distributed" in meta:  # torch's profiler writes this for a full capture; HTA finds the rank by it
         trace["distributedInfo"] = trace_distributed_info(meta["distributed"])
     if trace_path is not None:
@@ -292,22 +366,25 @@ def _alone(steady: bool) -> bool:
 
 
 class _Alignment:
-    """The measured runs' barriers and their waits; nothing without a session (a single process)."""
+    """The measured runs' barriers and their waits; nothing without a session (a single process).
+    The operator runs (``kind``) are aligned too, but their waits are not reported: no run of the
+    document is theirs."""
 
-    def __init__(self, session: RankSession | None, measured_runs: int) -> None:
+    def __init__(self, session: RankSession | None, runs: int, kind: str = "measured run") -> None:
         self.session = session
-        self.measured_runs = measured_runs
+        self.runs = runs
+        self.kind = kind
         self.waits_us: list[float] = []
 
     def before_run(self, index: int) -> str:
         """Wait for the other ranks before run ``index``; the run's name for messages."""
-        which = f"measured run {index + 1} of {self.measured_runs}"
+        which = f"{self.kind} {index + 1} of {self.runs}"
         if self.session is not None:
             self.waits_us.append(self.session.barrier(which))
         return which
 
     def metadata(self) -> dict[str, Any]:
-        return {"barrier_wait_us": self.waits_us} if self.session is not None else {}
+        return {"barrier_wait_us": self.waits_us} if self.session is not None and self.kind == "measured run" else {}
 
     def finish(self) -> None:
         if self.session is not None:

@@ -88,11 +88,12 @@ def capture_entry(
     on_call: Callable[[], None] | None = None,
     on_warmed_up: Callable[[int], None] | None = None,
     lite: bool = False,
+    operator_runs: int | str | None = None,
 ) -> PerformanceProfile:
     """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call,
-    ``on_warmed_up`` with the number of user warmups once they are done (see `profile`).
+    ``on_warmed_up`` with the number of calls the capture makes, once the warmups are done (see `profile`).
 
-    ``lite`` profiles with ``mode="lite"`` (no profiler, see `profile`)."""
+    ``lite`` profiles with ``mode="lite"`` (no profiler), ``operator_runs`` is `profile`'s."""
     with loaded_entry(source, function_name, obj=obj, input_name=input_name) as entry:
         function = counted(entry.function, on_call)
         try:
@@ -105,6 +106,7 @@ def capture_entry(
                 trace_file,
                 obj_name=entry.root_name,
                 mode=LITE_MODE if lite else FULL_MODE,
+                operator_runs=operator_runs,
                 on_warmed_up=on_warmed_up,
             )
         except CaptureError as error:

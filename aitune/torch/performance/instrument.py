@@ -7,8 +7,9 @@ does anything, against about 0.3 µs for a wrapper (``benchmarks/overhead.py --s
 own forward hooks therefore run outside the region's span, in its parent's time.
 
 A span is a ``record_function`` span for the profiler (full captures), or a pair of
-``time.perf_counter_ns`` stamps kept in a list (lite captures, no profiler): the same wrappers
-and entry flags serve both.
+``time.perf_counter_ns`` stamps kept in a list (runs timed without the profiler: a lite capture's,
+and the measured runs of a full capture that traces operators in runs of their own): the same
+wrappers and entry flags serve both.
 
 Threads: only the thread that installed the wrappers (the capturing thread, which runs the
 workload) opens spans. A call on any other thread (a background thread using the same modules, a
@@ -37,6 +38,7 @@ try:  # ~0.4 µs a span against ~9 µs for record_function (measured with the pr
 except ImportError:  # an older or newer torch without it: the public, slower equivalent
     from torch.autograd.profiler import record_function as _open_span
 
+from aitune.analysis.stamps import StampedSpan  # a plain tuple: a named one costs a constructor per span
 from aitune.errors import CaptureError
 from aitune.markers import region_span_name
 from aitune.torch.performance.inputs import input_summary
@@ -45,11 +47,6 @@ from aitune.torch.performance.regions import RegionTarget
 Undo = Callable[[], None]
 _clock = time.perf_counter_ns
 _thread = threading.get_ident
-
-
-StampedSpan = tuple[str, int, int, int]
-"""One region entry timed by the lite capture's clock: (span name, ``perf_counter_ns`` at entry and
-at exit, thread ident); a plain tuple, as a named one costs a Python-level constructor per span."""
 
 
 class _EntryPoint:

@@ -24,7 +24,13 @@ from aitune.report import (
     save,
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
-from aitune.torch.performance.capture import capture_trace, check_run_counts, profiler_activities
+from aitune.torch.performance.capture import (
+    ALL_RUNS,
+    capture_trace,
+    check_run_counts,
+    profiler_activities,
+    resolve_operator_runs,
+)
 from aitune.torch.performance.distributed import rank_path, rank_session
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
@@ -89,6 +95,7 @@ def profile(
     with_stack: bool = False,
     obj_name: str | None = None,
     mode: str = FULL_MODE,
+    operator_runs: int | str | None = None,
     on_warmed_up: Callable[[int], None] | None = None,
 ) -> PerformanceProfile:
     """Profile ``inference_function(input)`` (or ``obj(input)``) and attribute its time to regions of ``obj``.
@@ -102,8 +109,15 @@ def profile(
     region paths start from it, and compare strips it from a script-mode capture's ``pipe.unet``.
     ``mode="lite"`` times regions and runs without the profiler: no operator table, no residual
     causes, no operator mixes, and about the plain run time (the document's ``profiler.mode``).
-    ``on_warmed_up(n)`` is called once the ``n`` user warmups of a capture are done (at least
-    ``warmup_runs``: more run until the run time is steady), e.g. to size a progress bar.
+    ``operator_runs`` says where a full capture traces operators: ``"all"``, in every measured run;
+    a count n, in n runs of their own after the measured runs, which are then timed like a lite
+    capture's, so the profiler's cost per operator never reaches the timing (the document's
+    ``operator_runs``). None picks `DEFAULT_OPERATOR_RUNS` on the CPU, and ``"all"`` with CUDA or
+    in a torch.distributed process group, where device times and communication come from the
+    profiler's events.
+    ``on_warmed_up(n)`` is called once the user warmups of a capture are done (at least
+    ``warmup_runs``: more run until the run time is steady) with ``n``, the number of calls the
+    whole capture makes, warmups included, e.g. to size a progress bar.
 
     Under torch.distributed (torchrun's ``RANK``/``WORLD_SIZE``, or an initialised group of more than
     one rank) every rank must call this at the same point: the document gains a ``distributed`` block,
@@ -119,7 +133,7 @@ def profile(
     check_run_counts(warmup_runs, measured_runs)
     if not isinstance(max_depth, int) or max_depth < 1:
         raise CaptureError(f"max_depth must be an integer of at least 1 (got {max_depth!r}); 1 gives flat regions.")
-    _check_mode(mode, record_shapes, with_stack)
+    _check_mode(mode, record_shapes, with_stack, operator_runs)
     function = inference_function if inference_function is not None else obj
     if not callable(function):
         raise CaptureError(
@@ -153,11 +167,13 @@ def profile(
         "measured_runs": measured_runs,
         "record_shapes": record_shapes,
         "with_stack": with_stack,
-        "lite": mode == LITE_MODE,
         "on_warmed_up": on_warmed_up,
     }
     scenarios = _scenarios(input_data)
     with rank_session() as session:
+        traced = 0 if mode == LITE_MODE else resolve_operator_runs(operator_runs)
+        metadata["config"]["operator_runs"] = ALL_RUNS if traced is None else traced
+        options["operator_runs"] = traced
         if session is not None:
             metadata["distributed"] = session.info
             options["session"] = session
@@ -187,12 +203,12 @@ def _profile_inputs(
     return PerformanceProfile(data=doc, trace_file=traces[0].resolve() if traces[0] is not None else None)
 
 
-def _check_mode(mode: str, record_shapes: bool, with_stack: bool) -> None:
+def _check_mode(mode: str, record_shapes: bool, with_stack: bool, operator_runs: int | str | None) -> None:
     if mode not in (FULL_MODE, LITE_MODE):
         raise CaptureError(f"mode must be {FULL_MODE!r} or {LITE_MODE!r} (got {mode!r}).")
-    if mode == LITE_MODE and (record_shapes or with_stack):
+    if mode == LITE_MODE and (record_shapes or with_stack or operator_runs is not None):
         raise CaptureError(
-            "record_shapes and with_stack are profiler options and a lite capture runs no profiler; "
+            "record_shapes, with_stack and operator_runs are profiler options and a lite capture runs no profiler; "
             "drop them or use mode='full'."
         )
 
