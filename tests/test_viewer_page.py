@@ -11,6 +11,7 @@ from aitune.compare import Change
 from aitune.report import build_profile
 from aitune.viewer import figures, overview, views
 from aitune.viewer.app import RUNS_DIR_ENV, build_page, default_pair, open_initial, query_value, runs_dir_from
+from aitune.viewer.selection import Selection
 from aitune.viewer.sources import Loaded
 from aitune.viewer.store import ProfileStore
 
@@ -113,3 +114,13 @@ def test_top_movers_are_topmost_regions_not_blocks_inside_a_module_tuned_whole()
     paths = [line.split(" (")[0] for line in lines]
     assert "unet" in paths
     assert not [path for path in paths if path.startswith("unet.")]
+
+
+def test_the_operator_table_says_when_it_totals_runs_of_their_own():
+    doc = pipeline_doc(65.0)
+    doc["operator_runs"] = doc["runs"][:2]
+    view = views.Operators(store=ProfileStore(before=Loaded("b.json", doc)), selection=Selection())
+
+    note = view._render().objects[0].object
+
+    assert "b.json: operators traced in 2 run(s) of their own, after the measured runs" in note

@@ -216,11 +216,8 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     meta = timing.metadata
     result = attribution.attribute_runs(timing, meta.get("run_wall_times_us", ()))
     spanning = attribution.spanning_regions(result.runs)
-    runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
+    runs = _below(result, spanning)
     traced = operators is timing
-    comm = communication(timing) if traced else None
-    causes = _residual_causes(timing, spanning, runs, comm) if traced else {}
-    mixes = region_operator_mixes(timing) if traced else None
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -229,13 +226,14 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         config=dict(meta.get("config", {})),
         target=dict(meta.get("target", {})),
         input=dict(meta.get("input", {})),
-        runs=[run_doc(run, causes.get(run.run_index), mixes, comm) for run in runs],
+        runs=_traced_run_docs(timing, runs, spanning) if traced else [run_doc(run) for run in runs],
         profiler=_profiler_section(operators or timing, meta, with_operators=operators is not None),
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs), timing.trace_kind),
     )
-    if operators is not None and not traced:
-        doc["operator_runs"] = _operator_runs(operators, spanning)
+    if operators is not None and not traced:  # at the level below the timed runs' spanning regions
+        result = attribution.attribute_runs(operators, operators.metadata.get(OPERATOR_RUN_WALLS_KEY, ()))
+        doc["operator_runs"] = _traced_run_docs(operators, _below(result, spanning), spanning)
     if spanning:
         doc["spanning_regions"] = spanning
     if runs:
@@ -258,11 +256,14 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     return doc
 
 
-def _operator_runs(events: TraceEvents, spanning: list[str]) -> list[RunDoc]:
-    """The runs that traced operators, with their causes, operator mixes and communication; at the
-    level below the timed runs' ``spanning`` regions, so both list the same regions."""
-    result = attribution.attribute_runs(events, events.metadata.get(OPERATOR_RUN_WALLS_KEY, ()))
-    runs = sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
+def _below(result: attribution.Attribution, spanning: list[str]) -> list[AttributedRun]:
+    """The attributed runs in order, each at the level below its ``spanning`` regions."""
+    return sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
+
+
+def _traced_run_docs(events: TraceEvents, runs: list[AttributedRun], spanning: list[str]) -> list[RunDoc]:
+    """The JSON of ``runs`` whose operators ``events`` traced: with residual causes, operator mixes
+    and, where the trace holds any, communication."""
     comm = communication(events)
     causes = _residual_causes(events, spanning, runs, comm)
     mixes = region_operator_mixes(events)

@@ -16,6 +16,7 @@ import param
 from bokeh.models import NumberFormatter
 
 from aitune.errors import ProfileError
+from aitune.report.document import operator_runs_note
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
@@ -161,9 +162,14 @@ class Operators(StoreView):
         return self.rendered(self.selection.param.domain)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
-        note = (
-            "Self time per run (µs) on each side and after − before, from aitune.compare." if self.store.is_pair else ""
-        )
+        pair_note = "Self time per run (µs) on each side and after − before, from aitune.compare."
+        notes = [pair_note] if self.store.is_pair else []
+        notes += [
+            f"{loaded.name}: {where}"
+            for loaded in self.store.sides().values()
+            if (where := operator_runs_note(loaded.doc)) is not None
+        ]
+        note = "\n".join(notes)
         operators = table(
             self.store.operator_table(self.selection.domain), ["key", "device_type", "side"], "operator-table"
         )
