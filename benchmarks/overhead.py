@@ -103,7 +103,9 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
     profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a traced run's (a)
     whole_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
     estimates: list[float] = []
-    post_run: dict[str, list[float]] = {"default": [], "all": []}
+    post_run: dict[str, list[float]] = {"default": [], "all": []}  # µs per event
+    post_run_ms: dict[str, list[float]] = {"default": [], "all": []}
+    events_read: dict[str, int] = {}
     post_run_parts: dict[str, list[tuple[float, float]]] = {"default": [], "all": []}
     ends_ns: list[int] = []
     read: list[int] = []
@@ -152,6 +154,8 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
             if mode in post_run:
                 post_run[mode].append((end - ends_ns[-1]) / 1000 / read[-1])
+                post_run_ms[mode].append((end - ends_ns[-1]) / 1e6)
+                events_read[mode] = read[-1]
                 post_run_parts[mode].append((read_ns[-1] / 1000 / read[-1], analysis_ns[-1] / 1000 / read[-1]))
             if mode == "default" and "capture_overhead" in prof.data:
                 estimates.append(prof.data["capture_overhead"]["ratio"])
@@ -170,8 +174,8 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
     for mode, parts in post_run_parts.items():
         reads, analyses = zip(*parts, strict=True)
         row[f"{mode}_post_run"] = (
-            f"{statistics.median(post_run[mode]):.2f} ({statistics.median(reads):.2f} + "
-            f"{statistics.median(analyses):.2f})"
+            f"{statistics.median(post_run_ms[mode]):.0f} ms, {statistics.median(post_run[mode]):.2f} "
+            f"({statistics.median(reads):.2f} + {statistics.median(analyses):.2f}; {events_read[mode]:,} events)"
         )
     return row
 
@@ -251,7 +255,7 @@ def main() -> None:
     )
     print(
         "| example | regions | plain run (ms) | (a) run ratio | (b) whole profile() | document's capture_overhead "
-        "| (c) post-run µs/event (read + analysis) | all runs traced: (a) | (b) | (c) | torch.profiler alone "
+        "| (c) post-run: ms, µs/event (read + analysis) | all runs traced: (a) | (b) | (c) | torch.profiler alone "
         "| lite (a) | lite (b) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
