@@ -21,6 +21,9 @@ RUN_SPAN_PREFIX = "aitune::run::"
 TRACE_METADATA_KEY = "aitune"
 """Top-level key of the Chrome trace holding the capture's metadata (regions, config, wall times)."""
 
+OPERATOR_RUN_WALLS_KEY = "operator_run_wall_times_us"
+"""The metadata key of the operator runs' wall µs (the measured runs' are ``run_wall_times_us``)."""
+
 AOT_REGION_KIND = "aot_module"
 JIT_REGION_KIND = "jit_module"
 UNTUNED_REGION_KIND = "untuned_module"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+import torch.distributed as dist
 from busy import BusyPipeline, TwoLevelModel, median_gap
 from cli_helpers import APPS, capture_busy_app, run_cli
 from torch import nn
@@ -16,6 +17,7 @@ from aitune.errors import CaptureError, ProfileError
 from aitune.report import build_profile, load, render_markdown, validate
 from aitune.report.key_averages import operator_rows
 from aitune.suggest import suggest
+from aitune.suggest.candidates import gather
 
 RUNS = {"warmup_runs": 1, "measured_runs": 4}
 
@@ -182,3 +184,55 @@ def test_the_cli_refuses_an_operator_run_count_it_cannot_honour(tmp_path):
 
     assert result.returncode == 2
     assert "--operator-runs must be all or a whole number of at least 1" in result.stderr
+
+
+class Wrapped(nn.Module):
+    """All of its run is spent inside ``inner``: a region that spans the run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = TwoLevelModel()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share(tmp_path):
+    trace = tmp_path / "trace.json.gz"
+    live = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS).data
+    document = json.loads(gzip.decompress(trace.read_bytes()))
+    inner = "aitune::region::untuned_module:inner"
+    document["traceEvents"] = [event for event in document["traceEvents"] if event.get("name") != inner]
+
+    reanalysed = build_profile(document)  # the operator runs no longer spend their time inside inner
+
+    assert live["spanning_regions"] == ["untuned_module:inner"]
+    assert "spanning_regions" not in reanalysed and validate(reanalysed) == []
+    assert [r["region_id"] for r in reanalysed["runs"][0]["regions"]] == ["untuned_module:inner"]
+
+
+def test_malformed_operator_run_wall_times_are_one_sentence_naming_them(tmp_path):
+    trace = tmp_path / "trace.json.gz"
+    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    document = json.loads(gzip.decompress(trace.read_bytes()))
+    document["aitune"]["operator_run_wall_times_us"] = 5
+
+    with pytest.raises(ProfileError, match="'operator_run_wall_times_us' has the wrong type"):
+        build_profile(document)
+
+
+def test_suggest_takes_the_operator_mix_per_operator_run(split_and_all):
+    split, _ = split_and_all
+
+    found = gather(split, "cpu")
+
+    assert {(c.runs, c.mix_runs) for c in found.candidates.values()} == {(4, 2)}
+
+
+def test_a_count_of_operator_runs_is_refused_in_a_process_group():
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with pytest.raises(CaptureError, match=r"in a torch\.distributed process group; pass operator_runs=.all."):
+            ait.profile(TwoLevelModel(), torch.ones(1, 4), operator_runs=2, **RUNS)
+    finally:
+        dist.destroy_process_group()

@@ -27,6 +27,7 @@ from aitune.markers import (
     AITUNE_06_RUN_SPAN,
     AITUNE_06_SPAN_PREFIX,
     MODULE_CALL_PREFIX,
+    OPERATOR_RUN_WALLS_KEY,
     PROFILER_STEP_PREFIX,
     REGION_SPAN_PREFIX,
     RUN_SPAN_PREFIX,
@@ -397,14 +398,15 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     return builder.build(metadata)
 
 
+_WALL_TIMES = ("run_wall_times_us", "warmup_wall_times_us", OPERATOR_RUN_WALLS_KEY)
 _METADATA_SHAPE = {
     **dict.fromkeys(("created_at", "aitune_version"), str),
     **dict.fromkeys(("config", "target", "input", "environment", "profiler"), dict),
-    **dict.fromkeys(("regions", "warnings", "run_wall_times_us", "warmup_wall_times_us"), list),
+    **dict.fromkeys(("regions", "warnings", *_WALL_TIMES), list),
 }
 _METADATA_ITEMS = {
     **dict.fromkeys(("regions", "warnings"), dict),
-    **dict.fromkeys(("run_wall_times_us", "warmup_wall_times_us"), (int, float)),
+    **dict.fromkeys(_WALL_TIMES, (int, float)),
 }
 
 

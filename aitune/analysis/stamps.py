@@ -23,9 +23,6 @@ StampedSpan = tuple[str, int, int, int]
 TIMED_SPANS_KEY = "timed_spans"
 """The metadata key of a full capture's timed runs, when its operators were traced in other runs."""
 
-OPERATOR_RUN_WALLS_KEY = "operator_run_wall_times_us"
-"""The metadata key of the wall µs of those operator runs (the timed runs' are ``run_wall_times_us``)."""
-
 
 def stamp_table(stamps: Sequence[StampedSpan]) -> dict[str, Any]:
     """``stamps`` as a compact JSON table: their distinct ``names``, and one ``[name index, thread,

@@ -366,7 +366,7 @@ def _operator_runs(given: str | None) -> int | str | None:
     """``--operator-runs``: ``all``, a count of at least 1, or None when not given."""
     if given is None or given == "all":
         return given
-    if not given.isdigit() or int(given) < 1:
+    if not (given.isascii() and given.isdigit()) or int(given) < 1:
         fail(f"--operator-runs must be all or a whole number of at least 1 (got {given!r}); --lite traces none.")
     return int(given)
 

@@ -17,7 +17,7 @@ from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
-from aitune.analysis.stamps import OPERATOR_RUN_WALLS_KEY, timed_events
+from aitune.analysis.stamps import timed_events
 from aitune.analysis.statistics import (
     capture_overhead,
     overhead_warnings,
@@ -27,7 +27,7 @@ from aitune.analysis.statistics import (
 )
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
-from aitune.markers import parse_region_id
+from aitune.markers import OPERATOR_RUN_WALLS_KEY, parse_region_id
 
 SCHEMA_VERSION = 1
 
@@ -216,8 +216,12 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     meta = timing.metadata
     result = attribution.attribute_runs(timing, meta.get("run_wall_times_us", ()))
     spanning = attribution.spanning_regions(result.runs)
-    runs = _below(result, spanning)
     traced = operators is timing
+    separate = None  # the operator runs' attribution, when they are runs of their own
+    if operators is not None and not traced:
+        separate = attribution.attribute_runs(operators, operators.metadata.get(OPERATOR_RUN_WALLS_KEY, ()))
+        spanning = _common_prefix(spanning, attribution.spanning_regions(separate.runs))  # one level for both
+    runs = _below(result, spanning)
     known = {region["id"]: region for region in meta.get("regions", ())}
     doc = ProfileDoc(
         schema_version=SCHEMA_VERSION,
@@ -231,9 +235,8 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         regions=[region_meta(region, known) for region in result.observed_region_ids],
         warnings=_warnings(result, meta, known, len(runs), timing.trace_kind),
     )
-    if operators is not None and not traced:  # at the level below the timed runs' spanning regions
-        result = attribution.attribute_runs(operators, operators.metadata.get(OPERATOR_RUN_WALLS_KEY, ()))
-        doc["operator_runs"] = _traced_run_docs(operators, _below(result, spanning), spanning)
+    if separate is not None and separate.runs:
+        doc["operator_runs"] = _traced_run_docs(operators, _below(separate, spanning), spanning)
     if spanning:
         doc["spanning_regions"] = spanning
     if runs:
@@ -254,6 +257,16 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         if run["run_index"] < len(waits):
             run["barrier_wait_us"] = waits[run["run_index"]]
     return doc
+
+
+def _common_prefix(first: list[str], second: list[str]) -> list[str]:
+    """The spanning regions both kinds of run share, outermost first."""
+    common = []
+    for one, other in zip(first, second, strict=False):
+        if one != other:
+            break
+        common.append(one)
+    return common
 
 
 def _below(result: attribution.Attribution, spanning: list[str]) -> list[AttributedRun]:

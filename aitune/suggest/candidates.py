@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.compare import path_of
+from aitune.report.document import operator_runs
 from aitune.report.regions import RegionIndex
 
 
 @dataclass
 class Candidate:
-    """One target path over ``runs`` runs: per-run time (chosen domain) and calls, totals of the rest."""
+    """One target path over ``runs`` runs: per-run time (chosen domain) and calls, totals of the rest;
+    its operator mix is of ``mix_runs`` runs (a capture's operator runs, else the same runs)."""
 
     path: str
     runs: int
+    mix_runs: int
     times: list[float] = field(init=False)
     calls: list[int] = field(init=False)
     region_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # by region id merged in
@@ -93,7 +96,7 @@ class _Mix:
 
 def gather(doc: Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
-    regions, runs = RegionIndex(doc), len(doc["runs"])
+    regions, runs, mix_runs = RegionIndex(doc), len(doc["runs"]), len(operator_runs(doc))
     found = Found({}, defaultdict(list), {}, False, regions.marked)
 
     def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
@@ -113,7 +116,7 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
             return subtree
         candidate = found.candidates.get(path)
         if candidate is None and index is not None:
-            candidate = found.candidates.setdefault(path, Candidate(path, runs))
+            candidate = found.candidates.setdefault(path, Candidate(path, runs, mix_runs))
         if candidate is not None and index is not None:
             candidate.forward_runs = candidate.forward_runs or method is None
         if path == parent or candidate is None:  # vae's forward inside vae.decode: the method's target holds it

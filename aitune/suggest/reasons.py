@@ -214,7 +214,7 @@ def _cautions(candidate: Candidate, shares: list[float]) -> Iterable[tuple[str, 
                 "marks the varying dimensions dynamic) or pass dynamic_shapes."
             ),
         )
-    sync_us = candidate.mix.get("sync", 0.0) / candidate.runs
+    sync_us = candidate.mix.get("sync", 0.0) / candidate.mix_runs
     if sync_us > 0:
         yield (
             "HOST_SYNC",

@@ -40,11 +40,11 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
-from aitune.analysis.stamps import OPERATOR_RUN_WALLS_KEY, TIMED_SPANS_KEY, StampedSpan, stamp_table, stamped_trace
+from aitune.analysis.stamps import TIMED_SPANS_KEY, StampedSpan, stamp_table, stamped_trace
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.analysis.warnings import off_thread_region_calls
 from aitune.errors import CaptureError, OutputError
-from aitune.markers import TRACE_METADATA_KEY, run_span_name
+from aitune.markers import OPERATOR_RUN_WALLS_KEY, TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import gzipped, write_atomic, written_atomically
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
@@ -82,18 +82,26 @@ def resolve_operator_runs(requested: int | str | None) -> int | None:
     """The runs a full capture traces operators in, for `capture_trace`: None for every measured
     run, else a count of runs of their own. ``requested`` None picks `DEFAULT_OPERATOR_RUNS` on the
     CPU, and every run with CUDA or in a torch.distributed process group: device times and
-    communication come only from the profiler's events."""
-    if requested is None:
-        grouped = torch.distributed.is_available() and torch.distributed.is_initialized()
-        return None if grouped or ProfilerActivity.CUDA in profiler_activities() else DEFAULT_OPERATOR_RUNS
+    communication come only from the profiler's events, so a count is refused there."""
     if requested == ALL_RUNS:
         return None
-    if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+    if requested is not None and (not isinstance(requested, int) or isinstance(requested, bool) or requested < 1):
         raise CaptureError(
             f"operator_runs must be {ALL_RUNS!r} or an integer of at least 1 (got {requested!r}); "
             "a capture without operators is mode='lite'."
         )
-    return requested
+    grouped = torch.distributed.is_available() and torch.distributed.is_initialized()
+    needs_profiler = "in a torch.distributed process group" if grouped else None
+    if ProfilerActivity.CUDA in profiler_activities():
+        needs_profiler = "with CUDA"
+    if needs_profiler is None:
+        return DEFAULT_OPERATOR_RUNS if requested is None else requested
+    if requested is not None:
+        raise CaptureError(
+            f"operator_runs={requested} times the measured runs by a clock, which sees no device time or "
+            f"communication, and this capture runs {needs_profiler}; pass operator_runs='all' or mode='lite'."
+        )
+    return None
 
 
 def check_run_counts(warmup_runs: int, measured_runs: int) -> None:
