@@ -72,8 +72,8 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
     lines = [terminal_text(run_time_line(doc, domain))]
     if is_lite(doc):
         lines.append(terminal_text(f"lite capture: {LITE_LACKS}"))
-    if operator_runs_note(doc):
-        lines.append(terminal_text(f"operator runs: {operator_runs_note(doc)}"))
+    if note := operator_runs_note(doc):
+        lines.append(terminal_text(f"operator runs: {note}"))
     return Group(table, *lines)
 
 

@@ -92,8 +92,8 @@ def _overview(doc: ProfileDoc) -> str:
     ]
     if is_lite(doc):
         lines.append(f"- Lite capture: {LITE_LACKS}")
-    if operator_runs_note(doc):
-        lines.append(f"- Operator runs: {operator_runs_note(doc)}")
+    if note := operator_runs_note(doc):
+        lines.append(f"- Operator runs: {note}")
     if doc.get("trace_file"):
         lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")

@@ -90,11 +90,11 @@ def resolve_operator_runs(requested: int | str | None) -> int | None:
             f"operator_runs must be {ALL_RUNS!r} or an integer of at least 1 (got {requested!r}); "
             "a capture without operators is mode='lite'."
         )
-    grouped = torch.distributed.is_available() and torch.distributed.is_initialized()
-    needs_profiler = "in a torch.distributed process group" if grouped else None
     if ProfilerActivity.CUDA in profiler_activities():
         needs_profiler = "with CUDA"
-    if needs_profiler is None:
+    elif torch.distributed.is_available() and torch.distributed.is_initialized():
+        needs_profiler = "in a torch.distributed process group"
+    else:
         return DEFAULT_OPERATOR_RUNS if requested is None else requested
     if requested is not None:
         raise CaptureError(
@@ -204,7 +204,7 @@ def _capture_traced(
             **metadata,
             "regions": with_input_shapes(regions, shapes.by_region()) if shapes is not None else list(regions),
             OPERATOR_RUN_WALLS_KEY if operator_pass else "run_wall_times_us": run_walls,
-            **align.metadata(),
+            **({} if operator_pass else align.metadata()),  # the document's runs are not theirs
             "warnings": _with_off_thread_calls(metadata, *off_thread),
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
@@ -374,9 +374,8 @@ def _alone(steady: bool) -> bool:
 
 
 class _Alignment:
-    """The measured runs' barriers and their waits; nothing without a session (a single process).
-    The operator runs (``kind``) are aligned too, but their waits are not reported: no run of the
-    document is theirs."""
+    """The barriers before each of ``runs`` runs of ``kind`` (the operator runs are aligned too) and
+    their waits; nothing without a session (a single process)."""
 
     def __init__(self, session: RankSession | None, runs: int, kind: str = "measured run") -> None:
         self.session = session
@@ -392,7 +391,7 @@ class _Alignment:
         return which
 
     def metadata(self) -> dict[str, Any]:
-        return {"barrier_wait_us": self.waits_us} if self.session is not None and self.kind == "measured run" else {}
+        return {"barrier_wait_us": self.waits_us} if self.session is not None else {}
 
     def finish(self) -> None:
         if self.session is not None:

@@ -114,7 +114,7 @@ def profile(
     capture's, so the profiler's cost per operator never reaches the timing (the document's
     ``operator_runs``). None picks `DEFAULT_OPERATOR_RUNS` on the CPU, and ``"all"`` with CUDA or
     in a torch.distributed process group, where device times and communication come from the
-    profiler's events.
+    profiler's events (a count is refused there).
     ``on_warmed_up(n)`` is called once the user warmups of a capture are done (at least
     ``warmup_runs``: more run until the run time is steady) with ``n``, the number of calls the
     whole capture makes, warmups included, e.g. to size a progress bar.
