@@ -65,10 +65,11 @@ def test_two_bundles_of_the_same_inputs_are_byte_identical(bundles):
     assert bundles[0].read_bytes() == bundles[1].read_bytes()
 
 
-def test_redaction_covers_homes_users_and_hosts_anywhere_in_the_data():
-    redactor = Redactor(homes=("/home/ada",), users=("ada",), hosts=("lab-7",))
+def test_redaction_covers_homes_users_and_hosts_anywhere_in_the_data(tmp_path):
+    home = str(tmp_path / "ada")
+    redactor = Redactor(homes=(home,), users=("ada",), hosts=("lab-7",))
     data = {
-        "path": "/home/ada/app.py",
+        "path": f"{home}/app.py",
         "other": "/Users/bob/x.py",
         "host_name": "anything",
         "note": "run by ada on lab-7",

@@ -49,7 +49,7 @@ class Redactor:
     def text(self, value: str) -> str:
         """One string, redacted: homes first (they may contain the user name), then names as whole words."""
         for home in sorted(self.homes, key=len, reverse=True):
-            # Only a path that starts with the home: /data/root/cache is not under /root.
+            # Only a path that starts with the home: a path that merely contains it further in is not under it.
             value = re.sub(rf"(?<![\w.~/-]){re.escape(home)}(?![\w.-])", "~", value)
         for pattern in _HOME_PATTERNS:
             value = pattern.sub("~", value)
