@@ -3,9 +3,19 @@ on nested, overlapping, touching, tied and zero-length spans and on points at ev
 
 import random
 
+import numpy as np
 import pytest
 
-from aitune.analysis.intervals import _cell_lookup, _sweep, innermost_enclosing, nesting_order
+from aitune.analysis.intervals import (
+    _cell_lookup,
+    _nested_parents,
+    _parents_by_stack,
+    _sweep,
+    innermost_enclosing,
+    nesting_order,
+    order_array,
+    parent_array,
+)
 
 
 def random_spans(rng: random.Random, count: int) -> tuple[list[float], list[float]]:
@@ -31,7 +41,9 @@ def test_cell_lookup_answers_every_point_as_the_sweep_does(seed):
     points = points_for(rng, spans, 400)
     order = nesting_order(spans)
 
-    assert _cell_lookup(spans, points, order) == _sweep(spans, points, order)
+    assert [None if owner < 0 else owner for owner in _cell_lookup(spans, points, order).tolist()] == _sweep(
+        spans, points, order
+    )
 
 
 def test_points_in_a_trace_of_real_magnitude_find_their_run():
@@ -44,3 +56,50 @@ def test_points_in_a_trace_of_real_magnitude_find_their_run():
 
 def test_points_against_no_span_are_enclosed_by_none():
     assert innermost_enclosing(([], []), [1.0, 2.0]) == [None, None]
+
+
+def nested_spans(rng: random.Random, count: int) -> tuple[list[float], list[float]]:
+    """Properly nested spans, as one thread records them: children, siblings, ties, zero lengths, ends that
+    touch their parent's, and, on a coarse grid, ends within the rounding tolerance of a sibling's start."""
+    starts: list[float] = []
+    durations: list[float] = []
+
+    def fill(start: float, end: float, depth: int) -> None:
+        cursor = start
+        while len(starts) < count and cursor < end and rng.random() < 0.8:
+            child_start = cursor + rng.choice([0.0, 0.001, 0.25, 1.0])
+            child_end = min(end, child_start + rng.choice([0.0, 0.25, rng.randrange(1, 40) / 4]))
+            if child_start > end:
+                return
+            starts.append(child_start)
+            durations.append(child_end - child_start)
+            if depth < 6:
+                fill(child_start, child_end, depth + 1)
+            cursor = child_end + rng.choice([0.0, 0.001, 0.5])
+
+    while len(starts) < count:
+        fill(len(starts) * 100.0, len(starts) * 100.0 + 90.0, 0)
+    return starts, durations
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_parents_found_in_numpy_are_the_sweeps_on_nested_and_on_overlapping_spans(seed):
+    rng = random.Random(seed)
+    spans = nested_spans(rng, rng.randrange(1, 300)) if seed % 2 else random_spans(rng, rng.randrange(1, 60))
+    order = order_array(*spans)
+    sorted_starts = np.asarray(spans[0])[order]
+    sorted_ends = sorted_starts + np.asarray(spans[1])[order]
+    expected = np.full(len(order), -1)
+    by_stack = _parents_by_stack(sorted_starts.tolist(), sorted_ends.tolist())
+    expected[order] = np.where(by_stack >= 0, order[np.maximum(by_stack, 0)], -1)
+
+    assert parent_array(*spans).tolist() == expected.tolist()
+
+
+def test_nested_spans_take_the_numpy_path_and_overlapping_ones_the_sweep():
+    nested = ([0.0, 1.0, 2.0, 5.0, 20.0], [10.0, 3.0, 1.0, 0.0, 1.0])
+    overlapping = ([0.0, 5.0], [10.0, 10.0])
+
+    assert _nested_parents(np.array(nested[0]), np.add(*nested)).tolist() == [-1, 0, 1, 0, -1]
+    assert _nested_parents(np.array(overlapping[0]), np.add(*overlapping)) is None
+    assert parent_array(*overlapping).tolist() == [-1, -1]

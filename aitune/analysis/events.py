@@ -16,12 +16,14 @@ import gc
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
-from aitune.analysis.intervals import nesting_order, parents
+from aitune.analysis.intervals import order_array, parent_array
 from aitune.errors import ProfileError
 from aitune.markers import (
     AITUNE_06_RUN_SPAN,
@@ -101,37 +103,86 @@ class CommunicationSpan(NamedTuple):
         return self.start_us + self.duration_us
 
 
-@dataclass(frozen=True)
-class OpColumns:
+def frozen_array(values: Any, dtype: type) -> np.ndarray:
+    """``values`` as a read-only numpy array: the model's columns cannot be changed once built."""
+    array = np.array(values, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+_NO_FLOATS = frozen_array((), np.float64)
+_NO_INDICES = frozen_array((), np.intp)
+
+
+class _EqualByValue:
+    """Field-by-field equality that compares arrays by their values (a dataclass's own equality would
+    ask an array for a single truth value): two readers of one trace build equal models."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(
+            np.array_equal(mine, theirs) if isinstance(mine, np.ndarray) else mine == theirs
+            for mine, theirs in ((getattr(self, item.name), getattr(other, item.name)) for item in fields(self))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class OpColumns(_EqualByValue):
     """CPU operator spans column by column: a trace holds ~10⁵ of them, and one object each would
-    dominate the analysis time."""
+    dominate the analysis time. Times are float64 arrays; ``name_codes`` numbers each operator's
+    name by its position in ``distinct_names`` (names in order of first appearance), so tables of
+    operators by name are sums over codes."""
 
     names: tuple[str, ...] = ()
-    starts_us: tuple[float, ...] = ()
-    durations_us: tuple[float, ...] = ()
+    starts_us: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    durations_us: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
     threads: tuple[ThreadKey, ...] = ()
+    name_codes: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    distinct_names: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.names)
 
 
-@dataclass(frozen=True)
-class ThreadView:
+def op_columns(
+    names: Sequence[str], starts: Sequence[float], durations: Sequence[float], threads: Sequence[ThreadKey]
+) -> OpColumns:
+    """The frozen `OpColumns` of operators given as lists, their names coded once."""
+    distinct = tuple(dict.fromkeys(names))
+    code_of = {name: code for code, name in enumerate(distinct)}
+    codes = np.fromiter(map(code_of.__getitem__, names), dtype=np.intp, count=len(names))
+    codes.flags.writeable = False
+    return OpColumns(
+        tuple(names),
+        frozen_array(starts, np.float64),
+        frozen_array(durations, np.float64),
+        tuple(threads),
+        codes,
+        distinct,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ThreadView(_EqualByValue):
     """One thread's share of the model, as indices into its sequences, each in trace order.
 
-    Its operators' nesting is found once, here: ``op_order`` lists positions in ``ops`` with every
-    parent before its children, ``op_parents`` the position of each one's innermost enclosing
-    operator (None for a topmost one), both as `aitune.analysis.intervals` defines them.
+    Its operators are index and time arrays: ``ops`` their positions in the model's `OpColumns`, with
+    their starts and durations. Their nesting is found once, here: ``op_order`` lists positions in
+    ``ops`` with every parent before its children, ``op_parents`` the position of each one's innermost
+    enclosing operator (-1 for a topmost one), both as `aitune.analysis.intervals` defines them.
     """
 
     runs: tuple[int, ...] = ()
     regions: tuple[int, ...] = ()
     launches: tuple[int, ...] = ()
-    ops: tuple[int, ...] = ()
-    op_starts_us: tuple[float, ...] = ()
-    op_durations_us: tuple[float, ...] = ()
-    op_order: tuple[int, ...] = ()
-    op_parents: tuple[int | None, ...] = ()
+    ops: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    op_starts_us: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    op_durations_us: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    op_order: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    op_parents: np.ndarray = field(default_factory=lambda: _NO_INDICES)
 
 
 @dataclass(frozen=True)
@@ -145,7 +196,7 @@ class TraceEvents:
 
     runs: tuple[Span, ...] = ()
     regions: tuple[Span, ...] = ()
-    ops: OpColumns = OpColumns()
+    ops: OpColumns = field(default_factory=OpColumns)
     launches: tuple[Launch, ...] = ()
     device: tuple[DeviceActivity, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -200,7 +251,7 @@ class EventsBuilder:
         ``args`` (the event's, untrusted) are read for communication events only: their bytes.
         """
         if category in SPAN_CATEGORIES and name.startswith(CPU_PREFIXES):
-            self._add_communication(name, start_us, duration_us, thread, args)
+            self.add_communication(name, start_us, duration_us, thread, args)
             if category == "user_annotation":
                 return  # a backend's span of the transfer (gloo:all_reduce): not the user's annotation, not a region
         if category == "cpu_op" and not name.startswith(SPAN_PREFIX):  # by far the most common: checked first
@@ -225,7 +276,8 @@ class EventsBuilder:
         elif category in DEVICE_CATEGORIES:
             self.device.append(DeviceActivity(name, category, start_us, duration_us, correlation))
 
-    def _add_communication(self, name: str, start_us: float, duration_us: float, thread: ThreadKey, args: Any) -> None:
+    def add_communication(self, name: str, start_us: float, duration_us: float, thread: ThreadKey, args: Any) -> None:
+        """File the communication span of an event `add` files as one (its bytes read from ``args``)."""
         kind = communication_kind(name)
         bytes_from = kind.bytes_from if kind is not None else None
         moved = message_bytes(bytes_from, args) if bytes_from is not None else None
@@ -252,9 +304,7 @@ class EventsBuilder:
         return TraceEvents(
             runs=tuple(runs),
             regions=tuple(regions),
-            ops=OpColumns(
-                tuple(self.op_names), tuple(self.op_starts), tuple(self.op_durations), tuple(self.op_threads)
-            ),
+            ops=op_columns(self.op_names, self.op_starts, self.op_durations, self.op_threads),
             launches=tuple(self.launches),
             device=tuple(self.device),
             metadata=metadata,
@@ -286,24 +336,25 @@ def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span])
             lists[kind] = indices
     for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
         set(span.thread for span in spans)
+    all_starts = np.asarray(builder.op_starts, dtype=np.float64)
+    all_durations = np.asarray(builder.op_durations, dtype=np.float64)
     views: dict[ThreadKey, ThreadView] = {}
     for thread, lists in groups.items():
-        ops = lists["ops"]
-        if len(ops) == len(builder.op_starts):  # every operator on this thread, the common case: no gather
-            starts, durations = tuple(builder.op_starts), tuple(builder.op_durations)
-        else:
-            starts = tuple(builder.op_starts[i] for i in ops)
-            durations = tuple(builder.op_durations[i] for i in ops)
-        order = nesting_order((starts, durations))
+        ops = frozen_array(lists["ops"], np.intp)
+        starts, durations = all_starts[ops], all_durations[ops]
+        order = order_array(starts, durations)
+        found = parent_array(starts, durations, order)
+        for column in (starts, durations, order, found):
+            column.flags.writeable = False
         views[thread] = ThreadView(
             runs=tuple(lists["runs"]),
             regions=tuple(lists["regions"]),
             launches=tuple(lists["launches"]),
-            ops=tuple(ops),
+            ops=ops,
             op_starts_us=starts,
             op_durations_us=durations,
-            op_order=tuple(order),
-            op_parents=tuple(parents((starts, durations), order)),
+            op_order=order,
+            op_parents=found,
         )
     return views
 

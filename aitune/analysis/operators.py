@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from aitune.analysis.events import Launch, ThreadView, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing
+from aitune.analysis.intervals import columns, enclosing_array, innermost_enclosing
 
 ROW_LIMIT = 20
 """Rows kept per sorted view; the full event stream lives in the Chrome trace."""
@@ -52,7 +52,7 @@ def operator_rows(events: TraceEvents) -> list[OperatorRow]:
     for view in events.threads.values():
         runs = columns([events.runs[i] for i in view.runs])
         launches = [events.launches[i] for i in view.launches]
-        kept = [run is not None for run in innermost_enclosing(runs, view.op_starts_us)]
+        kept = enclosing_array(runs, view.op_starts_us) >= 0
         launch_runs = innermost_enclosing(runs, [launch.start_us for launch in launches])
         measured = [launch for launch, run in zip(launches, launch_runs, strict=True) if run is not None]
         measured_launches.update(launch.correlation for launch in measured)
@@ -90,7 +90,7 @@ def _top(rows: Sequence[OperatorRow], attribute: str, limit: int, with_device: b
 def _fold_ops(
     events: TraceEvents,
     view: ThreadView,
-    kept: Sequence[bool],
+    kept: np.ndarray,
     launches: Sequence[Launch],
     device_time: Mapping[int, float],
     rows: dict[tuple[str, str], OperatorRow],
@@ -98,33 +98,27 @@ def _fold_ops(
     """Add the ``kept`` operators of one thread (those inside a run) to ``rows``, with self and total times.
 
     One of the analysis pass's hottest steps (~10⁵ operators a capture), so it is array operations: the
-    nesting comes from the model's index, and `numpy.bincount` sums each operator name's times in
-    trace order, as a loop adding them one by one would.
+    nesting comes from the model's index, and `numpy.bincount` sums each operator name's times (by its
+    code) in trace order, as a loop adding them one by one would.
     """
-    durations = np.asarray(view.op_durations_us, dtype=np.float64)
-    keep = np.asarray(kept, dtype=bool)
-    children_first = np.asarray(view.op_order[::-1], dtype=np.intp)
-    parent = np.array([-1 if index is None else index for index in view.op_parents], dtype=np.intp)[children_first]
-    counted = (parent >= 0) & keep[children_first] & keep[np.maximum(parent, 0)]
+    durations = view.op_durations_us
+    children_first = view.op_order[::-1]
+    parent = view.op_parents[children_first]
+    counted = (parent >= 0) & kept[children_first] & kept[np.maximum(parent, 0)]
     child_cpu = np.bincount(parent[counted], weights=durations[children_first][counted], minlength=len(durations))
-    names = events.ops.names
-    code_of: dict[str, int] = {}
-    codes = np.fromiter(
-        (code_of.setdefault(names[index], len(code_of)) for index in view.ops), dtype=np.intp, count=len(view.ops)
-    )
-    kept_codes, kept_durations = codes[keep], durations[keep]
-    counts = np.bincount(kept_codes, minlength=len(code_of)).tolist()
-    totals = np.bincount(kept_codes, weights=kept_durations, minlength=len(code_of)).tolist()
-    own = np.maximum(kept_durations - child_cpu[keep], 0.0)
-    selves = np.bincount(kept_codes, weights=own, minlength=len(code_of)).tolist()
+    distinct = events.ops.distinct_names
+    kept_codes, kept_durations = events.ops.name_codes[view.ops][kept], durations[kept]
+    counts = np.bincount(kept_codes, minlength=len(distinct))
+    totals = np.bincount(kept_codes, weights=kept_durations, minlength=len(distinct)).tolist()
+    own = np.maximum(kept_durations - child_cpu[kept], 0.0)
+    selves = np.bincount(kept_codes, weights=own, minlength=len(distinct)).tolist()
     by_name = {key[0]: row for key, row in rows.items() if key[1] == "CPU"}
-    for name, code in code_of.items():
-        if not counts[code]:
-            continue
+    for code in np.flatnonzero(counts).tolist():
+        name = distinct[code]
         row = by_name.get(name)
         if row is None:
             row = by_name[name] = rows[name, "CPU"] = OperatorRow(name, "CPU")
-        row.count += counts[code]
+        row.count += int(counts[code])
         row.cpu_time_total_us += totals[code]
         row.self_cpu_time_total_us += selves[code]
     if launches:
@@ -134,27 +128,28 @@ def _fold_ops(
 def _fold_device_time(
     events: TraceEvents,
     view: ThreadView,
-    kept: Sequence[bool],
+    kept: np.ndarray,
     launches: Sequence[Launch],
     device_time: Mapping[int, float],
     by_name: dict[str, OperatorRow],
 ) -> None:
     """Device time of the kernels each operator launched: self (innermost operator) and total (ancestors too)."""
     spans = (view.op_starts_us, view.op_durations_us)
-    self_device = [0.0] * len(kept)
+    keeps = kept.tolist()
+    self_device = [0.0] * len(keeps)
     owners = innermost_enclosing(spans, [launch.start_us for launch in launches], view.op_order)
     for launch, owner in zip(launches, owners, strict=True):
-        if owner is not None and kept[owner]:
+        if owner is not None and keeps[owner]:
             self_device[owner] += device_time.get(launch.correlation, 0.0)
     total_device = list(self_device)
-    parent_of = view.op_parents
-    for index in reversed(view.op_order):  # children before parents: totals flow upwards
+    parent_of = view.op_parents.tolist()
+    for index in reversed(view.op_order.tolist()):  # children before parents: totals flow upwards
         parent = parent_of[index]
-        if parent is not None and kept[index] and kept[parent]:
+        if parent >= 0 and keeps[index] and keeps[parent]:
             total_device[parent] += total_device[index]
     names = events.ops.names
-    for local, index in enumerate(view.ops):
-        if kept[local]:
+    for local, index in enumerate(view.ops.tolist()):
+        if keeps[local]:
             row = by_name[names[index]]
             row.self_device_time_total_us += self_device[local]
             row.device_time_total_us += total_device[local]

@@ -188,13 +188,12 @@ def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | N
 
 def _topmost_operators(events: TraceEvents, view: ThreadView) -> tuple[Columns, list[str]]:
     """The operators of one thread that no other operator encloses, in start order, and their names."""
-    parent_of = view.op_parents
-    top = [local for local in view.op_order if parent_of[local] is None]
+    top = view.op_order[view.op_parents[view.op_order] < 0]
     names = events.ops.names
     return (
-        [view.op_starts_us[local] for local in top],
-        [view.op_durations_us[local] for local in top],
-    ), [names[view.ops[local]] for local in top]
+        view.op_starts_us[top].tolist(),
+        view.op_durations_us[top].tolist(),
+    ), [names[index] for index in view.ops[top].tolist()]
 
 
 def _inside(ops: Columns, point_us: float) -> bool:

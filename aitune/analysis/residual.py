@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
 from aitune.analysis.collectives import is_communication
 from aitune.analysis.events import Span, ThreadView, TraceEvents
-from aitune.analysis.intervals import Columns, Interval, columns, covered_within, innermost_enclosing
+from aitune.analysis.intervals import Columns, Interval, columns, covered_within, enclosing_array, innermost_enclosing
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
 """The causes of every full capture's residual; a trace with communication adds `COMMUNICATION`."""
@@ -82,18 +84,20 @@ def residual_causes(
         runs = [events.runs[i] for i in view.runs]
         thread_regions = (events.regions[i] for i in view.regions)
         regions = columns([span for span in thread_regions if region_of(span) not in spanning])
-        outside = [region is None for region in innermost_enclosing(regions, view.op_starts_us)]
+        outside = enclosing_array(regions, view.op_starts_us) < 0
         parent_of = view.op_parents
-        top = [
-            local
-            for local, parent in enumerate(parent_of)
-            if outside[local] and (parent is None or not outside[parent])  # topmost among the residual's operators
-        ]
-        in_run = innermost_enclosing(columns(runs), [view.op_starts_us[local] for local in top])
-        for local, run in zip(top, in_run, strict=True):
-            cause = operator_cause(events.ops.names[view.ops[local]])
+        top = np.flatnonzero(outside & ((parent_of < 0) | ~outside[np.maximum(parent_of, 0)]))  # topmost of them
+        in_run = innermost_enclosing(columns(runs), view.op_starts_us[top])
+        names = events.ops.names
+        for index, run, start, duration in zip(
+            view.ops[top].tolist(),
+            in_run,
+            view.op_starts_us[top].tolist(),
+            view.op_durations_us[top].tolist(),
+            strict=True,
+        ):
+            cause = operator_cause(names[index])
             if run is not None and cause != COMMUNICATION:  # communication is counted by time in flight
-                start, duration = view.op_starts_us[local], view.op_durations_us[local]
                 overlap = covered_within(in_flight, start, start + duration) if in_flight else 0.0
                 causes[run_index_of(runs[run])].known_us[cause] += duration - overlap
         _add_bare_runtime_calls(events, view, runs, regions, causes, in_flight)
