@@ -294,8 +294,9 @@ class EventsBuilder:
         if detected in _FOREIGN_MARKERS:
             runs, regions = _FOREIGN_MARKERS[detected](self.annotations, self.module_calls)
             kind = detected
+        ops = op_columns(self.op_names, self.op_starts, self.op_durations, self.op_threads)
         try:
-            threads = _thread_views(self, runs, regions)
+            threads = _thread_views(ops, runs, regions, self)
         except TypeError:
             raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None
         device_of: dict[int, list[DeviceActivity]] = defaultdict(list)
@@ -304,7 +305,7 @@ class EventsBuilder:
         return TraceEvents(
             runs=tuple(runs),
             regions=tuple(regions),
-            ops=op_columns(self.op_names, self.op_starts, self.op_durations, self.op_threads),
+            ops=ops,
             launches=tuple(self.launches),
             device=tuple(self.device),
             metadata=metadata,
@@ -320,11 +321,13 @@ class EventsBuilder:
         )
 
 
-def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span]) -> dict[ThreadKey, ThreadView]:
+def _thread_views(
+    ops: OpColumns, runs: list[Span], regions: list[Span], builder: EventsBuilder
+) -> dict[ThreadKey, ThreadView]:
     """Each thread's `ThreadView`, threads in order of first appearance (operators', then the others')."""
-    groups: dict[ThreadKey, dict[str, list[int]]] = {}
+    groups: dict[ThreadKey, dict[str, np.ndarray]] = {}
     for kind, threads in (
-        ("ops", builder.op_threads),
+        ("ops", ops.threads),
         ("runs", [span.thread for span in runs]),
         ("regions", [span.thread for span in regions]),
         ("launches", [launch.thread for launch in builder.launches]),
@@ -332,25 +335,25 @@ def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span])
         for thread, indices in _indices_by_thread(threads).items():
             lists = groups.get(thread)
             if lists is None:
-                lists = groups[thread] = {"ops": [], "runs": [], "regions": [], "launches": []}
+                lists = groups[thread] = dict.fromkeys(("ops", "runs", "regions", "launches"), _NO_INDICES)
             lists[kind] = indices
     for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
         set(span.thread for span in spans)
-    all_starts = np.asarray(builder.op_starts, dtype=np.float64)
-    all_durations = np.asarray(builder.op_durations, dtype=np.float64)
     views: dict[ThreadKey, ThreadView] = {}
     for thread, lists in groups.items():
-        ops = frozen_array(lists["ops"], np.intp)
-        starts, durations = all_starts[ops], all_durations[ops]
+        indices = lists["ops"]
+        every = len(indices) == len(ops)  # every operator on this thread, the common case: no gather
+        starts = ops.starts_us if every else ops.starts_us[indices]
+        durations = ops.durations_us if every else ops.durations_us[indices]
         order = order_array(starts, durations)
         found = parent_array(starts, durations, order)
-        for column in (starts, durations, order, found):
+        for column in (indices, starts, durations, order, found):
             column.flags.writeable = False
         views[thread] = ThreadView(
-            runs=tuple(lists["runs"]),
-            regions=tuple(lists["regions"]),
-            launches=tuple(lists["launches"]),
-            ops=ops,
+            runs=tuple(lists["runs"].tolist()),
+            regions=tuple(lists["regions"].tolist()),
+            launches=tuple(lists["launches"].tolist()),
+            ops=indices,
             op_starts_us=starts,
             op_durations_us=durations,
             op_order=order,
@@ -359,22 +362,22 @@ def _thread_views(builder: EventsBuilder, runs: list[Span], regions: list[Span])
     return views
 
 
-def _indices_by_thread(threads: Sequence[ThreadKey]) -> dict[ThreadKey, list[int]]:
+def _indices_by_thread(threads: Sequence[ThreadKey]) -> dict[ThreadKey, np.ndarray]:
     """The positions in ``threads`` of each distinct thread, in order of first appearance.
 
     A capture's operators nearly all run on one thread: that case is found by hashing in C and takes no
     Python loop. `TypeError` when a key cannot be hashed.
 
-    >>> _indices_by_thread([(1, 7), (1, 8), (1, 7)])
+    >>> {thread: indices.tolist() for thread, indices in _indices_by_thread([(1, 7), (1, 8), (1, 7)]).items()}
     {(1, 7): [0, 2], (1, 8): [1]}
     """
     distinct = dict.fromkeys(threads)
     if len(distinct) == 1:
-        return {next(iter(distinct)): list(range(len(threads)))}
+        return {next(iter(distinct)): np.arange(len(threads), dtype=np.intp)}
     groups: dict[ThreadKey, list[int]] = {thread: [] for thread in distinct}
     for index, thread in enumerate(threads):
         groups[thread].append(index)
-    return groups
+    return {thread: np.array(indices, dtype=np.intp) for thread, indices in groups.items()}
 
 
 @contextmanager
