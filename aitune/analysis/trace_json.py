@@ -34,7 +34,7 @@ from aitune.markers import SPAN_PREFIX, TRACE_METADATA_KEY
 _NOTHING = msgspec.Raw(b"null")
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):  # holds no containers: the collector need not track 10⁵ of them
     """The fields of one trace event analysis reads; ``args`` is kept as undecoded JSON."""
 
     ph: str = ""
