@@ -15,9 +15,12 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping
+from itertools import compress
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from torch.profiler import profile
 
 from aitune.analysis.collectives import communication_kind
@@ -52,33 +55,45 @@ def events_from_profiler(
         return events_from_json_export(exported_json, metadata)
     if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
         return events_from_exported_trace(profiler, metadata)
-    builder = EventsBuilder()
+    activities = profiler.profiler.kineto_results.trace_activities()
+    count = len(activities)
+    # Each field in one C-level map over the activities, then the arithmetic in numpy: a Python step
+    # per activity cost about as much as torch's bindings themselves.
+    categories = list(map(_TYPE, activities))
+    names = list(map(_NAME, activities))
     base_ns = (int(time.time()) // _PERIOD_S) * _PERIOD_S * 1_000_000_000
-    add = builder.add
-    names, starts, durations, threads = builder.op_names, builder.op_starts, builder.op_durations, builder.op_threads
+    stamps_ns = np.fromiter(map(_TIMESTAMP, activities), dtype=np.int64, count=count)
+    starts = (np.maximum(stamps_ns - base_ns, 0) / 1000).tolist()  # ns below 2⁵³: as exact as int / 1000
+    durations = (np.maximum(np.fromiter(map(_DURATION, activities), dtype=np.int64, count=count), 0) / 1000).tolist()
+    resources = np.fromiter(map(_RESOURCE_ID, activities), dtype=np.int64, count=count)
+    thread_ids = np.where(resources == _NO_RESOURCE, 0, np.abs(resources)).tolist()
+    threads = list(zip(map(_DEVICE_ID, activities), thread_ids, strict=True))
+    special = {name for name in set(names) if name.startswith(NOT_PLAIN_OP_PREFIXES)}
+    plain = [category == "cpu_op" and name not in special for category, name in zip(categories, names, strict=True)]
+    builder = EventsBuilder()
+    builder.op_names.extend(compress(names, plain))
+    builder.op_starts.extend(compress(starts, plain))
+    builder.op_durations.extend(compress(durations, plain))
+    builder.op_threads.extend(compress(threads, plain))
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
-    for activity in profiler.profiler.kineto_results.trace_activities():
-        category = activity.type()
-        name = activity.name()
-        start_us = max(activity.timestamp() - base_ns, 0) / 1000
-        duration_us = max(activity.duration(), 0) / 1000
-        thread = (activity.device_id(), _thread_id(activity.resource_id()))
-        if category == "cpu_op" and not name.startswith(NOT_PLAIN_OP_PREFIXES):  # nine in ten: filed inline
-            names.append(name)
-            starts.append(start_us)
-            durations.append(duration_us)
-            threads.append(thread)
-            continue
-        add(
+    for index in (index for index, is_plain in enumerate(plain) if not is_plain):
+        activity, category, name = activities[index], categories[index], names[index]
+        builder.add(
             category,
             name,
-            start_us,
-            duration_us,
-            thread,
+            starts[index],
+            durations[index],
+            threads[index],
             _correlation(activity) if category in with_correlation else None,
             _sized_args(activity, name),
         )
     return builder.build(metadata)
+
+
+_TYPE, _NAME, _TIMESTAMP, _DURATION = (methodcaller(field) for field in ("type", "name", "timestamp", "duration"))
+_DEVICE_ID, _RESOURCE_ID = methodcaller("device_id"), methodcaller("resource_id")
+_NO_RESOURCE = -(2**63)
+"""The resource id kineto gives an activity without a thread; the exported trace shows tid 0."""
 
 
 def events_from_exported_trace(profiler: profile, metadata: Mapping[str, Any]) -> TraceEvents:
@@ -114,7 +129,3 @@ def _sized_args(activity: Any, name: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return args if isinstance(args, dict) else None
-
-
-def _thread_id(resource_id: int) -> int:
-    return 0 if resource_id == -(2**63) else abs(resource_id)
