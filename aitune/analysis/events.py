@@ -1,4 +1,5 @@
-"""The events model: a Chrome trace read once into small frozen records (µs floats, no torch).
+"""The events model: a Chrome trace read once into small frozen records (µs floats, no torch), its
+operators, nine events in ten, as read-only numpy columns with their nesting found once per thread.
 
 Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
 device work, the device activities (kernels, copies, sets) they started, and the CPU-side
