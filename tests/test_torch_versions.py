@@ -48,6 +48,32 @@ def test_the_exported_trace_gives_the_same_events_as_kineto_s_activities():
 
 
 @pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
+def test_communication_operators_keep_their_trace_order_among_the_operators_either_way():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = torch.nn.Linear(8, 8)
+        with profile(activities=[ProfilerActivity.CPU]) as session, record_function(run_span_name(0)):
+            for _ in range(2):
+                y = model(torch.randn(2, 8))
+                dist.all_reduce(y)
+    finally:
+        dist.destroy_process_group()
+
+    fast = events_from_profiler(session, {"source": "live"})
+    exported = events_from_exported_trace(session, {"source": "live"})
+
+    assert exported == fast
+    names = list(fast.ops.names)
+    first_reduce = next(index for index, name in enumerate(names) if name.startswith("c10d::"))
+    assert "aten::linear" in names[first_reduce:]  # the second call's operators come after the first reduce
+    assert [span.name for span in fast.communication if span.name.startswith("c10d::")] == [
+        name for name in names if name.startswith("c10d::")
+    ]
+
+
+@pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
 def test_the_trace_written_gives_the_same_events_as_kineto_s_activities(tmp_path):
     session = finished_session()
 

@@ -33,6 +33,7 @@ from aitune.analysis.events import (
     gc_paused,
 )
 from aitune.analysis.trace_json import trace_events_from_json
+from aitune.markers import SPAN_PREFIX
 from aitune.report.io import parse_json
 
 # torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
@@ -68,16 +69,25 @@ def events_from_profiler(
     resources = np.fromiter(map(_RESOURCE_ID, activities), dtype=np.int64, count=count)
     thread_ids = np.where(resources == _NO_RESOURCE, 0, np.abs(resources)).tolist()
     threads = list(zip(map(_DEVICE_ID, activities), thread_ids, strict=True))
-    special = {name for name in set(names) if name.startswith(NOT_PLAIN_OP_PREFIXES)}
-    plain = [category == "cpu_op" and name not in special for category, name in zip(categories, names, strict=True)]
+    distinct = set(names)
+    spans = {name for name in distinct if name.startswith(SPAN_PREFIX)}  # aitune's, opened as cpu ops
+    special = {name for name in distinct if name.startswith(NOT_PLAIN_OP_PREFIXES)}
+    # As `EventsBuilder.add` files them, in trace order: operators (communication ones too) to the
+    # columns, the rest through ``add``; a communication operator then adds only its communication span.
+    operator = [category == "cpu_op" and name not in spans for category, name in zip(categories, names, strict=True)]
     builder = EventsBuilder()
-    builder.op_names.extend(compress(names, plain))
-    builder.op_starts.extend(compress(starts, plain))
-    builder.op_durations.extend(compress(durations, plain))
-    builder.op_threads.extend(compress(threads, plain))
+    builder.op_names.extend(compress(names, operator))
+    builder.op_starts.extend(compress(starts, operator))
+    builder.op_durations.extend(compress(durations, operator))
+    builder.op_threads.extend(compress(threads, operator))
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
-    for index in (index for index, is_plain in enumerate(plain) if not is_plain):
+    for index in (index for index, name in enumerate(names) if name in special or not operator[index]):
         activity, category, name = activities[index], categories[index], names[index]
+        if operator[index]:
+            builder.add_communication(
+                name, starts[index], durations[index], threads[index], _sized_args(activity, name)
+            )
+            continue
         builder.add(
             category,
             name,
