@@ -61,9 +61,9 @@ def parent_array(starts: Sequence[float], durations: Sequence[float], order: np.
 
     The definition is one sweep in nesting order with a stack of open spans (`_parents_by_stack`): each
     span pops the spans that ended by its start, and its parent is the top, if that encloses it. Spans
-    of one thread nest properly, and then the answer is found in numpy instead, for 10⁵ operators ~20×
-    faster (`_nested_parents`); it is checked against the sweep's definition, and spans that do not nest
-    (partial overlaps a hostile trace may hold) take the sweep.
+    of one thread nest properly, and then the answer is found in numpy instead (`_nested_parents`: 0.05
+    against 0.11 s for 256,000 operators); it is checked against the sweep's definition, and spans that
+    do not nest (partial overlaps a hostile trace may hold) take the sweep.
     """
     starts_array, durations_array = np.asarray(starts, dtype=np.float64), np.asarray(durations, dtype=np.float64)
     if order is None:
@@ -250,10 +250,10 @@ def _sweep(spans: Columns, points_us: Sequence[float], order: Sequence[int]) -> 
     return result
 
 
-def _ascending(values: Sequence[float], strictly: bool = False) -> bool:
-    """True when ``values`` never decrease (``strictly``: always increase); in C, ~10× cheaper than a sort by key."""
+def _ascending(values: Sequence[float]) -> bool:
+    """True when ``values`` never decrease; in C, ~10× cheaper than a sort by key."""
     ordered = list(values)
-    return sorted(ordered) == ordered and (not strictly or len(set(ordered)) == len(ordered))
+    return sorted(ordered) == ordered
 
 
 def merged(intervals: Iterable[Interval]) -> list[Interval]:
