@@ -36,6 +36,7 @@ from aitune.markers import REGION_SPAN_PREFIX
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
+_CATEGORY_INDEX = {category: index for index, category in enumerate(CATEGORIES)}
 
 _MATMUL = frozenset(
     {"linear", "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "addmv", "mv", "dot", "einsum", "_addmm_activation"}
@@ -194,9 +195,6 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
                     mix.categories[category] = mix.categories.get(category, 0.0) + times[pair]
                     mix.count += operators[pair]
     return dict(mixes)
-
-
-_CATEGORY_INDEX = {category: index for index, category in enumerate(CATEGORIES)}
 
 
 def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
