@@ -1,4 +1,6 @@
-"""The README's examples run as shown: every fenced block is executed and its shown output checked.
+"""The README's and the docs' examples run as shown: every fenced block is executed and its shown output checked.
+
+The pages run in `PAGES` order, README first: the reference pages under ``docs/`` carry most examples.
 
 How a block is read (the convention for whoever adds a README section):
 
@@ -11,7 +13,7 @@ How a block is read (the convention for whoever adds a README section):
 - A ```` ```bash ```` block without ``$`` lines is a script: it runs whole (``set -euo pipefail``) and
   must succeed. A ```` ```python ```` block runs as a script from the copy's root, ``examples/`` on
   the path (``PYTHONPATH=examples``), and must succeed. Other blocks (``text`` without ``$``, tables) are not run.
-- Blocks run in README order and share the copy, so a block may read what an earlier one wrote
+- Blocks run in page order and share the copy, so a block may read what an earlier one wrote
   (``./scripts/demo.sh``'s ``demo_out/``). Commands find ``aitune-profile``, ``python`` and
   ``panel`` on the PATH, as after ``source .venv/bin/activate``; output goes to a pipe, so tables
   are 200 columns wide (COLUMNS unset); ``OMP_NUM_THREADS`` is 1 unless set. ``scripts/setup.sh``
@@ -32,7 +34,7 @@ reason or an advice line of ``suggest``) is a ``...`` in the README, said in its
 
 ``python tests/test_readme.py`` runs the blocks as the test does (slow ones with
 ``AITUNE_README_SLOW=1``) and prints each command's real output; with ``--write`` it also puts that
-output into README.md under every command that shows some (blocks with a ``...`` line are left to you).
+output into each page under every command that shows some (blocks with a ``...`` line are left to you).
 """
 
 from __future__ import annotations
@@ -50,7 +52,21 @@ import pytest
 from aitune.profiler_lines import PROFILER_LINE
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGES = tuple(
+    ROOT / name
+    for name in (
+        "README.md",
+        "docs/untrusted-files.md",
+        "docs/commands.md",
+        "docs/attribution.md",
+        "docs/distributed.md",
+        "docs/profile-document.md",
+        "docs/performance.md",
+        "docs/tuning.md",
+        "docs/viewer.md",
+    )
+)
+"""The pages whose examples run, in the order they run: a later page may read what an earlier one wrote."""
 
 pytestmark = pytest.mark.slow
 
@@ -74,13 +90,14 @@ class Command:
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of the README: where it starts (1-based line), its language and its lines."""
+    """One fenced block of a page: where it starts (1-based line), its language and its lines."""
 
     line: int
     lang: str
     lines: tuple[str, ...]
     marker: tuple[str, str] | None = None
     commands: tuple[Command, ...] = field(default=())
+    page: str = "README.md"  # relative to the repository root
 
     @property
     def kind(self) -> str | None:
@@ -92,7 +109,7 @@ class Block:
         return "python" if self.lang == "python" else None
 
 
-def read_blocks(text: str) -> list[Block]:
+def read_blocks(text: str, page: str = "README.md") -> list[Block]:
     """Every fenced block of a Markdown text, with the marker line right before it, if any."""
     blocks, lines, index = [], text.splitlines(), 0
     while index < len(lines):
@@ -111,6 +128,7 @@ def read_blocks(text: str) -> list[Block]:
                 lines=body,
                 marker=(marker.group(1), marker.group(2)) if marker else None,
                 commands=read_session(body) if opened.group(1) in ("text", "bash", "console") else (),
+                page=page,
             )
         )
         index = end + 1
@@ -317,7 +335,12 @@ def shown_mismatch(command: Command, result: subprocess.CompletedProcess[str], w
     return None
 
 
-BLOCKS = [block for block in read_blocks(README.read_text(encoding="utf-8")) if block.kind]
+BLOCKS = [
+    block
+    for page in PAGES
+    for block in read_blocks(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)))
+    if block.kind
+]
 
 
 def _param(block: Block) -> object:
@@ -326,12 +349,12 @@ def _param(block: Block) -> object:
         marks.append(pytest.mark.skip(reason=block.marker[1]))
     elif block.marker and block.marker[0] == "slow":
         marks.append(pytest.mark.skipif(not os.environ.get("AITUNE_README_SLOW"), reason=block.marker[1]))
-    return pytest.param(block, id=f"README.md:{block.line}", marks=marks)
+    return pytest.param(block, id=f"{block.page}:{block.line}", marks=marks)
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    """One copy of the repository for every block, in README order."""
+    """One copy of the repository for every block, in page order."""
     return make_workspace(tmp_path_factory.mktemp("readme"))
 
 
@@ -418,7 +441,7 @@ def _print_real_outputs(write: bool) -> None:
     with tempfile.TemporaryDirectory() as folder:
         space = make_workspace(Path(folder))
         for block in filter(_runs_here, BLOCKS):
-            print(f"=== README.md:{block.line} ({block.kind})", flush=True)
+            print(f"=== {block.page}:{block.line} ({block.kind})", flush=True)
             if block.kind in ("python", "script"):
                 print((run_python(block, space) if block.kind == "python" else run_script(block, space)).stdout)
             else:
@@ -430,10 +453,13 @@ def _print_real_outputs(write: bool) -> None:
                 if ANY_LINES not in (line.strip() for line in block.lines):
                     rewritten[block] = printed_session(block, printed)
     if write:
-        readme = README.read_text(encoding="utf-8").splitlines()
-        for block in sorted(rewritten, key=lambda block: -block.line):  # from the end: earlier lines keep their place
-            readme[block.line : block.line + len(block.lines)] = rewritten[block]
-        README.write_text("\n".join(readme) + "\n", encoding="utf-8")
+        for page in PAGES:
+            name = str(page.relative_to(ROOT))
+            lines = page.read_text(encoding="utf-8").splitlines()
+            # From the end: earlier lines keep their place.
+            for block in sorted((b for b in rewritten if b.page == name), key=lambda block: -block.line):
+                lines[block.line : block.line + len(block.lines)] = rewritten[block]
+            page.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
