@@ -46,12 +46,15 @@ class InductorBackend(Backend):
         return None
 
     def build(self, context: BuildContext) -> Built:
-        compiled = torch.compile(own_code(context.forward), backend="inductor", mode=self.mode, dynamic=self.dynamic)
         graphs_before = _compiled_graphs()
         threads = torch_threads().intra_op
         folder, refused = private_cache_dir()
         patch = torch._inductor.config.patch(freezing=self.freezing, **{"cpp.threads": threads})
         with torch.no_grad(), patch, inductor_cache(folder):
+            # torch.compile itself reads the cache folder (its bisector's status file): inside, too.
+            compiled = torch.compile(
+                own_code(context.forward), backend="inductor", mode=self.mode, dynamic=self.dynamic
+            )
             for sample in context.samples:  # compile every recorded shape now, not at the user's first call
                 compiled(*sample.args, **sample.kwargs)
         if _compiled_graphs() == graphs_before:
