@@ -107,3 +107,12 @@ def test_once_the_budget_is_spent_every_remaining_backend_says_so(wrapped):
     assert {c["reason"] for c in graph["candidates"]} == {
         "not tried: the time budget of 10 s is spent (6.0 s used, 6.0 s kept for the after capture and verification)"
     }
+
+
+def test_a_strategy_hands_suggests_expected_values_to_its_budget():
+    budget = TimeBudget(100, clock=FakeClock())
+    strategy = ait.MinLatencyStrategy([], budget=budget)
+
+    strategy.expect({"unet": 0.3, "vae": 0.1})
+
+    assert budget.region_left("unet") == pytest.approx(75.0)
