@@ -7,6 +7,7 @@ Every command parses its options, makes one core call, renders, and picks the ex
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -212,6 +213,8 @@ def suggest(
     from aitune.report import load
     from aitune.suggest import suggest as suggest_targets
 
+    if top is not None and top < 1:
+        fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
     suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario)
     if as_json:
         outputs.print_json(suggestions.to_dict())
@@ -236,7 +239,15 @@ def tune(
         str | None, typer.Option(help="The gate's RTOL or RTOL,ATOL (default: per dtype).", metavar="RTOL[,ATOL]")
     ] = None,
     time_budget: Annotated[
-        float | None, typer.Option(help="Stop trying backends after this many build seconds.", metavar="S")
+        float | None,
+        typer.Option(
+            help="Bound the whole command (captures, recording, builds, checks, timing) to S seconds of wall "
+            "clock: time for the after capture and verification is kept back from the start (twice what was "
+            "spent before tuning), regions share the rest by the gain suggest predicts, backends go cheapest "
+            "gain first, and those that would not fit are not tried, each with the reason. The captures "
+            "themselves always run, so a budget below their time is exceeded by them alone.",
+            metavar="S",
+        ),
     ] = None,
     plan: Annotated[Path | None, typer.Option(help="Apply this plan.json instead of searching.")] = None,
     obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
@@ -251,9 +262,14 @@ def tune(
 ) -> None:
     """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare."""
     _require_torch("tune")
+    _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.torch.loop import LoopConfig
+    from aitune.torch.tuning.budget import TimeBudget
     from aitune.torch.tuning.strategies import named_strategy
+
+    # The clock starts here, with the command: the budget bounds everything that follows.
+    budget = TimeBudget(time_budget, reserve_factor=RESERVE_AFTER_TUNING) if time_budget is not None else None
 
     source, _, function = target.rpartition(":")
     if not function:
@@ -267,7 +283,7 @@ def tune(
         top=top,
         targets=tuple(_words(targets)) or None,
         mode=mode,
-        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), time_budget),
+        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), budget=budget),
         warmup_runs=warmup,
         measured_runs=runs,
         record_calls=record,
@@ -321,6 +337,7 @@ def bundle(
     debug: Debug = False,
 ) -> None:
     """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
+    _check_positive("--max-mb", max_mb, "megabytes", "--max-mb 25")
     written = outputs.write_bundle(profile, output, trace, max_mb)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
 
@@ -375,6 +392,16 @@ def _check_run_counts(warmup: int, runs: int) -> None:
     """The flags' own names in the message (the Python API's check names its parameters)."""
     if warmup < 0 or runs < 1:
         fail(f"--warmup must be at least 0 and --runs at least 1 (got --warmup {warmup}, --runs {runs}).")
+
+
+RESERVE_AFTER_TUNING = 2.0
+"""--time-budget keeps back this many times the time spent before tuning: the after capture, then verification."""
+
+
+def _check_positive(flag: str, value: float | None, unit: str, example: str) -> None:
+    """NaN, infinities, zero and negatives are refused (``nan`` and ``-5`` parse as floats and meant nothing)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        fail(f"{flag} takes a finite number of {unit} above 0 (got {value:g}), e.g. {example}.")
 
 
 def _words(text: str | None) -> list[str]:

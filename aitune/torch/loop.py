@@ -141,6 +141,8 @@ def _search(
     found = suggest(before)
     suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
+    if config.strategy is not None:  # a time budget is shared among the regions by the time each should save
+        config.strategy.expect({t.path: 1.0 - 1.0 / t.predicted_speedup for t in found.targets if t.path in paths})
     # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
     weigh = not config.targets and config.mode != "jit" and isinstance(obj, nn.Module)
     whole = weigh_whole_model(suggestions, paths) if weigh else None

@@ -34,6 +34,8 @@ CANDIDATE_KEYS = {
     "latency_cv",
     "eager_latency_median_us",
     "speedup_vs_eager",
+    "speedup_interval",
+    "verdict",
     "max_abs_error",
     "cosine_similarity",
 }
@@ -155,7 +157,8 @@ def test_min_latency_rejects_a_correct_backend_that_is_not_faster_by_the_margin(
     _, graph, _, _ = tune_with(wrapped, strategy)
 
     assert graph["winner"] == "eager"
-    assert graph["candidates"][0]["reason"].startswith("not 50% faster than eager")
+    # Eager against itself: on a quiet machine the interval falls below 2×; on a busy one it may straddle it.
+    assert graph["candidates"][0]["reason"].startswith(("not 50% faster than eager", "no significant difference"))
 
 
 def test_min_latency_skips_candidates_once_the_time_budget_is_spent(wrapped):
@@ -164,7 +167,7 @@ def test_min_latency_skips_candidates_once_the_time_budget_is_spent(wrapped):
     _, graph, _, _ = tune_with(wrapped, strategy)
 
     assert [c["status"] for c in graph["candidates"]] == ["skipped", "skipped"]
-    assert graph["candidates"][0]["reason"] == "not tried: the tuning time budget of 0 s is spent"
+    assert graph["candidates"][0]["reason"].startswith("not tried: the time budget of 0 s is spent (")
 
 
 def test_unavailable_and_unadmitted_backends_are_skipped_with_one_line(wrapped):
@@ -189,7 +192,7 @@ def test_the_tuning_report_has_stable_keys_and_is_json(wrapped, tmp_path):
 
     saved = json.loads((tmp_path / "tuning.json").read_text())
     assert saved["modules"][0]["region_id"] == "aot_module:0"
-    assert set(saved) == {"schema_version", "created_at", "aitune_version", "environment", "modules"}
+    assert set(saved) == {"schema_version", "created_at", "aitune_version", "environment", "thread_budget", "modules"}
     assert all(set(c) == CANDIDATE_KEYS for c in saved["modules"][0]["graphs"][0]["candidates"])
     assert saved["modules"] == report["modules"]
 
@@ -210,4 +213,5 @@ def test_the_report_says_what_each_build_chose_even_for_a_rejected_candidate(wra
 
     rejected, onnx = graph["candidates"]
     assert (rejected["status"], rejected["build_details"]) == ("rejected", {"offset": 1e-2})
-    assert (onnx["status"], onnx["build_details"]) == ("winner", {"providers": ["CPUExecutionProvider"]})
+    threads = {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": 1}
+    assert (onnx["status"], onnx["build_details"]) == ("winner", {"providers": ["CPUExecutionProvider"], **threads})

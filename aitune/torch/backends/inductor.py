@@ -5,6 +5,10 @@ freezing only takes effect with ``torch._inductor.config.freezing`` set around t
 build compiles every recorded shape under that setting. And dynamo caches compiled code per code
 object: frozen instances of one class recompile each other's entry and from the 9th fall back to
 eager with only a warning. Each build therefore compiles a function with a code object of its own.
+
+The generated C++ runs ``cpp.threads`` OpenMP threads, fixed at build: the build sets it to torch's
+count explicitly (`aitune.torch.backends.threads`) and writes its code into aitune's private cache
+folder (`aitune.torch.backends.inductor_cache`), never torch's shared ``/tmp`` default.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import torch._dynamo
 import torch._inductor.config
 
 from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
+from aitune.torch.backends.inductor_cache import inductor_cache, private_cache_dir
+from aitune.torch.backends.threads import torch_threads
 
 
 class InductorBackend(Backend):
@@ -40,14 +46,23 @@ class InductorBackend(Backend):
         return None
 
     def build(self, context: BuildContext) -> Built:
-        compiled = torch.compile(own_code(context.forward), backend="inductor", mode=self.mode, dynamic=self.dynamic)
         graphs_before = _compiled_graphs()
-        with torch.no_grad(), torch._inductor.config.patch(freezing=self.freezing):
+        threads = torch_threads().intra_op
+        folder, refused = private_cache_dir()
+        patch = torch._inductor.config.patch(freezing=self.freezing, **{"cpp.threads": threads})
+        with torch.no_grad(), patch, inductor_cache(folder):
+            # torch.compile itself reads the cache folder (its bisector's status file): inside, too.
+            compiled = torch.compile(
+                own_code(context.forward), backend="inductor", mode=self.mode, dynamic=self.dynamic
+            )
             for sample in context.samples:  # compile every recorded shape now, not at the user's first call
                 compiled(*sample.args, **sample.kwargs)
         if _compiled_graphs() == graphs_before:
             raise BackendError("torch.compile produced no graph for this module; it would run eager")
-        return Built(run=compiled, details={"graphs": _compiled_graphs() - graphs_before})
+        details = {"graphs": _compiled_graphs() - graphs_before, "threads": threads}
+        if refused is not None:
+            details["cache_note"] = f"{refused}; built in a private temporary folder instead"
+        return Built(run=compiled, details=details)
 
 
 def own_code(forward: Callable[..., Any]) -> Callable[..., Any]:

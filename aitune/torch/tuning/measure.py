@@ -1,4 +1,8 @@
-"""Latency measurement: warmup, then timed calls until the coefficient of variation is low or a cap is hit."""
+"""Latency measurement: warmup, then timed rounds until the caller's question is settled or a cap is hit.
+
+The default question is "is every call's coefficient of variation low"; a strategy deciding a winner
+asks its own (`aitune.torch.tuning.decision`) through ``settled``, over the per-round times kept here.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,13 @@ class MeasureConfig:
 
 @dataclass(frozen=True)
 class Latency:
-    """Median time of one call in µs, its coefficient of variation, and how many calls were timed."""
+    """Median time of one call in µs, its coefficient of variation, how many calls were timed, and each
+    round's time in order (paired round by round with the calls timed beside it)."""
 
     median_us: float
     cv: float
     repeats: int
+    times_us: tuple[float, ...] = ()
 
 
 def measure(call: Callable[[], object], config: MeasureConfig, device: torch.device) -> Latency:
@@ -35,14 +41,22 @@ def measure(call: Callable[[], object], config: MeasureConfig, device: torch.dev
     return measure_interleaved([call], config, device)[0]
 
 
+Settled = Callable[[list[list[float]]], bool]
+"""Told every call's times so far (µs, one list per call, in rounds); True once no more rounds are needed."""
+
+
 def measure_interleaved(
-    calls: Sequence[Callable[[], object]], config: MeasureConfig, device: torch.device
+    calls: Sequence[Callable[[], object]],
+    config: MeasureConfig,
+    device: torch.device,
+    settled: Settled | None = None,
 ) -> list[Latency]:
     """Time several calls taking turns, so that machine drift hits each alike; one `Latency` per call.
 
-    Stops once every call's CV is at most ``target_cv`` (after ``min_repeats`` rounds), or at the
-    time cap or ``max_repeats`` rounds.
+    Stops once ``settled`` says so (default: every call's CV is at most ``target_cv``) after
+    ``min_repeats`` rounds, or at the time cap or ``max_repeats`` rounds.
     """
+    settled = settled or (lambda times: all(cv(series) <= config.target_cv for series in times))
     synchronize = torch.cuda.synchronize if device.type == "cuda" else _nothing
     times: list[list[float]] = [[] for _ in calls]
     with torch.no_grad():
@@ -57,10 +71,12 @@ def measure_interleaved(
                 call()
                 synchronize()
                 series.append((time.perf_counter() - start) * 1e6)
-            settled = all(cv(series) <= config.target_cv for series in times)
-            if round_index >= config.min_repeats and (settled or time.perf_counter() > deadline):
+            if round_index >= config.min_repeats and (settled(times) or time.perf_counter() > deadline):
                 break
-    return [Latency(median_us=statistics.median(series), cv=cv(series), repeats=len(series)) for series in times]
+    return [
+        Latency(median_us=statistics.median(series), cv=cv(series), repeats=len(series), times_us=tuple(series))
+        for series in times
+    ]
 
 
 def cv(times: list[float]) -> float:

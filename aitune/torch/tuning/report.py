@@ -1,7 +1,8 @@
 """The tuning report: per module and graph, every candidate with its build time, latency, errors and verdict.
 
 Keys are stable: every key is always present, with null where a figure does not apply (a skipped
-candidate has no build time). ``schema_version`` changes when a key's meaning does.
+candidate has no build time). ``schema_version`` changes when a key's meaning does; keys added since
+(``speedup_interval``, ``verdict``, ``thread_budget``) are additive.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import orjson
 
 import aitune
 from aitune.markers import AOT_REGION_KIND, region_id
+from aitune.torch.backends.threads import torch_threads
 from aitune.torch.module.graph_spec import GraphSpec
 from aitune.torch.tuning.trial import Candidate, Trial
 
@@ -21,8 +23,10 @@ REPORT_SCHEMA_VERSION = 1
 
 
 def candidate_entry(candidate: Candidate) -> dict[str, Any]:
-    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median, timed in turns."""
-    latency, agreement = candidate.latency, candidate.agreement
+    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median, timed in turns;
+    ``speedup_interval`` the median per-round speedup with its interval, on which ``verdict`` was decided."""
+    latency, agreement, decision = candidate.latency, candidate.agreement, candidate.decision
+    interval = decision.interval if decision is not None else None
     return {
         "backend": candidate.backend.name,
         "config": candidate.backend.config(),
@@ -34,6 +38,8 @@ def candidate_entry(candidate: Candidate) -> dict[str, Any]:
         "latency_cv": _rounded(latency.cv if latency else None, 4),
         "eager_latency_median_us": _rounded(candidate.eager.median_us if candidate.eager else None, 1),
         "speedup_vs_eager": _rounded(candidate.speedup, 3),
+        "speedup_interval": interval.to_dict() if interval is not None else None,
+        "verdict": decision.verdict if decision is not None else None,
         "max_abs_error": _finite(agreement.max_abs_error) if agreement else None,
         "cosine_similarity": _finite(agreement.cosine_similarity) if agreement else None,
     }
@@ -69,12 +75,14 @@ def module_entry(
 
 
 def tuning_report(modules: list[dict[str, Any]], environment: dict[str, Any]) -> dict[str, Any]:
-    """The whole report for one tuning call."""
+    """The whole report for one tuning call; ``thread_budget`` is torch's threads, which eager, every
+    candidate and both captures ran with (ONNX Runtime's sessions and Inductor's code are built with them)."""
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "aitune_version": aitune.__version__,
         "environment": environment,
+        "thread_budget": torch_threads().to_dict(),
         "modules": modules,
     }
 

@@ -7,18 +7,20 @@ the original module. Every candidate it tried or skipped lands in the tuning rep
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, Backend, default_backends
+from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.decision import FASTER, NOT_FASTER, Decision
 from aitune.torch.tuning.measure import MeasureConfig
 from aitune.torch.tuning.trial import Candidate, Trial
 
 
 class TuneStrategy(ABC):
-    """Base of the strategies: the candidates, the gate's tolerance and how to measure."""
+    """Base of the strategies: the candidates, the gate's tolerance, how to measure, and an optional time budget."""
 
     name: ClassVar[str]
 
@@ -27,14 +29,21 @@ class TuneStrategy(ABC):
         backends: Sequence[Backend] | None = None,
         tolerance: Tolerance | None = None,
         measure: MeasureConfig | None = None,
+        budget: TimeBudget | None = None,
     ) -> None:
         self.backends = list(backends) if backends is not None else default_backends()
         self.tolerance = tolerance or Tolerance()
         self.measure = measure or MeasureConfig()
+        self.budget = budget
 
     @abstractmethod
     def select(self, trial: Trial) -> Candidate | None:
         """The winning candidate of ``trial``, or None to run the original module."""
+
+    def expect(self, values: Mapping[str, float]) -> None:
+        """Each region's expected value (from suggest), so that the time budget is shared by it."""
+        if self.budget is not None:
+            self.budget.expect(values)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings for the tuning report."""
@@ -42,7 +51,22 @@ class TuneStrategy(ABC):
             "name": self.name,
             "backends": [b.to_dict() for b in self.backends],
             "tolerance": self.tolerance.to_dict(),
+            "budget": self.budget.describe() if self.budget is not None else None,
         }
+
+    def _try(self, trial: Trial, backend: Backend, margin: float | None = None) -> Candidate:
+        """Evaluate ``backend`` unless it is not offered or does not fit the budget (then skipped, with why)."""
+        reason = trial.not_offered(backend)
+        if reason is None and self.budget is not None:
+            reason = self.budget.why_not(trial.region, backend.name)
+        if reason is not None:
+            return trial.skip(backend, reason)
+        if self.budget is None:
+            return trial.evaluate(backend, margin)
+        start = self.budget.clock()
+        candidate = trial.evaluate(backend, margin)
+        self.budget.record(backend.name, self.budget.clock() - start)
+        return candidate
 
 
 class OneBackendStrategy(TuneStrategy):
@@ -58,13 +82,13 @@ class OneBackendStrategy(TuneStrategy):
 
 
 class FirstWinsStrategy(TuneStrategy):
-    """Try the backends in order; the first that builds and passes the gate wins (AITune's default)."""
+    """Try the backends in the given order; the first that builds and passes the gate wins (AITune's default)."""
 
     name = "first_wins"
 
     def select(self, trial: Trial) -> Candidate | None:
         for index, backend in enumerate(self.backends):
-            winner = trial.evaluate(backend).win_if_passed()
+            winner = self._try(trial, backend).win_if_passed()
             if winner is not None:
                 for later in self.backends[index + 1 :]:
                     trial.skip(later, f"not tried: {backend.name} won first")
@@ -73,11 +97,16 @@ class FirstWinsStrategy(TuneStrategy):
 
 
 class MinLatencyStrategy(TuneStrategy):
-    """Build and time every candidate; keep the fastest that passes the gate and beats eager by ``margin``.
+    """Try every candidate; keep the fastest that passes the gate and beats eager by ``margin`` beyond noise.
+
+    Each candidate is timed in rounds taking turns with eager until the interval of its paired speedup
+    (`aitune.torch.tuning.decision`) clears ``1 / (1 - margin)`` or stays below it, or the timing caps are
+    hit; a candidate whose interval still straddles it has "no significant difference" and eager stays.
 
     Only the best candidate so far stays alive: every other one is freed right after it is measured
-    (keeping all of them peaked at 7.6 GB RSS on BERT). ``time_budget_s`` caps the total build time:
-    once spent, the remaining candidates are skipped.
+    (keeping all of them peaked at 7.6 GB RSS on BERT). With a time budget (``budget``, or
+    ``time_budget_s`` counted from when the strategy is made), backends go in the budget's order of
+    expected gain per second and those that do not fit are skipped with the reason.
     """
 
     name = "min_latency"
@@ -89,35 +118,63 @@ class MinLatencyStrategy(TuneStrategy):
         time_budget_s: float | None = None,
         tolerance: Tolerance | None = None,
         measure: MeasureConfig | None = None,
+        budget: TimeBudget | None = None,
     ) -> None:
-        super().__init__(backends, tolerance, measure)
+        if budget is None and time_budget_s is not None:
+            budget = TimeBudget(time_budget_s)
+        super().__init__(backends, tolerance, measure, budget)
         self.margin = margin
-        self.time_budget_s = time_budget_s
+
+    @property
+    def time_budget_s(self) -> float | None:
+        return self.budget.total_s if self.budget is not None else None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "margin": self.margin, "time_budget_s": self.time_budget_s}
 
     def select(self, trial: Trial) -> Candidate | None:
-        needed = 1.0 / (1.0 - self.margin)
+        order = self.budget.order(self.backends, lambda b: b.name) if self.budget is not None else self.backends
         best: Candidate | None = None
-        for backend in self.backends:
-            if self.time_budget_s is not None and trial.build_seconds >= self.time_budget_s:
-                trial.skip(backend, f"not tried: the tuning time budget of {self.time_budget_s:g} s is spent")
-                continue
-            candidate = trial.evaluate(backend)
+        for backend in order:
+            candidate = self._try(trial, backend, self.margin)
             if not candidate.passed:
                 continue
-            # Speedups, not latencies: each candidate was timed in turns with eager, so drift cancels.
-            speedup = candidate.speedup or 0.0
-            if speedup < needed:
-                candidate.reject(f"not {self.margin:.0%} faster than eager ({speedup:.2f}× timed side by side)")
-            elif best is None or speedup > (best.speedup or 0.0):
+            lost = self._not_a_win(candidate.decision)
+            if lost is not None:
+                candidate.reject(lost)
+            elif best is None or _speedup(candidate) > _speedup(best):
                 if best is not None:
-                    best.reject(f"slower than {backend.name} ({best.speedup:.2f}× vs {speedup:.2f}× over eager)")
+                    _reject_slower(best, candidate)
                 best = candidate
             else:
-                candidate.reject(f"slower than {best.backend.name} ({speedup:.2f}× vs {best.speedup:.2f}× over eager)")
+                _reject_slower(candidate, best)
         return best.win_if_passed() if best is not None else None
+
+    def _not_a_win(self, decision: Decision | None) -> str | None:
+        """None for a win beyond noise; else why eager stays."""
+        if decision is None:
+            return "not timed against eager"
+        if decision.verdict == FASTER:
+            return None
+        needed = f"{decision.needed:.3g}×"
+        if decision.interval is None:
+            return f"no significant difference: too few paired rounds for an interval (needs > {needed})"
+        if decision.verdict == NOT_FASTER:
+            return f"not {self.margin:.0%} faster than eager ({decision.interval.text()}, needs > {needed})"
+        return (
+            f"no significant difference: {decision.interval.text()}; the interval's lower end does not clear "
+            f"{needed} ({self.margin:.0%} faster), so eager stays"
+        )
+
+
+def _reject_slower(loser: Candidate, winner: Candidate) -> None:
+    loser.reject(f"slower than {winner.backend.name} ({_speedup(loser):.2f}× vs {_speedup(winner):.2f}× over eager)")
+
+
+def _speedup(candidate: Candidate) -> float:
+    """The median paired speedup when decided, else the ratio of medians."""
+    interval = candidate.decision.interval if candidate.decision is not None else None
+    return interval.speedup if interval is not None else candidate.speedup or 0.0
 
 
 def default_strategy() -> TuneStrategy:
@@ -137,11 +194,15 @@ def named_strategy(
     backends: Sequence[str] | None = None,
     tolerance: Tolerance | None = None,
     time_budget_s: float | None = None,
+    budget: TimeBudget | None = None,
 ) -> TuneStrategy:
     """A strategy built from command-line words, e.g. ``named_strategy("min-latency", ["onnxruntime"])``.
 
-    `TuningError` names the unknown strategy or backend and lists the known ones.
+    ``budget`` (or ``time_budget_s``, counted from now) bounds the tuning; `TuningError` names the
+    unknown strategy or backend and lists the known ones.
     """
+    if budget is None and time_budget_s is not None:
+        budget = TimeBudget(time_budget_s)
     kind = STRATEGIES.get(name)
     if kind is None:
         raise TuningError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")
@@ -150,5 +211,5 @@ def named_strategy(
         raise TuningError(f"unknown backend {unknown[0]!r}; choose from {', '.join(BACKENDS)}.")
     chosen = [BACKENDS[backend]() for backend in backends] if backends else None
     if kind is MinLatencyStrategy:
-        return MinLatencyStrategy(chosen, time_budget_s=time_budget_s, tolerance=tolerance)
-    return kind(chosen, tolerance=tolerance)
+        return MinLatencyStrategy(chosen, tolerance=tolerance, budget=budget)
+    return kind(chosen, tolerance=tolerance, budget=budget)

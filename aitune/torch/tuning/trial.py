@@ -17,8 +17,10 @@ import torch.utils._pytree as pytree
 
 from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
+from aitune.torch.backends.threads import same_threads
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
-from aitune.torch.tuning.measure import Latency, MeasureConfig, measure_interleaved
+from aitune.torch.tuning.decision import Decision, decide
+from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMED_SAMPLES = 4  # one timed call runs this many recorded samples, enough to cover their shapes
@@ -37,6 +39,7 @@ class Candidate:
     agreement: Agreement | None = None
     built: Built | None = None
     build_details: dict[str, Any] = field(default_factory=dict)  # kept after a rejection releases ``built``
+    decision: Decision | None = None  # against eager on the paired rounds, when timed for a margin
 
     @property
     def passed(self) -> bool:
@@ -69,13 +72,17 @@ class Candidate:
 class Trial:
     """Evaluates candidates for one graph against the original module and keeps every outcome in order."""
 
-    def __init__(self, context: BuildContext, tolerance: Tolerance, config: MeasureConfig, timed: bool = True) -> None:
+    def __init__(
+        self, context: BuildContext, tolerance: Tolerance, config: MeasureConfig, timed: bool = True, region: str = ""
+    ) -> None:
         self.context = context
+        self.region = region  # the module's name: a time budget gives each region its share
         self.tolerance = tolerance
         self.config = config
         self.timed = timed
         self.candidates: list[Candidate] = []
         self._eager: Latency | None = None
+        self._settled: Settled | None = None  # when timing stops: the current candidate's margin decides
 
     @property
     def build_seconds(self) -> float:
@@ -92,16 +99,22 @@ class Trial:
         self.candidates.append(candidate)
         return candidate
 
-    def evaluate(self, backend: Backend) -> Candidate:
-        """Build, run on every sample, gate and (if timed) measure one backend."""
-        reason = self._not_offered(backend)
+    def evaluate(self, backend: Backend, margin: float | None = None) -> Candidate:
+        """Build, run on every sample, gate and (if timed) measure one backend.
+
+        With ``margin``, timing goes on in rounds until `decide` settles whether the candidate beats eager
+        by it (or the measure config's caps are hit), and the candidate carries that decision.
+        """
+        reason = self.not_offered(backend)
         if reason is not None:
             return self.skip(backend, reason)
         candidate = Candidate(backend)
         self.candidates.append(candidate)
+        self._settled = _decided(margin) if margin is not None else None
         start = time.perf_counter()
         try:
-            candidate.built = backend.build(self.context)
+            with same_threads():  # a build that changed torch's threads would be timed on another budget
+                candidate.built = backend.build(self.context)
         except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
             _raise_if_out_of_disk(error, candidate)
             candidate.build_s = time.perf_counter() - start
@@ -110,6 +123,8 @@ class Trial:
         candidate.build_s = time.perf_counter() - start
         candidate.build_details = candidate.built.details
         self._check_and_time(candidate)
+        if margin is not None and candidate.latency is not None and candidate.eager is not None:
+            candidate.decision = decide(candidate.eager.times_us, candidate.latency.times_us, margin)
         return candidate
 
     def _check_and_time(self, candidate: Candidate) -> None:
@@ -137,9 +152,10 @@ class Trial:
         """Each of ``runs`` timed over the timed samples, taking turns."""
         samples = self.context.samples[:TIMED_SAMPLES]
         calls = [lambda run=run: [run(*s.args, **s.kwargs) for s in samples] for run in runs]
-        return measure_interleaved(calls, self.config, self.context.device)
+        return measure_interleaved(calls, self.config, self.context.device, self._settled)
 
-    def _not_offered(self, backend: Backend) -> str | None:
+    def not_offered(self, backend: Backend) -> str | None:
+        """Why ``backend`` is not tried here at all (not available, precision not admitted), or None."""
         unavailable = backend.unavailable_reason(self.context.device)
         if unavailable is not None:
             return f"not available: {unavailable}"
@@ -155,6 +171,11 @@ class Trial:
                     f" pass Tolerance(rtol={eps:.0e}) or more to admit reduced precision"
                 )
         return None
+
+
+def _decided(margin: float) -> Settled:
+    """Timing is settled once the paired rounds (eager first, the candidate second) give a verdict."""
+    return lambda times: decide(times[0], times[1], margin).settled
 
 
 def _raise_if_out_of_disk(error: Exception, candidate: Candidate) -> None:

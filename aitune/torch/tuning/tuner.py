@@ -94,7 +94,7 @@ def tune_graphs(
         for spec in target.graphs:
             strategy = strategies[spec.graph_id]
             samples = [sample.to(target.device) for sample in target.samples.get(spec.graph_id, [])]
-            trial = Trial(_context(target, samples), strategy.tolerance, strategy.measure)
+            trial = Trial(_context(target, samples), strategy.tolerance, strategy.measure, region=target.name)
             winner = strategy.select(trial)
             graphs.append(graph_entry(spec, trial, winner, strategy.describe()))
             for candidate in trial.candidates:
