@@ -191,7 +191,11 @@ def _kind(mode: int) -> str:
 
 
 def read_regular(
-    path: str | Path, max_bytes: int = MAX_JSON_BYTES, fix: str = _TOO_BIG_FIX, name: str | None = None
+    path: str | Path,
+    max_bytes: int = MAX_JSON_BYTES,
+    fix: str = _TOO_BIG_FIX,
+    name: str | None = None,
+    whose: str = "the",
 ) -> bytes:
     """The bytes of the regular file at ``path``, at most ``max_bytes``: the one door every file aitune
     reads from a user (profiles, traces, plans, rank folders, reports) goes through.
@@ -200,7 +204,7 @@ def read_regular(
     before it is opened, so nothing blocks or reads without end; the file is opened non-blocking and
     its type checked again on the open descriptor (it may have been swapped in between), and the read
     stops one byte past ``max_bytes`` whatever the size said. `ProfileError`, one sentence naming ``path``
-    (or ``name``, how the caller shows it).
+    (or ``name``, how the caller shows it); ``whose`` names the limit's owner ("the viewer's").
     """
     source = Path(path)
     shown = name or str(source)
@@ -214,7 +218,7 @@ def read_regular(
             if not stat.S_ISREG(opened.st_mode):
                 raise ProfileError(_not_regular(shown, opened.st_mode))
             if opened.st_size > max_bytes:
-                raise ProfileError(_too_big(shown, opened.st_size, max_bytes, fix))
+                raise ProfileError(_too_big(shown, opened.st_size, max_bytes, fix, whose=whose))
             data = stream.read(max_bytes + 1)
     except FileNotFoundError:
         raise ProfileError(f"{shown}: no such file; check the path.") from None
@@ -223,7 +227,7 @@ def read_regular(
     except ValueError as error:  # a NUL byte in the name
         raise ProfileError(f"{shown}: cannot be a file name ({error}); check the path.") from None
     if len(data) > max_bytes:  # it grew while read
-        raise ProfileError(_too_big(shown, len(data), max_bytes, fix, verb="grew to at least"))
+        raise ProfileError(_too_big(shown, len(data), max_bytes, fix, verb="grew to at least", whose=whose))
     return data
 
 
@@ -308,8 +312,8 @@ def _size(count: int) -> str:
     return f"{count / 2**20:.0f} MB" if count >= 2**20 else f"{count / 2**10:.0f} KB"
 
 
-def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is") -> str:
-    return f"{name} {verb} {size / 2**20:.0f} MB, over the {limit // 2**20} MB limit; {fix}."
+def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is", whose: str = "the") -> str:
+    return f"{name} {verb} {size / 2**20:.0f} MB, over {whose} {limit // 2**20} MB limit; {fix}."
 
 
 def _too_deep(name: str) -> str:

@@ -96,7 +96,7 @@ def read_bounded(path: Path, name: str) -> bytes:
     """The bytes of the regular file ``path`` when it is at most `MAX_FILE_BYTES`: the command line's one
     door (`aitune.report.io.read_regular`: no FIFO, device or folder) with the viewer's limit;
     `ProfileError` naming ``name`` otherwise."""
-    return report_io.read_regular(path, MAX_FILE_BYTES, _VIEWER_FIX, name=name)
+    return report_io.read_regular(path, MAX_FILE_BYTES, _VIEWER_FIX, name=name, whose="the viewer's")
 
 
 def read_trace_file(path: Path, name: str) -> TraceEvents:
@@ -201,7 +201,3 @@ def nesting_depth(value: Any) -> int:
 
 
 _VIEWER_FIX = "capture fewer runs, or read it with `aitune-profile report` instead"
-
-
-def _too_big(name: str, size: int) -> str:
-    return f"{name} is {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; {_VIEWER_FIX}."
