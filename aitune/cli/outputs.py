@@ -213,11 +213,14 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") i
 they unwind the command so that its output folder is cleaned up, instead of killing it mid-write."""
 
 
-class Stopped(SystemExit):
-    """An ending signal arrived: unwinds every ``finally`` and leaves with the shell's code, 128 + signal."""
+class Stopped(BaseException):
+    """An ending signal arrived: a BaseException (as Ctrl-C's KeyboardInterrupt), so no ``except Exception``
+    in the user's code swallows it and every ``finally`` runs; `output_folder` then exits with the shell's
+    code, 128 + the signal's number."""
 
     def __init__(self, number: int) -> None:
-        super().__init__(128 + number)
+        super().__init__(number)
+        self.code = 128 + number
         self.reason = f"stopped by {signal.Signals(number).name}"
 
 
@@ -255,6 +258,7 @@ def output_folder(folder: Path, exclusive: bool = False) -> Iterator[None]:
                 path.rmdir()
         if isinstance(error, Stopped):
             sys.stderr.write(f"[error] {error.reason}; {folder} is left as it was before.\n")
+            raise SystemExit(error.code) from None
         raise
     finally:
         if held:
