@@ -101,11 +101,13 @@ def check_one_run(profiles: Sequence[RankProfile]) -> None:
             raise ProfileError(f"{profile.path}: merge reads single-input profiles; capture one scenario per run.")
         if not profile.doc["runs"]:
             raise ProfileError(f"{profile.path} has no measured runs; capture the run again.")
-    missing = sorted(set(range(world_size)) - seen.keys())
-    extra = sorted(seen.keys() - set(range(world_size)))
-    if missing or extra:
-        rank = (missing or extra)[0]
-        where = "is missing" if missing else "is outside the world"
+    # Sized by the folders found, never by the world_size a file states (10¹² would be 20 GB of set).
+    missing = next((rank for rank in range(len(seen) + 1) if rank not in seen), None)
+    extra = sorted(rank for rank in seen if rank >= world_size)
+    if (missing is not None and missing < world_size) or extra:
+        lacking = missing is not None and missing < world_size
+        rank = missing if lacking else extra[0]
+        where = "is missing" if lacking else "is outside the world"
         raise ProfileError(
             f"{first.path.parent.parent / f'rank{rank}' / PROFILE_NAME} {where}: {first.path} says world_size "
             f"{world_size}; merge the folder with "

@@ -15,6 +15,7 @@ from typing import Any
 
 from aitune.analysis.events import Span, TraceEvents
 from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
+from aitune.errors import ProfileError
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
 
@@ -74,6 +75,13 @@ class Attribution:
     unmapped_region_spans: int
     observed_region_ids: list[str]
 
+
+MAX_REGION_DEPTH = 24
+"""Deepest nesting of region spans read from a trace: a model's modules nest about 6 deep (``unet``,
+``down_blocks.0``, ``attentions.0``, ``transformer_blocks.0``, ``attn1``, ``to_q``), 8 under a pipeline and
+an entry method. Each level is two levels of JSON in the profile's region tree, so every profile made
+stays well inside the readers' JSON depth (`aitune.report.io.MAX_JSON_DEPTH`, the viewer's 64), and a
+hostile trace nesting its annotations hundreds deep is one sentence, not a recursion error."""
 
 SPANS_RUN_FRACTION = 0.9
 """A region alone at its level spans the run when it holds at least this median share of the run's CPU time."""
@@ -228,6 +236,16 @@ def _fold_region_spans(
         parent = parent_of[index]
         if parent is not None:
             launched[parent] += launched[index]
+
+    depth: dict[int, int] = {}
+    for index in order:  # parents first
+        parent = parent_of[index]
+        depth[index] = 1 if parent is None else depth[parent] + 1
+        if depth[index] > MAX_REGION_DEPTH:
+            raise ProfileError(
+                f"region spans nest more than {MAX_REGION_DEPTH} deep ({region_ids[index][:60]!r} at "
+                f"{spans[index].start_us} µs), deeper than any model's modules; annotate fewer nested levels."
+            )
 
     node_of: dict[int, RegionNode] = {}
     for index in order:

@@ -54,6 +54,25 @@ class _Trace(msgspec.Struct):
 
 _DECODER = msgspec.json.Decoder(_Trace)
 
+MAX_TRACE_EVENTS = 2_000_000
+"""Most events a trace may hold: 20 times the 10⁵ of a long capture, ~400 MB of JSON. Counted before
+any is built (`check_event_count`), so a small gzip of 10⁷ tiny events is refused in a second, not after
+gigabytes of records."""
+
+
+def check_event_count(data: bytes, name: str) -> None:
+    """`ProfileError` naming ``name`` when the trace JSON ``data`` may hold more than `MAX_TRACE_EVENTS` events.
+
+    Every event is an object, and most of a torch trace's carry an ``args`` object too: ``{`` counted in C
+    is an upper bound on the events, and on the records the typed reader builds, at twice the limit.
+    """
+    objects = data.count(b"{")
+    if objects > 2 * MAX_TRACE_EVENTS:
+        raise ProfileError(
+            f"{name} holds up to {objects:,} objects (events and their args), over the limit of "
+            f"{MAX_TRACE_EVENTS:,} events; capture fewer runs, or trace the operators of fewer (--operator-runs)."
+        )
+
 
 class _NotTyped(Exception):
     """An event the fast path cannot file as the general reader would: the general reader takes the document."""
@@ -76,6 +95,7 @@ def trace_events_from_json(
     >>> trace_events_from_json(data, "t.json", parse=None).ops.names
     ('aten::mm',)
     """
+    check_event_count(data, name)
     try:
         trace = _DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):

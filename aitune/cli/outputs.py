@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,10 +23,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aitune.errors import CaptureError, OutputError
+from aitune.errors import CaptureError, OutputError, ProfileError
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import ProfileDoc, build_profile, dumps, read_trace, read_trace_file_events, render_markdown, save
-from aitune.report.io import cannot_write, gzipped, write_atomic
+from aitune.report.io import MAX_JSON_BYTES, cannot_write, gzipped, read_regular, write_atomic
 
 TRACE_NAME = "trace.json.gz"
 
@@ -186,7 +189,7 @@ def _copy_trace(source: Path | None, target: Path) -> Path | None:
     """A trace the script kept, gzipped to ``target``; None when it kept none."""
     if source is None or not source.is_file():
         return None
-    data = source.read_bytes()
+    data = read_regular(source, MAX_JSON_BYTES)
     return write_atomic(target, data if source.suffix == ".gz" else gzipped(data))
 
 
@@ -202,46 +205,166 @@ def _make_folder(folder: Path) -> None:
 
 
 LOCK_NAME = ".aitune-capture.lock"
-"""Held in an output folder while a command writes there, so two captures cannot share one --out."""
+"""Held in an output folder while a command writes there, so two captures cannot share one --out.
+It holds ``<pid> <host>`` of the process that took it, so a lock left by a killed one is recognised."""
+
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""Signals that end a command (a launcher's SIGTERM, a closed terminal's SIGHUP): like Ctrl-C (SIGINT),
+they unwind the command so that its output folder is cleaned up, instead of killing it mid-write."""
+
+
+class Stopped(BaseException):
+    """An ending signal arrived: a BaseException (as Ctrl-C's KeyboardInterrupt), so no ``except Exception``
+    in the user's code swallows it and every ``finally`` runs; `output_folder` then exits with the shell's
+    code, 128 + the signal's number."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.code = 128 + number
+        self.reason = f"stopped by {signal.Signals(number).name}"
 
 
 @contextmanager
 def output_folder(folder: Path, exclusive: bool = False) -> Iterator[None]:
-    """``folder`` exists in the block; when the block fails, the folders made here go, with what was written in them.
+    """``folder`` exists in the block; when the block fails (an error, Ctrl-C, SIGTERM), the folder is left
+    as it was before: the folders made here go, and so does what the block added to one that existed.
 
     ``exclusive``: refuse a folder that already holds a profile, or that another capture is writing.
+    A folder that is a link is refused (what is written must land where ``--out`` says). Only folders
+    this call itself created (``mkdir`` succeeded) are removed, so a command that loses a race for a new
+    folder never removes the winner's.
     """
-    made = next((path for path in reversed([folder, *folder.parents]) if not path.exists()), None)
-    _make_folder(folder)
+    if folder.is_symlink():
+        raise OutputError(f"{folder} is a link; pass a real folder as the output (links are not followed).")
+    made = _make_folders(folder)
     lock = folder / LOCK_NAME
     held = False
+    before: set[str] = set()
     try:
-        if exclusive:
-            _take(lock, folder)
-            held = True
-        yield
-    except BaseException:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
+        with _signals_unwind():
+            if exclusive:
+                _take(lock, folder)
+                held = True
+            before = {entry.name for entry in _entries(folder)}
+            yield
+    except BaseException as error:
+        if held or (made and not exclusive):  # a lock lost to another process: its folder, not ours
+            _remove_added(folder, before | {LOCK_NAME})
+        if held:
+            lock.unlink(missing_ok=True)
+            held = False
+        for path in reversed(made):  # deepest first; a folder another process wrote into stays
+            with suppress(OSError):
+                path.rmdir()
+        if isinstance(error, Stopped):
+            sys.stderr.write(f"[error] {error.reason}; {folder} is left as it was before.\n")
+            raise SystemExit(error.code) from None
         raise
     finally:
         if held:
             lock.unlink(missing_ok=True)
 
 
-def _take(lock: Path, folder: Path) -> None:
-    """Create ``lock`` or refuse: the folder is another capture's, or holds a finished one."""
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the ones this call created, outermost first."""
+    missing = [path for path in reversed([folder, *folder.parents]) if not path.exists()]
+    made = []
     try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        for path in missing:
+            try:
+                path.mkdir()
+                made.append(path)
+            except FileExistsError:
+                if not path.is_dir():
+                    raise
+    except OSError as error:
+        for path in reversed(made):
+            with suppress(OSError):
+                path.rmdir()
+        raise OutputError(f"cannot create the output folder {folder}: {cannot_write(folder, error)}") from None
+    return made
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _remove_added(folder: Path, kept: set[str]) -> None:
+    """Remove what is in ``folder`` but not in ``kept`` (links themselves, never what they point to)."""
+    for entry in _entries(folder):
+        if entry.name in kept:
+            continue
+        with suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink()
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """In the block, `ENDING_SIGNALS` raise `Stopped` (main thread only; elsewhere signals cannot be caught)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number: int, _frame: Any) -> None:
+        raise Stopped(number)
+
+    previous = {number: signal.signal(number, stop) for number in ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _take(lock: Path, folder: Path) -> None:
+    """Create ``lock`` or refuse: the folder is another capture's (alive or killed), or holds a finished one."""
+    owner = f"{os.getpid()} {socket.gethostname()}\n".encode()
+    try:
+        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except FileExistsError:
-        raise CaptureError(
-            f"{folder} is being written by another capture (or one that was killed: delete {lock}); pass another --out."
-        ) from None
+        raise CaptureError(_held_by(lock, folder)) from None
     except OSError as error:
         raise OutputError(cannot_write(lock, error)) from None
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(owner)
     if any(folder.glob("profile*.json")) or (folder / "before").exists():
         lock.unlink()
         raise CaptureError(f"{folder} already holds a profile; pass another --out, or remove that folder first.")
+
+
+def _held_by(lock: Path, folder: Path) -> str:
+    """The sentence for a lock that exists: whose it is, and whether that process still runs."""
+    try:
+        pid_text, host = read_regular(lock, 200).decode().split()
+        pid = int(pid_text)
+    except (ProfileError, UnicodeDecodeError, ValueError):
+        pid, host = None, ""
+    if pid is None or host != socket.gethostname():
+        return (
+            f"{folder} is being written by another capture (or one that was killed: delete {lock}); pass another --out."
+        )
+    if _alive(pid):
+        return f"{folder} is being written by another capture (process {pid}); wait for it, or pass another --out."
+    return (
+        f"{folder} holds a stale lock of process {pid}, which no longer runs (it was killed): delete {lock} "
+        "and run again, or pass another --out."
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _progress(stream: Any) -> Progress:

@@ -192,7 +192,10 @@ def build_profile(trace: Mapping[str, Any] | TraceEvents, source: str = "the tra
             "torch.profiler.profile(schedule=...) and call prof.step() after each iteration, "
             "or capture it with `aitune-profile capture`."
         )
-    return profile_from_events(events)
+    try:
+        return profile_from_events(events)
+    except ProfileError as error:  # a trace read but not analysable (its regions nest too deep)
+        raise ProfileError(f"{source}: {error}") from None
 
 
 @gc_paused()

@@ -7,6 +7,9 @@ import errno
 import gzip
 import io
 import os
+import secrets
+import shutil
+import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +21,7 @@ from aitune.analysis.events import TraceEvents, check_trace, gc_paused
 from aitune.analysis.trace_json import trace_events_from_json
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
+from aitune.report.ranks import check_ranks
 from aitune.report.validate import validate
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -30,6 +34,25 @@ MAX_JSON_DEPTH = 254
 """Deepest nesting accepted: orjson serialises at most this deep (then raises), so every document read
 can be written again, and the recursive readers downstream (schema validation, redaction) stay
 far below Python's recursion limit. A profile nests about 6 levels, plus 2 per level of region tree."""
+
+MAX_JSON_ITEMS = 10_000_000
+"""Most values (an upper bound: commas, ``[`` and ``{``, counted in C before parsing) a JSON document
+may hold. Parsed, a value costs 8 to 200 bytes (a pointer to a shared small integer, a dict), so a
+bound on their count bounds memory where the byte limit alone would not: ``[0,0,…]`` costs 4× its
+size, ``[{},{},…]`` 24×. A torch trace of 10⁶ events holds about 7·10⁶ (one per 29 bytes of JSON)."""
+
+MAX_PROFILE_ITEMS = 2_000_000
+"""`MAX_JSON_ITEMS` for a profile document: one of 185 KB holds 3,200 values, a merged one of 64
+ranks × 100 runs × 50 regions about 3·10⁵."""
+
+MAX_GZIP_RATIO = 40
+"""Most a gzipped file may unpack to, as a multiple of its own size (beyond `GZIP_FREE_BYTES`): profiles
+and traces compress 9× to 15× (a 185 KB profile to 21 KB, a 1.7 MB trace to 118 KB), while a gzip bomb
+compresses 1000× (a 198 KB file holding a 10⁸-element array)."""
+
+GZIP_FREE_BYTES = 16 * 2**20
+"""Unpacked bytes any gzipped file may reach, whatever its ratio: a small file costs little however
+well it compresses."""
 
 _TOO_BIG_FIX = "capture fewer runs, or keep the trace uncompressed to inspect it"
 
@@ -52,7 +75,7 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
     `OutputError`, one sentence naming the path and the fix.
     """
     with written_atomically(path) as temporary:
-        temporary.write_bytes(data)
+        write_new_file(temporary, data)
     return Path(path)
 
 
@@ -61,20 +84,46 @@ def written_atomically(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` for a writer to fill: renamed onto ``path`` when the block ends,
     removed when it raises, so ``path`` is never half a file and an old one survives a failure.
 
-    The temporary name ends like ``path`` (``.json.gz``), for writers that pick a format by the
-    suffix. An `OSError` in the block (a full disk, a folder in the way) becomes `OutputError`.
+    The temporary file lies in a folder of its own beside ``path``, made exclusively with an
+    unpredictable name and mode 0700 (`private_folder_beside`): no link planted in the output folder
+    can redirect the write, and nobody else can plant one in that folder. The temporary name ends
+    like ``path`` (``.json.gz``), for writers that pick a format by the suffix. An `OSError` in the
+    block (a full disk, a folder in the way) becomes `OutputError`.
     """
     target = Path(path)
-    temporary = target.with_name(f".partial-{os.getpid()}-{target.name}")
+    folder: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        folder = private_folder_beside(target)
+        temporary = folder / target.name
         yield temporary
         os.replace(temporary, target)
     except OSError as error:
         raise OutputError(cannot_write(target, error)) from None
     finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def private_folder_beside(target: Path) -> Path:
+    """A new folder beside ``target``, ``.partial-<random>``, made by this call alone (mode 0700).
+
+    ``mkdir`` fails on any existing name, link or not, so the folder is ours; its name is 96 random bits.
+    """
+    while True:
+        folder = target.with_name(f".partial-{secrets.token_hex(12)}")
+        try:
+            os.mkdir(folder, 0o700)
+            return folder
+        except FileExistsError:  # pragma: no cover - 2⁹⁶ names
+            continue
+
+
+def write_new_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, which must not exist: created exclusively, never through a link."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
 
 
 TRACE_GZIP_LEVEL = 3
@@ -111,43 +160,99 @@ def dumps(doc: Any) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
-def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_items: int = MAX_JSON_ITEMS) -> Any:
     """Parse a JSON file, gunzipping it first when it is gzipped; `ProfileError` names the file.
 
-    Bounded like `parse_json`: at most ``max_bytes`` of JSON and `MAX_JSON_DEPTH` levels of nesting.
+    Read through `read_regular`, bounded like `parse_json`: at most ``max_bytes`` of JSON, ``max_items``
+    values and `MAX_JSON_DEPTH` levels of nesting.
     """
-    return parse_json(_read_bytes(Path(path), max_bytes), str(path), max_bytes)
+    return parse_json(read_regular(path, max_bytes), str(path), max_bytes, max_items=max_items)
 
 
 def read_trace_file_events(path: str | Path) -> TraceEvents:
     """The events of the Chrome trace file at ``path`` (plain or gzipped), read by the typed fast path
     (`aitune.analysis.trace_json`) with `read_json`'s bounds; `ProfileError` names the file."""
     name = str(path)
-    data = unpacked(_read_bytes(Path(path), MAX_JSON_BYTES), name)
+    data = unpacked(read_regular(path, MAX_JSON_BYTES), name)
     return trace_events_from_json(data, name, lambda json: parse_json(json, name))
 
 
-def _read_bytes(source: Path, max_bytes: int) -> bytes:
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((words for test, words in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(
+    path: str | Path,
+    max_bytes: int = MAX_JSON_BYTES,
+    fix: str = _TOO_BIG_FIX,
+    name: str | None = None,
+    whose: str = "the",
+) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes``: the one door every file aitune
+    reads from a user (profiles, traces, plans, rank folders, reports) goes through.
+
+    A FIFO, a device (``/dev/zero``), a socket or a folder, also behind a link, is refused by its type
+    before it is opened, so nothing blocks or reads without end; the file is opened non-blocking and
+    its type checked again on the open descriptor (it may have been swapped in between), and the read
+    stops one byte past ``max_bytes`` whatever the size said. `ProfileError`, one sentence naming ``path``
+    (or ``name``, how the caller shows it); ``whose`` names the limit's owner ("the viewer's").
+    """
+    source = Path(path)
+    shown = name or str(source)
     try:
-        if source.is_dir():
-            raise ProfileError(f"{source} is a folder; name the profile.json (or trace) inside it.")
-        if source.stat().st_size > max_bytes:
-            raise ProfileError(_too_big(str(source), source.stat().st_size, max_bytes, _TOO_BIG_FIX))
-        return source.read_bytes()
+        mode = os.stat(source).st_mode
+        if not stat.S_ISREG(mode):
+            raise ProfileError(_not_regular(shown, mode))
+        descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(descriptor, "rb", buffering=0) as stream:
+            opened = os.fstat(descriptor)
+            if not stat.S_ISREG(opened.st_mode):
+                raise ProfileError(_not_regular(shown, opened.st_mode))
+            if opened.st_size > max_bytes:
+                raise ProfileError(_too_big(shown, opened.st_size, max_bytes, fix, whose=whose))
+            data = stream.read(max_bytes + 1)
     except FileNotFoundError:
-        raise ProfileError(f"{source}: no such file; check the path.") from None
+        raise ProfileError(f"{shown}: no such file; check the path.") from None
     except OSError as error:
-        raise ProfileError(f"{source}: cannot be read ({error.strerror}); check its permissions.") from None
+        raise ProfileError(f"{shown}: cannot be read ({error.strerror or error}); check its permissions.") from None
+    except ValueError as error:  # a NUL byte in the name
+        raise ProfileError(f"{shown}: cannot be a file name ({error}); check the path.") from None
+    if len(data) > max_bytes:  # it grew while read
+        raise ProfileError(_too_big(shown, len(data), max_bytes, fix, verb="grew to at least", whose=whose))
+    return data
 
 
-def parse_json(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str = _TOO_BIG_FIX) -> Any:
+def _not_regular(source: str, mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return f"{source} is a folder; name the profile.json (or trace) inside it."
+    return f"{source} is {_kind(mode)}, not a regular file; copy the data into a file and pass that file."
+
+
+def parse_json(
+    data: bytes,
+    name: str,
+    max_bytes: int = MAX_JSON_BYTES,
+    fix: str = _TOO_BIG_FIX,
+    max_items: int = MAX_JSON_ITEMS,
+) -> Any:
     """Parse JSON bytes, gunzipped first when gzipped: the one reader of the command line and the viewer.
 
     Untrusted input is bounded: `ProfileError` naming ``name`` when the JSON is (or unpacks to) more
-    than ``max_bytes``, nests deeper than `MAX_JSON_DEPTH`, or is not JSON; ``fix`` says what to do
-    about a file that is too big.
+    than ``max_bytes`` (or more than `MAX_GZIP_RATIO` × its gzipped size), holds more than
+    ``max_items`` values (counted before any is built), nests deeper than `MAX_JSON_DEPTH`, or is not
+    JSON; ``fix`` says what to do about a file that is too big.
     """
     data = unpacked(data, name, max_bytes, fix)
+    check_item_count(data, name, max_items, fix)
     try:
         with gc_paused():
             value = orjson.loads(data)
@@ -162,26 +267,53 @@ def parse_json(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str
     return value
 
 
+def check_item_count(data: bytes, name: str, max_items: int, fix: str = _TOO_BIG_FIX) -> None:
+    """`ProfileError` naming ``name`` when the JSON ``data`` may hold more than ``max_items`` values.
+
+    The count is an upper bound (a comma inside a string counts too), found by C-level byte counts
+    before anything is parsed: a document's memory is then bounded before it is built.
+    """
+    items = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if items > max_items:
+        raise ProfileError(
+            f"{name} holds up to {items:,} JSON values, over the limit of {max_items:,} (a parsed value takes "
+            f"up to 200 bytes); {fix}."
+        )
+
+
 def unpacked(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str = _TOO_BIG_FIX) -> bytes:
     """``data`` gunzipped when it is gzipped; `ProfileError` naming ``name`` when it is (or unpacks to)
-    more than ``max_bytes``, or is a truncated or corrupt gzip; ``fix`` says what to do about a file too big."""
+    more than ``max_bytes``, or unpacks past `MAX_GZIP_RATIO` × its size (a gzip bomb), or is a
+    truncated or corrupt gzip; ``fix`` says what to do about a file too big."""
     if len(data) > max_bytes:
         raise ProfileError(_too_big(name, len(data), max_bytes, fix))
     if data[:2] != _GZIP_MAGIC:
         return data
+    ratio_limit = GZIP_FREE_BYTES + MAX_GZIP_RATIO * len(data)
+    limit = min(max_bytes, ratio_limit)
     # Read one byte past the limit: a small gzip may unpack to gigabytes.
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            expanded = stream.read(max_bytes + 1)
+            expanded = stream.read(limit + 1)
     except (EOFError, OSError, zlib.error):
         raise ProfileError(f"{name}: the gzip data is truncated or corrupt; copy the file again.") from None
-    if len(expanded) > max_bytes:
-        raise ProfileError(_too_big(name, len(expanded), max_bytes, fix, verb="unpacks to at least"))
+    if len(expanded) > limit:
+        if limit == max_bytes:
+            raise ProfileError(_too_big(name, len(expanded), max_bytes, fix, verb="unpacks to at least"))
+        raise ProfileError(
+            f"{name} unpacks to more than {MAX_GZIP_RATIO}× its {_size(len(data))} (at least {_size(len(expanded))}), "
+            "far more than any profile or trace compresses; refused as a likely gzip bomb — unpack it yourself "
+            "only if you trust it."
+        )
     return expanded
 
 
-def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is") -> str:
-    return f"{name} {verb} {size / 2**20:.0f} MB, over the {limit // 2**20} MB limit; {fix}."
+def _size(count: int) -> str:
+    return f"{count / 2**20:.0f} MB" if count >= 2**20 else f"{count / 2**10:.0f} KB"
+
+
+def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is", whose: str = "the") -> str:
+    return f"{name} {verb} {size / 2**20:.0f} MB, over {whose} {limit // 2**20} MB limit; {fix}."
 
 
 def _too_deep(name: str) -> str:
@@ -190,12 +322,25 @@ def _too_deep(name: str) -> str:
 
 def load(path: str | Path) -> ProfileDoc:
     """Read and validate a profile document, ours or AITune's; `ProfileError` names the file and the field."""
-    raw = read_json(path)
-    check_profile_header(raw, path)
+    return checked_profile(read_json(path, max_items=MAX_PROFILE_ITEMS), str(path))
+
+
+def checked_profile(raw: Any, name: str, hint: bool = True) -> ProfileDoc:
+    """``raw`` when it is a valid profile document: header, schema, and the cross-checks no schema can say
+    (a merged document's ranks, `aitune.report.ranks.check_ranks`); `ProfileError` naming ``name``.
+
+    ``hint``: point at ``aitune-profile validate`` when there are more problems than the first.
+    """
+    check_profile_header(raw, name)
     problems = validate(raw)
     if problems:
-        more = f" (and {len(problems) - 1} more: `aitune-profile validate {path}` lists all)" if problems[1:] else ""
-        raise ProfileError(f"{path}: {problems[0]}{more}")
+        more = (
+            f" (and {len(problems) - 1} more: `aitune-profile validate {name}` lists all)"
+            if problems[1:] and hint
+            else ""
+        )
+        raise ProfileError(f"{name}: {problems[0]}{more}")
+    check_ranks(raw, name)
     return raw
 
 

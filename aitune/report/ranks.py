@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aitune.errors import ProfileError
+
 
 @dataclass(frozen=True)
 class RankRow:
@@ -42,6 +44,33 @@ class RegionAcrossRanks:
 def is_merged(doc: Mapping[str, Any]) -> bool:
     """Whether ``doc`` was written by ``aitune-profile merge`` (it has a ``ranks`` block)."""
     return "ranks" in doc
+
+
+def check_ranks(doc: Mapping[str, Any], name: str) -> None:
+    """`ProfileError` naming ``name`` unless a merged document's ``ranks`` block agrees with itself.
+
+    The schema gives each field its type; this says what no schema can: ``world_size`` is the number of
+    ``per_rank`` entries, they are ranks 0..n-1 in order, and every rank the block names
+    (``critical_rank``, ``step_ranks``, ``slowest_rank``) is one of them, with one median per rank. So a
+    reader may size a table by ``world_size``: the file holds that many ranks, never a number it merely
+    states. Nothing for a single capture.
+    """
+    if not is_merged(doc):
+        return
+    ranks = doc["ranks"]
+    size = len(ranks["per_rank"])
+    fix = "merge the rank folders again"
+    if ranks["world_size"] != size:
+        raise ProfileError(
+            f"{name}: ranks.world_size is {ranks['world_size']} but ranks.per_rank lists {size} ranks; {fix}."
+        )
+    if [entry["rank"] for entry in ranks["per_rank"]] != list(range(size)):
+        raise ProfileError(f"{name}: ranks.per_rank must list ranks 0 to {size - 1} in order; {fix}.")
+    named = [ranks["critical_rank"], *ranks["step_ranks"]]
+    spreads = [ranks["run_time"], *ranks["regions"]]
+    named += [spread["slowest_rank"] for spread in spreads]
+    if any(rank >= size for rank in named) or any(len(spread["median_us"]) != size for spread in spreads):
+        raise ProfileError(f"{name}: ranks names a rank outside 0 to {size - 1}, or lacks a rank's median; {fix}.")
 
 
 def world_size(doc: Mapping[str, Any]) -> int | None:

@@ -1,13 +1,19 @@
-"""The one door for strings from a profile or a trace into a terminal or Markdown: they are data, never markup.
+"""The one door for strings from a profile or a trace into a terminal, Markdown or the viewer's page:
+they are data, never markup.
 
 A profile may come from a stranger: a region name can hold escape sequences (cursor moves, a fake
-green "OK", a new window title), rich markup (``[link=...]``) or HTML and newlines that would break
-a Markdown table. Every renderer passes document text through these functions, the way templates
-pass values through one escape function.
+green "OK", a new window title), rich markup (``[link=...]``), bidirectional overrides (U+202E shows
+``gpj.exe`` as ``exe.jpg`` and reverses the figures after it), HTML and newlines that would break a
+Markdown table, or thousands of characters that push every figure out of view. Every renderer
+passes document text through these functions, the way templates pass values through one escape
+function: `terminal_text` (rich), `markdown_text`, `html_text` (the viewer's HTML panes), and
+`shown_name` for a name in a table cell or on a chart axis.
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import re
 
 from rich.text import Text
@@ -51,3 +57,31 @@ def markdown_text(text: object) -> str:
 def _markdown_escape(match: re.Match[str]) -> str:
     char = match.group()
     return _HTML_ENTITIES.get(char) or "\\" + char
+
+
+MAX_NAME_CHARS = 80
+"""Longest name shown whole in a table cell, a chart's axis or a sentence of the viewer; longer ones are
+cut (`shown_name`). The terminal's tables crop a cell to its column the same way."""
+
+
+def shown_name(text: object, limit: int = MAX_NAME_CHARS) -> str:
+    """A name from a document as one visible line of at most ``limit`` characters (plus a short tag).
+
+    Control and bidi characters are spelled out (`visible`); a longer name keeps its start, and ends with
+    ``…#`` and 6 hex digits of its hash, so two long names that share a start stay two labels (a chart's
+    axis needs distinct factors).
+
+    >>> shown_name("x" * 200, 10)
+    'xxxxxxxxxx…#aa20c2'
+    """
+    spelled = visible(text)
+    if len(spelled) <= limit:
+        return spelled
+    tag = hashlib.sha256(spelled.encode()).hexdigest()[:6]
+    return f"{spelled[:limit]}…#{tag}"
+
+
+def html_text(text: object) -> str:
+    """Document text for an HTML pane: control and bidi characters spelled out (`visible`), then escaped,
+    so no tag, entity or reordering reaches the page. Names inside it are cut by their writer (`shown_name`)."""
+    return html.escape(visible(text))

@@ -1,7 +1,8 @@
 """Bokeh figures as plain functions of the store's tables: no state, no I/O, text drawn as text.
 
 Bokeh draws axis labels and tooltips as text (never HTML), so region names from a stranger's
-profile cannot inject markup here.
+profile cannot inject markup here; they are drawn as `shown_name` gives them (bidi controls spelled
+out, a long name cut), so none reverses or crowds out the figures beside it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool
 from bokeh.plotting import figure
 
+from aitune.report.safe_text import shown_name
 from aitune.viewer.tables import RESIDUAL
 
 SIDE_COLORS = {"before": "#8c8c8c", "after": "#1f77b4"}
@@ -41,7 +43,8 @@ def region_bars(regions: pd.DataFrame, domain: str, measure: str = "share") -> f
     """
     drawn, title, axis = MEASURES[measure]
     paths = top_paths(regions, column="time_us" if measure == "time" else "fraction")
-    shown = regions[regions["path"].isin(paths)]
+    shown = regions[regions["path"].isin(paths)].assign(path=lambda frame: frame["path"].map(shown_name))
+    paths = [shown_name(path) for path in paths]
     sides = list(dict.fromkeys(shown["side"]))
     factors = [(path, side) for path in reversed(paths) for side in sides]
     source = ColumnDataSource(
@@ -129,6 +132,7 @@ def run_points(runs: pd.DataFrame, metric: str) -> figure:
 
 def timeline_bars(spans: pd.DataFrame, title: str) -> figure:
     """One lane per region, one bar per call, in ms from the start of the run."""
+    spans = spans.assign(lane=spans["lane"].map(shown_name)) if len(spans) else spans
     lanes = list(dict.fromkeys(spans["lane"]))
     plot = figure(
         y_range=FactorRange(*reversed(lanes)) if lanes else FactorRange("(no regions)"),
@@ -174,7 +178,7 @@ def rank_bars(ranks: pd.DataFrame, quantity: str) -> figure:
         x_range=FactorRange(*factors),
         height=320,
         sizing_mode="stretch_width",
-        title=f"{quantity} per rank (median over runs; the slowest rank in red)",
+        title=f"{shown_name(quantity)} per rank (median over runs; the slowest rank in red)",
         y_axis_label="ms per run",
         tools=_TOOLS,
         name="rank-bars",

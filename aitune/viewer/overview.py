@@ -4,13 +4,12 @@ the residual, and the regions that moved most. Pair numbers come from `aitune.co
 
 from __future__ import annotations
 
-import html
-
 import panel as pn
 
 from aitune.compare import Change, ProfileDiff
 from aitune.gains import speedup
 from aitune.loop_report import LoopReport
+from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import tables
 from aitune.viewer.store import ProfileStore
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, table, text_block
@@ -51,8 +50,8 @@ def spread(store: ProfileStore, side: str, metric: str) -> str:
 def card(label: str, value: str, css_class: str) -> str:
     """One labelled figure as HTML; both strings are escaped."""
     return (
-        f'<div class="aitune-card"><div class="aitune-card-label">{html.escape(label)}</div>'
-        f'<div class="{css_class}">{html.escape(value)}</div></div>'
+        f'<div class="aitune-card"><div class="aitune-card-label">{html_text(label)}</div>'
+        f'<div class="{css_class}">{html_text(value)}</div></div>'
     )
 
 
@@ -85,7 +84,7 @@ def movers(diff: ProfileDiff, limit: int = TOP_MOVERS) -> list[str]:
     rows = [row for row in diff.headline if row.change.before_us is not None or row.change.after_us is not None]
     rows.sort(key=lambda row: -abs((row.change.after_us or 0.0) - (row.change.before_us or 0.0)))
     return [
-        f"{row.path} ({row.status}): {format_ms(row.change.before_us)} → {format_ms(row.change.after_us)}"
+        f"{shown_name(row.path)} ({row.status}): {format_ms(row.change.before_us)} → {format_ms(row.change.after_us)}"
         for row in rows[:limit]
     ]
 

@@ -1,9 +1,10 @@
 """Reading profiles and traces for the viewer: from a runs folder or from uploaded bytes, defensively.
 
-The files may come from a stranger (a bug report), so every read is bounded: size, gzip expansion,
-nesting depth, and names that must resolve inside the runs folder. A name may come from a URL, so
-it can hold anything (a NUL byte, thousands of characters): every failure to find or read a file is
-one sentence, never an `OSError` or `ValueError` from the file system.
+The files may come from a stranger (a bug report), so every read goes through the command line's one
+bounded reader (`aitune.report.io`: regular files only, size, gzip expansion, value count) with the
+viewer's tighter limits (size, nesting depth), and names must resolve inside the runs folder. A name
+may come from a URL, so it can hold anything (a NUL byte, thousands of characters): every failure
+to find or read a file is one sentence, never an `OSError` or `ValueError` from the file system.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from aitune.analysis import TraceEvents
 from aitune.analysis.trace_json import trace_events_from_json
 from aitune.errors import ProfileError
 from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, LoopReport, read_loop_report
-from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario, validate
+from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
 from aitune.report.validate import shortened
 
@@ -92,14 +93,10 @@ def _is_file_inside(base: Path, path: Path) -> bool:
 
 
 def read_bounded(path: Path, name: str) -> bytes:
-    """The bytes of ``path`` when it is at most `MAX_FILE_BYTES`; `ProfileError` naming ``name`` otherwise."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ProfileError(_too_big(name, size))
-        return path.read_bytes()
-    except OSError as error:
-        raise ProfileError(f"{name}: cannot be read ({error.strerror or error}); check its permissions.") from None
+    """The bytes of the regular file ``path`` when it is at most `MAX_FILE_BYTES`: the command line's one
+    door (`aitune.report.io.read_regular`: no FIFO, device or folder) with the viewer's limit;
+    `ProfileError` naming ``name`` otherwise."""
+    return report_io.read_regular(path, MAX_FILE_BYTES, _VIEWER_FIX, name=name, whose="the viewer's")
 
 
 def read_trace_file(path: Path, name: str) -> TraceEvents:
@@ -115,7 +112,7 @@ def parse_json(data: bytes, name: str) -> Any:
     The command line's reader (`aitune.report.io.parse_json`) with the viewer's tighter bounds.
     """
     try:
-        value = report_io.parse_json(data, name, MAX_FILE_BYTES, _VIEWER_FIX)
+        value = report_io.parse_json(data, name, MAX_FILE_BYTES, _VIEWER_FIX, max_items=report_io.MAX_PROFILE_ITEMS)
     except ProfileError as error:
         if "nested deeper" in str(error):
             raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.") from None
@@ -133,10 +130,7 @@ def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
     version = raw["schema_version"]
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise ProfileError(f"{name}: schema_version {version} is newer than this viewer reads ({SCHEMA_VERSION}).")
-    problems = validate(raw)
-    if problems:
-        raise ProfileError(f"{name}: {problems[0]}")
-    return raw
+    return report_io.checked_profile(raw, name, hint=False)
 
 
 def load_from_folder(root: Path, name: str) -> Loaded:
@@ -207,7 +201,3 @@ def nesting_depth(value: Any) -> int:
 
 
 _VIEWER_FIX = "capture fewer runs, or read it with `aitune-profile report` instead"
-
-
-def _too_big(name: str, size: int) -> str:
-    return f"{name} is {size / 2**20:.0f} MB, over the viewer's {MAX_FILE_BYTES // 2**20} MB limit; {_VIEWER_FIX}."

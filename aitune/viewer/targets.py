@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from aitune.report.safe_text import shown_name
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 from aitune.viewer import tables
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, speedup_format, table, text_block
@@ -39,7 +40,7 @@ def picked_line(found: Suggestions) -> str:
     picked = found.recommended()
     if not picked:
         return "Nothing to tune: no region passes; the verdict column says why for each."
-    parts = ", ".join(f"{target.path} ({target.predicted_speedup:.3f}×)" for target in picked)
+    parts = ", ".join(f"{shown_name(target.path)} ({target.predicted_speedup:.3f}×)" for target in picked)
     predicted, bound = found.combined(picked)
     bound_text = "unbounded" if bound >= UPPER_BOUND_CAP else f"at most {bound:.3f}×"
     return f"Tune, best first: {parts}; together predicted {predicted:.3f}× end to end, {bound_text}."

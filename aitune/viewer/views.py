@@ -1,12 +1,12 @@
 """The viewer's panels, one per concern: each gets the store and the selection and only lays out.
 
-Profile text (region names, warning messages, operator keys) may come from a stranger, so it is
-escaped before it reaches an HTML pane and shown as plain text in tables.
+Profile text (region names, warning messages, operator keys) may come from a stranger, so it goes
+through the terminal's door (`aitune.report.safe_text`): escaped, control and bidi characters spelled
+out, before it reaches an HTML pane; in tables shown as plain text, long names cut (`shown_name`).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +17,7 @@ from bokeh.models import NumberFormatter
 
 from aitune.errors import ProfileError
 from aitune.report.document import operator_runs_note
+from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
@@ -24,6 +25,7 @@ from aitune.viewer.store import ProfileStore
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
 WRAPPED_TEXT = {"type": "textarea"}  # escapes too, and wraps the text over lines
 WRAPPED_WIDTH = 400  # px: a wrapped column needs a width to wrap within; a sentence takes two or three lines
+MAX_WRAPPED_CHARS = 2000  # a wrapped message (a warning, a reason) is cut past this, as a name is past its limit
 MEDIAN_RUN = "median run of each side"
 
 
@@ -33,8 +35,8 @@ def number_format(decimals: int) -> NumberFormatter:
 
 
 def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
-    """An HTML pane showing ``text`` verbatim (escaped), never as markup."""
-    return pn.pane.HTML(f'<div class="{css_class}">{html.escape(text)}</div>', sizing_mode="stretch_width")
+    """An HTML pane showing ``text`` verbatim (`html_text`: escaped, controls spelled out), never as markup."""
+    return pn.pane.HTML(f'<div class="{css_class}">{html_text(text)}</div>', sizing_mode="stretch_width")
 
 
 def speedup_format(missing: str = "-") -> NumberFormatter:
@@ -63,8 +65,9 @@ def table(
     """
     present = [column for column in text_columns if column in frame.columns]
     chosen = {**formatters} if formatters else {}
+    wrapped = [column for column, formatter in chosen.items() if formatter == WRAPPED_TEXT and column in frame]
     return pn.widgets.Tabulator(
-        frame,
+        shown_text_columns(frame, present, wrapped),
         disabled=True,
         show_index=False,
         pagination="local",
@@ -83,6 +86,21 @@ def table(
         sizing_mode="stretch_width",
         css_classes=[name],
     )
+
+
+def shown_text_columns(frame: pd.DataFrame, names: list[str], messages: list[str]) -> pd.DataFrame:
+    """``frame`` with its text columns as they may be shown: ``names`` cut (`shown_name`), ``messages``
+    spelled out and cut at `MAX_WRAPPED_CHARS`; the same frame when there are none."""
+    if frame.empty or not (names or messages):
+        return frame
+    shown = frame.copy()
+    for column in names:
+        shown[column] = [shown_name(value) if isinstance(value, str) else value for value in shown[column]]
+    for column in messages:
+        shown[column] = [
+            shown_name(value, MAX_WRAPPED_CHARS) if isinstance(value, str) else value for value in shown[column]
+        ]
+    return shown
 
 
 class StoreView(pn.viewable.Viewer):
