@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -17,7 +17,7 @@ import torch.utils._pytree as pytree
 
 from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
-from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
+from aitune.torch.tuning.correctness import Agreement, Tolerance, check_calls
 from aitune.torch.tuning.measure import Latency, MeasureConfig, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -101,7 +101,7 @@ class Trial:
         self.candidates.append(candidate)
         start = time.perf_counter()
         try:
-            candidate.built = backend.build(self.context)
+            candidate.built = backend.build(_for_build(self.context))
         except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
             _raise_if_out_of_disk(error, candidate)
             candidate.build_s = time.perf_counter() - start
@@ -116,12 +116,13 @@ class Trial:
         run = candidate.built.run
         try:
             with torch.no_grad():
-                outputs = [run(*s.args, **s.kwargs) for s in self.context.samples]
+                outputs = [s.observe(run) for s in self.context.samples]  # each run on its own fresh copy
         except Exception as error:  # same: a run failure rejects the candidate, never the user's model
             _raise_if_out_of_disk(error, candidate)
             candidate.reject(f"run failed: {_describe(error)}")
             return
-        candidate.agreement = check_outputs(self.context.reference_outputs, outputs, self.tolerance)
+        context = self.context
+        candidate.agreement = check_calls(context.reference_outputs, context.reference_states, outputs, self.tolerance)
         del outputs
         if not candidate.agreement.passed:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
@@ -136,7 +137,7 @@ class Trial:
     def _measure(self, *runs: Any) -> list[Latency]:
         """Each of ``runs`` timed over the timed samples, taking turns."""
         samples = self.context.samples[:TIMED_SAMPLES]
-        calls = [lambda run=run: [run(*s.args, **s.kwargs) for s in samples] for run in runs]
+        calls = [lambda run=run: [s.call(run) for s in samples] for run in runs]
         return measure_interleaved(calls, self.config, self.context.device)
 
     def _not_offered(self, backend: Backend) -> str | None:
@@ -155,6 +156,11 @@ class Trial:
                     f" pass Tolerance(rtol={eps:.0e}) or more to admit reduced precision"
                 )
         return None
+
+
+def _for_build(context: BuildContext) -> BuildContext:
+    """The context a backend builds from: its samples are copies, as a build may run them and change their state."""
+    return replace(context, samples=[sample.fresh() for sample in context.samples])
 
 
 def _raise_if_out_of_disk(error: Exception, candidate: Candidate) -> None:
