@@ -64,11 +64,11 @@ class Sample:
         return run(*fresh.args, **fresh.kwargs)
 
     def observe(self, run: Callable[..., Any]) -> tuple[Any, Any]:
-        """``(output, state)`` of ``run`` on a fresh copy: ``state`` is the copy's ``(args, kwargs)`` after the
+        """``(output, state)`` of ``run`` on a fresh copy: ``state`` is the copy's ``{"args", "kwargs"}`` after the
         call for a stateful sample (what the call changed), None otherwise."""
         fresh = self.fresh()
         output = run(*fresh.args, **fresh.kwargs)
-        return output, ((fresh.args, fresh.kwargs) if self.stateful else None)
+        return output, ({"args": fresh.args, "kwargs": fresh.kwargs} if self.stateful else None)
 
     def observe_first(self, run: Callable[..., Any]) -> tuple[Sample, Any, Any]:
         """`observe` for the reference run, on a copy even when stateless: a forward that changes its input
@@ -80,7 +80,7 @@ class Sample:
         sample = self
         if not self.stateful and [tensor._version for tensor in tensors] != versions:
             sample = replace(self, stateful=True)
-        return sample, output, ((fresh.args, fresh.kwargs) if sample.stateful else None)
+        return sample, output, ({"args": fresh.args, "kwargs": fresh.kwargs} if sample.stateful else None)
 
     def to(self, device: torch.device) -> Sample:
         """The sample with its tensors (also those inside objects) on ``device``; ``self`` when already there."""

@@ -136,6 +136,8 @@ def _kind(member: Any) -> str:
 
 def _compare_value(reference: Any, candidate: Any) -> str | None:
     """None when two non-tensor leaves agree, else why not."""
+    if reference is None or candidate is None:
+        return None if reference is candidate else f"{candidate!r:.80} where the original has {reference!r:.80}"
     if isinstance(reference, (*BY_IDENTITY, nn.Module)):
         return None if reference is candidate else f"{candidate!r:.80} is not {reference!r:.80}"
     if type(reference).__eq__ is object.__eq__:
