@@ -8,6 +8,7 @@ across the recorded samples.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from aitune.torch.module.structure import (
     signature,
     structure_id,
 )
-from aitune.torch.snapshot import SnapshotError, snapshot
+from aitune.torch.snapshot import SnapshotError, snapshot, walk
 
 __all__ = ["GraphSpec", "Sample", "SnapshotError", "check_graph", "graph_key", "parse_structure"]
 
@@ -55,7 +56,8 @@ class Sample:
         """A copy to run on (``self`` for a stateless sample unless ``always``)."""
         if not (self.stateful or always):
             return self
-        copied = snapshot((self.args, self.kwargs))
+        # The snapshot was checked and its tensors detached when captured: a plain deep copy is enough.
+        copied = copy.deepcopy((self.args, self.kwargs))
         return Sample(args=copied[0], kwargs=copied[1], stateful=self.stateful)
 
     def call(self, run: Callable[..., Any]) -> Any:
@@ -84,7 +86,8 @@ class Sample:
 
     def to(self, device: torch.device) -> Sample:
         """The sample with its tensors (also those inside objects) on ``device``; ``self`` when already there."""
-        if all(leaf.device == device for leaf in _leaves(self) if isinstance(leaf, torch.Tensor)) and not self.stateful:
+        members = walk((self.args, self.kwargs)) if self.stateful else ((None, leaf, True) for leaf in _leaves(self))
+        if all(member.device == device for _, member, _ in members if isinstance(member, torch.Tensor)):
             return self
         moved = snapshot((self.args, self.kwargs), device)
         return Sample(args=moved[0], kwargs=moved[1], stateful=self.stateful)
