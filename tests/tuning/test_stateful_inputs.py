@@ -327,3 +327,31 @@ def test_a_deeply_nested_structure_is_refused_not_a_recursion_error():
 
     with pytest.raises(TuningError, match="nests deeper than 32 levels"):
         parse_structure({"args": [node], "kwargs": {}})
+
+
+SAVED_STRUCTURE = {"args": [{"tensor": "float32", "rank": 2}], "kwargs": {"scale": {"value": 2.0}}}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"graph_id": "0123456789ab"}, "has a graph_id that is not its structure's"),
+        ({"min_shapes": [[1, 8]]}, "has min_shapes that is not one entry per input leaf"),
+        ({"max_shapes": [[1, 8, 3], None]}, "has max_shapes[0] that does not fit its input"),
+        ({"max_shapes": [[1, 10**5000], None]}, "has max_shapes[0] that does not fit its input"),
+        ({"min_shapes": [[9, 8], None]}, "has a min shape above its max shape"),
+    ],
+)
+def test_a_saved_graph_whose_id_or_shapes_do_not_fit_its_structure_is_refused(change, problem):
+    graph = {
+        "graph_id": structure_id(SAVED_STRUCTURE),
+        "structure": SAVED_STRUCTURE,
+        "min_shapes": [[1, 8], None],
+        "max_shapes": [[4, 8], None],
+    }
+    assert GraphSpec.from_dict(graph).example([[2, 8], None]).args[0].shape == (2, 8)
+
+    with pytest.raises(TuningError) as refused:
+        GraphSpec.from_dict({**graph, **change}, "graph 0 of 'block'")
+
+    assert str(refused.value).startswith(f"graph 0 of 'block' {problem}")

@@ -27,6 +27,9 @@ from aitune.torch.module.structure import (
 )
 from aitune.torch.snapshot import SnapshotError, snapshot, walk
 
+MAX_DIM = 2**31 - 1
+"""The largest dimension a saved shape may give (how much a rebuilt graph allocates is the plan's own limit)."""
+
 __all__ = ["GraphSpec", "Sample", "SnapshotError", "check_graph", "graph_key", "parse_structure"]
 
 
@@ -233,8 +236,8 @@ def check_graph(data: Any, where: str = "a saved graph") -> Structure:
         for index, (leaf, shape) in enumerate(zip(structure.leaves, shapes, strict=True)):
             if not _shape_fits(leaf.rank if leaf.kind == "tensor" else None, shape):
                 raise TuningError(
-                    f"{where} has {key}[{index}] that does not fit its input (a list of {leaf.rank} non-negative"
-                    f" integers for a tensor, null otherwise); tune again to write a new plan."
+                    f"{where} has {key}[{index}] that does not fit its input (a list of {leaf.rank} integers from 0"
+                    f" to {MAX_DIM} for a tensor, null otherwise); tune again to write a new plan."
                 )
     if any(
         lo > hi
@@ -249,7 +252,7 @@ def check_graph(data: Any, where: str = "a saved graph") -> Structure:
 def _shape_fits(rank: int | None, shape: Any) -> bool:
     if rank is None:
         return shape is None
-    return isinstance(shape, list) and len(shape) == rank and all(type(d) is int and d >= 0 for d in shape)
+    return isinstance(shape, list) and len(shape) == rank and all(type(d) is int and 0 <= d <= MAX_DIM for d in shape)
 
 
 def _a_type(name: str) -> str:
