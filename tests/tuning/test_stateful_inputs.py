@@ -140,6 +140,50 @@ def test_a_candidate_that_does_not_update_the_state_as_the_original_does_is_reje
     assert "input state after the call ['kwargs']['state'].calls: value 0 differs from 1" in candidate["reason"]
 
 
+class AddsInPlace(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.add_(1.0) * 2
+
+
+class MutatesInputs(Backend):
+    """Right outputs, but it changes the caller's tensors in place where the original does not."""
+
+    name = "mutates_inputs"
+
+    def build(self, context: BuildContext) -> Built:
+        forward = context.forward
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            output = forward(x.clone())
+            x.zero_()
+            return output
+
+        return Built(run=run)
+
+
+def test_a_forward_changing_its_input_tensors_in_place_gets_a_fresh_copy_for_every_run(wrapped):
+    wrapper = wrapped(AddsInPlace(), name="adds")
+    wrapper(torch.zeros(3))
+
+    report = wrapper.tune(strategy=one_backend(ForwardAgain()), dry_run=True)
+
+    assert report["graphs"][0]["winner"] == "forward_again", report["graphs"][0]["candidates"][0]["reason"]
+    ((sample,),) = wrapper._self_recording.samples.values()
+    assert torch.equal(sample.args[0], torch.zeros(3))  # no run changed the snapshot
+
+
+def test_a_candidate_changing_input_tensors_the_original_leaves_alone_is_rejected(wrapped):
+    wrapper = wrapped(nn.Identity(), name="identity")
+    wrapper(torch.ones(3))
+
+    report = wrapper.tune(strategy=one_backend(MutatesInputs()))
+
+    (candidate,) = report["graphs"][0]["candidates"]
+    assert candidate["reason"] == (
+        "outside tolerance: sample 0: it changed its input tensors in place, which the original does not"
+    )
+
+
 class Handle:
     """An object with no attributes and no equality: nothing the gate could compare."""
 

@@ -69,23 +69,21 @@ class Sample:
         return run(*fresh.args, **fresh.kwargs)
 
     def observe(self, run: Callable[..., Any]) -> tuple[Any, Any]:
-        """``(output, state)`` of ``run`` on a fresh copy: ``state`` is the copy's ``{"args", "kwargs"}`` after the
-        call for a stateful sample (what the call changed), None otherwise."""
-        fresh = self.fresh()
-        output = run(*fresh.args, **fresh.kwargs)
-        return output, ({"args": fresh.args, "kwargs": fresh.kwargs} if self.stateful else None)
-
-    def observe_first(self, run: Callable[..., Any]) -> tuple[Sample, Any, Any]:
-        """`observe` for the reference run, on a copy even when stateless: a forward that changes its input
-        tensors in place marks the sample stateful (returned), so later runs get copies too."""
+        """``(output, state)`` of ``run`` on a fresh copy (also of a stateless sample, so no run can change the
+        snapshot): ``state`` is the copy's ``{"args", "kwargs"}`` after the call when the sample is stateful
+        or the call changed an input tensor in place, None otherwise."""
         fresh = self.fresh(always=True)
         tensors = [leaf for leaf in _leaves(fresh) if isinstance(leaf, torch.Tensor)]
         versions = [tensor._version for tensor in tensors]
         output = run(*fresh.args, **fresh.kwargs)
-        sample = self
-        if not self.stateful and [tensor._version for tensor in tensors] != versions:
-            sample = replace(self, stateful=True)
-        return sample, output, ({"args": fresh.args, "kwargs": fresh.kwargs} if sample.stateful else None)
+        changed = self.stateful or [tensor._version for tensor in tensors] != versions
+        return output, ({"args": fresh.args, "kwargs": fresh.kwargs} if changed else None)
+
+    def observe_first(self, run: Callable[..., Any]) -> tuple[Sample, Any, Any]:
+        """`observe` for the reference run: a forward that changes its input tensors in place marks the
+        sample stateful (returned), so every later run gets a copy and is checked for the same change."""
+        output, state = self.observe(run)
+        return (self if state is None or self.stateful else replace(self, stateful=True)), output, state
 
     def to(self, device: torch.device) -> Sample:
         """The sample with its tensors (also those inside objects) on ``device``; ``self`` when already there."""

@@ -98,8 +98,13 @@ def check_calls(
     """The gate over `Sample.observe` results: outputs, then (for stateful samples) the inputs after the call."""
     agreement = check_outputs(references, [output for output, _ in candidates], tolerance)
     states = [state for _, state in candidates]
-    if not agreement.passed or not any(state is not None for state in reference_states):
+    if not agreement.passed or all(state is None for state in (*reference_states, *states)):
         return agreement
+    for index, (reference, state) in enumerate(zip(reference_states or [None] * len(states), states, strict=True)):
+        if reference is None and state is not None:
+            return Agreement(
+                math.inf, 0.0, f"sample {index}: it changed its input tensors in place, which the original does not"
+            )
     after = check_outputs(reference_states, states, tolerance, what="input state after the call")
     return Agreement(
         max(agreement.max_abs_error, after.max_abs_error),
