@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import t5_generate_app
 import torch
+from cli_helpers import run_cli
 from torch import nn
 
 import aitune.torch as ait
@@ -258,7 +259,8 @@ def test_a_region_with_one_rebuildable_graph_restores_it_and_keeps_the_object_gr
         again.close()
 
 
-def test_a_plan_whose_tuned_graphs_all_take_objects_is_refused_in_a_fresh_process(tmp_path):
+def write_t5_plan(path: Path) -> Path:
+    """A plan for the T5 decoder, as tune would write it had Inductor won (refused before any build)."""
     model, ids = t5_generate_app.build()
     wrapper = ait.wrap(model, "decoder")["decoder"]
     try:
@@ -269,7 +271,19 @@ def test_a_plan_whose_tuned_graphs_all_take_objects_is_refused_in_a_fresh_proces
         ait.unwrap(model, "decoder")
     saved["tuned_backends"] = {gid: ait.InductorBackend().to_dict() for gid in saved["tuned_backends"]}
     plan = make_plan("T5", [TunedRegion("decoder", "aot", model.decoder, saved, report)], {})
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    path.write_text(json.dumps(plan))
+    return path
+
+
+REFUSED_T5 = (
+    "region 'decoder' cannot be restored from a plan: its inputs hold an EncoderDecoderCache"
+    " (transformers.cache_utils.EncoderDecoderCache) object, whose state a plan does not hold, so none of"
+    " its tuned graphs can be rebuilt and checked here; tune this model again instead of applying the plan."
+)
+
+
+def test_a_plan_whose_tuned_graphs_all_take_objects_is_refused_in_a_fresh_process(tmp_path):
+    write_t5_plan(tmp_path / "plan.json")
 
     script = f"""
 import sys, torch
@@ -289,12 +303,21 @@ print("UNCHANGED", type(model.decoder).__name__, "forward" in vars(model.decoder
 
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     refused, unchanged = done.stdout.splitlines()[-2:]
-    assert refused == (
-        "REFUSED region 'decoder' cannot be restored from a plan: its inputs hold an EncoderDecoderCache"
-        " (transformers.cache_utils.EncoderDecoderCache) object, whose state a plan does not hold, so none of"
-        " its tuned graphs can be rebuilt and checked here; tune this model again instead of applying the plan."
-    )
+    assert refused == f"REFUSED {REFUSED_T5}"
     assert unchanged == "UNCHANGED T5Stack False True"
+
+
+@pytest.mark.slow
+def test_tune_with_such_a_plan_exits_2_with_the_sentence_and_leaves_nothing(tmp_path):
+    plan = write_t5_plan(tmp_path / "plan.json")
+    out = tmp_path / "out"
+    options = ("--plan", str(plan), "--runs", "1", "--warmup", "0", "--no-trace", "--out", str(out))
+
+    done = run_cli("tune", f"{APPS / 't5_generate_app.py'}:infer", *options)
+
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"[error] {REFUSED_T5}"
+    assert not out.exists()
 
 
 def evil_plan(structure: Any, graph_id: str) -> dict[str, Any]:
