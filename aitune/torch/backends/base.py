@@ -32,6 +32,7 @@ class BuildContext:
     reference_outputs: list[Any]  # forward's outputs on ``samples``, in order
     device: torch.device
     dynamic_shapes: Any = None  # the user's override for exporters, one entry per tensor input
+    reference_states: list[Any] = field(default_factory=list)  # per sample: its inputs after forward, or None
 
 
 def _nothing() -> None:

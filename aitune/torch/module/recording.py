@@ -6,12 +6,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aitune.torch.module.graph_spec import GraphSpec, Sample, graph_key
+from aitune.torch.module.graph_spec import GraphSpec, Sample, SnapshotError, graph_key
 from aitune.torch.tuning.tuner import GraphRunner
 
 logger = logging.getLogger(__name__)
 
 MAX_SAMPLES_PER_GRAPH = 8
+"""Samples kept per graph; each is a deep copy of the call's inputs, cache objects included."""
 
 
 class Recording:
@@ -22,17 +23,25 @@ class Recording:
         self.samples: dict[str, list[Sample]] = {}
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Add one call: widen its graph's shape range and keep a copy of its arguments while there is room."""
+        """Add one call: widen its graph's shape range and keep a snapshot of its arguments while there is room.
+
+        A call that cannot be snapshotted marks its graph ``unsnapshottable`` (it stays eager, with the
+        reason in the tuning report) and frees that graph's samples.
+        """
         graph_id, structure = graph_key(args, kwargs)
-        sample = Sample.capture(args, kwargs)
         spec = self.graphs.get(graph_id)
         if spec is None:
-            self.graphs[graph_id] = GraphSpec.first(graph_id, structure, sample)
+            spec = self.graphs[graph_id] = GraphSpec.first(graph_id, structure, args, kwargs)
         else:
-            spec.add(sample)
+            spec.add(args, kwargs)
         samples = self.samples.setdefault(graph_id, [])
-        if len(samples) < MAX_SAMPLES_PER_GRAPH:
-            samples.append(sample)
+        if spec.unsnapshottable is not None or len(samples) >= MAX_SAMPLES_PER_GRAPH:
+            return
+        try:
+            samples.append(Sample.capture(args, kwargs))
+        except SnapshotError as error:
+            spec.unsnapshottable = str(error)
+            samples.clear()
 
     def drop_samples(self) -> None:
         """Free the samples (they served tuning; keeping them would pin their memory); the specs stay."""

@@ -171,11 +171,10 @@ class Module(wrapt.ObjectProxy):
         Each rebuilt backend passes the correctness gate on a synthetic input of the graph's max shapes,
         or that graph runs eager.
         """
-        if not Module.is_state_dict_valid(data):
-            raise TuningError("this dict was not written by aitune.torch.Module.to_dict(); pass that dict.")
-        wrapper = Module(module, name=data["name"], **kwargs)
-        wrapper._self_recording.graphs = {g["graph_id"]: GraphSpec.from_dict(g) for g in data["graphs"]}
+        specs = check_restorable(data, data.get("name", "?") if isinstance(data, Mapping) else "?")
         state = ModuleState(data["state"])
+        wrapper = Module(module, name=data["name"], **kwargs)
+        wrapper._self_recording.graphs = {spec.graph_id: spec for spec in specs}
         if state is ModuleState.TUNED:
             target = wrapper._target(torch.device(device) if device is not None else wrapper.device)
             wrapper._self_runners = restore_graphs(target, data["tuned_backends"])
@@ -244,6 +243,48 @@ def saved_form(name: str, state: str, specs: Sequence[GraphSpec], runners: Mappi
         "graphs": [spec.to_dict() for spec in specs],
         "tuned_backends": {gid: runner.backend_dict for gid, runner in runners.items()},
     }
+
+
+def check_restorable(data: Any, path: str) -> list[GraphSpec]:
+    """The graphs of a saved wrapper, checked before anything changes; `TuningError` (one sentence) when the
+    data is not a saved wrapper, a graph is malformed, or the region was tuned but none of its tuned graphs
+    can be rebuilt (their inputs hold objects, such as a cache, whose state the saved form does not hold).
+
+    A region with some rebuildable tuned graphs is restored; its other graphs run eager with a warning.
+    """
+    if not Module.is_state_dict_valid(data):
+        raise TuningError(
+            f"the saved wrapper of '{path}' was not written by aitune.torch.Module.to_dict(); pass that dict."
+        )
+    graphs, backends = data.get("graphs"), data.get("tuned_backends")
+    if not isinstance(graphs, list) or not isinstance(backends, Mapping) or data.get("state") not in _STATES:
+        raise TuningError(
+            f"the saved wrapper of '{path}' lacks a list of graphs, a map of tuned backends or a known state;"
+            " tune again to write a new plan."
+        )
+    specs = [GraphSpec.from_dict(graph, f"graph {index} of '{path}'") for index, graph in enumerate(graphs)]
+    by_id = {spec.graph_id: spec for spec in specs}
+    tuned = [
+        gid
+        for gid, backend in backends.items()
+        if not (isinstance(backend, Mapping) and backend.get("name") == "eager")
+    ]
+    unknown = [gid for gid in tuned if gid not in by_id]
+    if unknown:
+        raise TuningError(
+            f"the saved wrapper of '{path}' tunes graph {str(unknown[0])[:20]!r}, which it does not hold;"
+            " tune again to write a new plan."
+        )
+    reasons = [by_id[gid].unbuildable_reason() for gid in tuned]
+    if data["state"] == ModuleState.TUNED.value and tuned and all(reasons):
+        raise TuningError(
+            f"region '{path}' cannot be restored from a plan: {reasons[0]}, so none of its tuned graphs can be"
+            " rebuilt and checked here; tune this model again instead of applying the plan."
+        )
+    return specs
+
+
+_STATES = {state.value for state in ModuleState}
 
 
 def sanitize_name(name: str) -> str:

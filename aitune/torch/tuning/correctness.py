@@ -1,8 +1,13 @@
 """The correctness gate: a candidate's outputs must match the original module's on every recorded sample.
 
-Shapes and dtypes must match exactly and values within dtype-aware tolerances
-(``|candidate - reference| <= atol + rtol * |reference|`` everywhere). The figures reported either way
+Structured outputs (tuples, dicts, Hugging Face ``ModelOutput``, cache objects, dataclasses) are compared
+leaf by leaf: the same containers and object types at the same places, tensors with exactly the
+same shapes and dtypes and values within dtype-aware tolerances
+(``|candidate - reference| <= atol + rtol * |reference|`` everywhere), other values equal. A leaf
+object that offers no way to compare it fails the gate, saying so. The figures reported either way
 are the max absolute error and the cosine similarity, the worst over all samples and output tensors.
+For a sample whose inputs hold state (a cache the forward grows), the inputs after the call are
+compared the same way: a candidate must leave the state as the original does.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.utils._pytree as pytree
+from torch import nn
+
+from aitune.torch.snapshot import BY_IDENTITY, SnapshotError, walk
 
 # (rtol, atol) per reference dtype; integer and bool outputs must be equal.
 DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -57,25 +64,107 @@ class Agreement:
         return self.problem is None
 
 
-def check_outputs(references: Sequence[Any], candidates: Sequence[Any], tolerance: Tolerance) -> Agreement:
-    """Compare outputs sample by sample; the worst figures over all samples and tensors are kept."""
+def check_outputs(
+    references: Sequence[Any], candidates: Sequence[Any], tolerance: Tolerance, what: str = "output"
+) -> Agreement:
+    """Compare outputs sample by sample, leaf by leaf; the worst figures over all samples and tensors are kept."""
     worst_error, worst_cosine, problem = 0.0, 1.0, None
     for index, (reference, candidate) in enumerate(zip(references, candidates, strict=True)):
-        ref_leaves, ref_spec = pytree.tree_flatten(reference)
-        cand_leaves, cand_spec = pytree.tree_flatten(candidate)
-        if ref_spec != cand_spec:
-            return Agreement(math.inf, 0.0, f"sample {index}: output structure differs from the original module's")
-        for position, (ref, cand) in enumerate(zip(ref_leaves, cand_leaves, strict=True)):
+        try:
+            ref_leaves, cand_leaves = _flatten(reference), _flatten(candidate)
+        except SnapshotError as error:
+            return Agreement(math.inf, 0.0, f"sample {index}: the {what} cannot be compared ({error})")
+        mismatch = _layout_mismatch(ref_leaves, cand_leaves)
+        if mismatch is not None:
+            return Agreement(
+                math.inf, 0.0, f"sample {index}: {what} structure differs from the original module's ({mismatch})"
+            )
+        for (path, ref), (_, cand) in zip(ref_leaves, cand_leaves, strict=True):
+            if isinstance(ref, _Node):
+                continue
             error, cosine, mismatch = _compare_leaf(ref, cand, tolerance)
             worst_error, worst_cosine = max(worst_error, error), min(worst_cosine, cosine)
             if mismatch and problem is None:
-                problem = f"sample {index}, output {position}: {mismatch}"
+                problem = f"sample {index}, {what}{' ' + path if path else ''}: {mismatch}"
     return Agreement(worst_error, worst_cosine, problem)
+
+
+def check_calls(
+    references: Sequence[Any],
+    reference_states: Sequence[Any],
+    candidates: Sequence[tuple[Any, Any]],
+    tolerance: Tolerance,
+) -> Agreement:
+    """The gate over `Sample.observe` results: outputs, then (for stateful samples) the inputs after the call."""
+    agreement = check_outputs(references, [output for output, _ in candidates], tolerance)
+    states = [state for _, state in candidates]
+    if not agreement.passed or all(state is None for state in (*reference_states, *states)):
+        return agreement
+    for index, (reference, state) in enumerate(zip(reference_states or [None] * len(states), states, strict=True)):
+        if reference is None and state is not None:
+            return Agreement(
+                math.inf, 0.0, f"sample {index}: it changed its input tensors in place, which the original does not"
+            )
+    after = check_outputs(reference_states, states, tolerance, what="input state after the call")
+    return Agreement(
+        max(agreement.max_abs_error, after.max_abs_error),
+        min(agreement.cosine_similarity, after.cosine_similarity),
+        after.problem,
+    )
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A container or object in a flattened value: its type must match, its members are compared."""
+
+    type_name: str
+
+
+def _flatten(value: Any) -> list[tuple[str, Any]]:
+    return [(path, member if leaf else _Node(type(member).__qualname__)) for path, member, leaf in walk(value)]
+
+
+def _layout_mismatch(reference: list[tuple[str, Any]], candidate: list[tuple[str, Any]]) -> str | None:
+    for (ref_path, ref), (cand_path, cand) in zip(reference, candidate, strict=False):
+        if ref_path != cand_path:
+            return f"{cand_path or '(whole)'} where the original has {ref_path or '(whole)'}"
+        if (isinstance(ref, _Node) or isinstance(cand, _Node)) and (type(ref) is not type(cand) or ref != cand):
+            return f"{_kind(cand)} at {cand_path or '(whole)'} where the original has {_kind(ref)}"
+    if len(reference) != len(candidate):
+        return f"{len(candidate)} parts where the original has {len(reference)}"
+    return None
+
+
+def _kind(member: Any) -> str:
+    return f"a {member.type_name}" if isinstance(member, _Node) else f"a {type(member).__qualname__}"
+
+
+def _compare_value(reference: Any, candidate: Any) -> str | None:
+    """None when two non-tensor leaves agree, else why not."""
+    if reference is None or candidate is None:
+        return None if reference is candidate else f"{candidate!r:.80} where the original has {reference!r:.80}"
+    if isinstance(reference, (*BY_IDENTITY, nn.Module)):
+        return None if reference is candidate else f"{candidate!r:.80} is not {reference!r:.80}"
+    if type(reference).__eq__ is object.__eq__:
+        return (
+            f"a {type(reference).__qualname__} object, which the gate cannot compare (it defines no equality"
+            " and holds no attributes)"
+        )
+    if isinstance(reference, float) and isinstance(candidate, float) and math.isnan(reference):
+        return None if math.isnan(candidate) else f"value {candidate!r} differs from {reference!r}"
+    try:
+        equal = bool(reference == candidate)
+    except Exception as error:  # an equality that raises cannot vouch for the candidate
+        return f"a {type(reference).__qualname__}, which the gate cannot compare ({type(error).__name__})"
+    return None if equal else f"value {candidate!r:.80} differs from {reference!r:.80}"
 
 
 def _compare_leaf(reference: Any, candidate: Any, tolerance: Tolerance) -> tuple[float, float, str | None]:
     if not isinstance(reference, torch.Tensor):
-        return 0.0, 1.0, None if reference == candidate else f"value {candidate!r} differs from {reference!r}"
+        if isinstance(candidate, torch.Tensor):
+            return math.inf, 0.0, f"a tensor where the original has a {type(reference).__qualname__}"
+        problem = _compare_value(reference, candidate)
+        return (0.0, 1.0, None) if problem is None else (math.inf, 0.0, problem)
     if not isinstance(candidate, torch.Tensor) or candidate.shape != reference.shape:
         shape = tuple(candidate.shape) if isinstance(candidate, torch.Tensor) else type(candidate).__name__
         return math.inf, 0.0, f"shape {shape} differs from {tuple(reference.shape)}"

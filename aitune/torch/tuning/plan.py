@@ -23,7 +23,7 @@ from torch import nn
 import aitune
 from aitune.errors import TuningError
 from aitune.torch.module.paths import module_at, replace_modules
-from aitune.torch.module.wrapper import Module
+from aitune.torch.module.wrapper import Module, check_restorable
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
 
@@ -168,6 +168,7 @@ def _check_matches(obj: Any, path: str, entry: Mapping[str, Any]) -> None:
         )
     if not Module.is_state_dict_valid(entry.get("wrapper")):
         raise TuningError(f"the plan's entry for '{path}' has no saved wrapper; tune again to make a new plan.")
+    check_restorable(entry["wrapper"], path)  # every region is checked before any is applied
 
 
 def _best_speedup(module: Mapping[str, Any]) -> float | None:

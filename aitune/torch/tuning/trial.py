@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
 from aitune.torch.backends.threads import same_threads
-from aitune.torch.tuning.correctness import Agreement, Tolerance, check_outputs
+from aitune.torch.tuning.correctness import Agreement, Tolerance, check_calls
 from aitune.torch.tuning.decision import Decision, decide
 from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
 
@@ -114,7 +114,7 @@ class Trial:
         start = time.perf_counter()
         try:
             with same_threads():  # a build that changed torch's threads would be timed on another budget
-                candidate.built = backend.build(self.context)
+                candidate.built = backend.build(_for_build(self.context))
         except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
             _raise_if_out_of_disk(error, candidate)
             candidate.build_s = time.perf_counter() - start
@@ -131,12 +131,13 @@ class Trial:
         run = candidate.built.run
         try:
             with torch.no_grad():
-                outputs = [run(*s.args, **s.kwargs) for s in self.context.samples]
+                outputs = [s.observe(run) for s in self.context.samples]  # each run on its own fresh copy
         except Exception as error:  # same: a run failure rejects the candidate, never the user's model
             _raise_if_out_of_disk(error, candidate)
             candidate.reject(f"run failed: {_describe(error)}")
             return
-        candidate.agreement = check_outputs(self.context.reference_outputs, outputs, self.tolerance)
+        context = self.context
+        candidate.agreement = check_calls(context.reference_outputs, context.reference_states, outputs, self.tolerance)
         del outputs
         if not candidate.agreement.passed:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
@@ -151,7 +152,7 @@ class Trial:
     def _measure(self, *runs: Any) -> list[Latency]:
         """Each of ``runs`` timed over the timed samples, taking turns."""
         samples = self.context.samples[:TIMED_SAMPLES]
-        calls = [lambda run=run: [run(*s.args, **s.kwargs) for s in samples] for run in runs]
+        calls = [lambda run=run: [s.call(run) for s in samples] for run in runs]
         return measure_interleaved(calls, self.config, self.context.device, self._settled)
 
     def not_offered(self, backend: Backend) -> str | None:
@@ -176,6 +177,11 @@ class Trial:
 def _decided(margin: float) -> Settled:
     """Timing is settled once the paired rounds (eager first, the candidate second) give a verdict."""
     return lambda times: decide(times[0], times[1], margin).settled
+
+
+def _for_build(context: BuildContext) -> BuildContext:
+    """The context a backend builds from: its samples are copies, as a build may run them and change their state."""
+    return replace(context, samples=[sample.fresh() for sample in context.samples])
 
 
 def _raise_if_out_of_disk(error: Exception, candidate: Candidate) -> None:

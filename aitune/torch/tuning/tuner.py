@@ -95,7 +95,7 @@ def tune_graphs(
             strategy = strategies[spec.graph_id]
             samples = [sample.to(target.device) for sample in target.samples.get(spec.graph_id, [])]
             trial = Trial(_context(target, samples), strategy.tolerance, strategy.measure, region=target.name)
-            winner = strategy.select(trial)
+            winner = strategy.select(trial) if _tunable(spec, trial, strategy) else None
             graphs.append(graph_entry(spec, trial, winner, strategy.describe()))
             for candidate in trial.candidates:
                 if candidate is not winner:
@@ -112,6 +112,17 @@ def tune_graphs(
     return runners, entry
 
 
+def _tunable(spec: GraphSpec, trial: Trial, strategy: TuneStrategy) -> bool:
+    """False (every backend skipped with the reason) for a graph whose calls could not be snapshotted:
+    comparing candidates on inputs that are not independent copies could accept a wrong one."""
+    reason = spec.unsnapshottable or (None if trial.context.samples else "no call of this graph was kept")
+    if reason is None:
+        return True
+    for backend in strategy.backends:
+        trial.skip(backend, f"not tried, the graph stays eager: {reason}")
+    return False
+
+
 def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> dict[str, GraphRunner]:
     """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic examples."""
     target.module.to(target.device)
@@ -125,10 +136,8 @@ def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | 
     if saved is None or saved.get("name") == EagerBackend.name:
         return GraphRunner.eager()
     examples = spec.examples()
-    if examples is None:
-        logger.warning(
-            "aitune: graph %s of '%s' has inputs that cannot be rebuilt; it runs eager", spec.graph_id, target.name
-        )
+    if examples is None:  # check_restorable refused a region where no tuned graph can be rebuilt
+        logger.warning("aitune: graph %s of '%s' runs eager: %s", spec.graph_id, target.name, spec.unbuildable_reason())
         return GraphRunner.eager()
     backend = backend_from_dict(saved)
     samples = [example.to(target.device) for example in examples]
@@ -143,9 +152,19 @@ def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | 
 
 
 def _context(target: TuneTarget, samples: list[Sample]) -> BuildContext:
+    """The reference outputs, each computed on a fresh copy of its sample; a sample whose forward changed its
+    input tensors in place becomes stateful, so every later run gets a copy too."""
     with torch.no_grad():
-        references = [target.forward(*sample.args, **sample.kwargs) for sample in samples]
-    return BuildContext(target.module, target.forward, samples, references, target.device, target.dynamic_shapes)
+        observed = [sample.observe_first(target.forward) for sample in samples]
+    return BuildContext(
+        target.module,
+        target.forward,
+        [sample for sample, _, _ in observed],
+        [output for _, output, _ in observed],
+        target.device,
+        target.dynamic_shapes,
+        reference_states=[state for _, _, state in observed],
+    )
 
 
 def _abandon(runners: dict[str, GraphRunner], module: torch.nn.Module, home: torch.device) -> None:

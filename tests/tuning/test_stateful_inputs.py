@@ -1,0 +1,424 @@
+"""Inputs with state: every recorded sample is an independent snapshot, reference and candidate start
+from the same state, and a plan never carries (nor imports) an object it cannot rebuild."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import t5_generate_app
+import torch
+from cli_helpers import run_cli
+from torch import nn
+
+import aitune.torch as ait
+from aitune.errors import TuningError
+from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
+from aitune.torch.module.graph_spec import GraphSpec, parse_structure
+from aitune.torch.module.structure import structure_id
+from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.correctness import check_outputs
+from aitune.torch.tuning.plan import TunedRegion, make_plan
+
+from .conftest import FAST_MEASURE
+
+APPS = Path(__file__).resolve().parent.parent / "apps"
+
+
+class ForwardAgain(Backend):
+    """Runs the module's own forward: right on any input, so only a gate that gave reference and candidate
+    different state could reject it."""
+
+    name = "forward_again"
+
+    def build(self, context: BuildContext) -> Built:
+        return Built(run=context.forward)
+
+
+class ForgetsState(Backend):
+    """Wrong on stateful inputs: runs the forward on a private copy, so the caller's state never changes."""
+
+    name = "forgets_state"
+
+    def build(self, context: BuildContext) -> Built:
+        forward = context.forward
+        return Built(run=lambda *args, **kwargs: forward(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+
+
+class RunningState:
+    """A cache-like object a forward grows in place, as ``generate`` does with its cache."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.total = torch.zeros(3)
+
+
+class Accumulate(nn.Module):
+    def forward(self, x: torch.Tensor, state: RunningState | None = None) -> torch.Tensor:
+        if state is None:
+            return x * 2
+        state.calls += 1
+        state.total = state.total + x
+        return x * state.calls + state.total
+
+
+def one_backend(backend: Backend) -> ait.OneBackendStrategy:
+    return ait.OneBackendStrategy(backend, measure=FAST_MEASURE)
+
+
+def record_shared_state(wrapper: ait.Module, calls: int = 3) -> RunningState:
+    state = RunningState()
+    for index in range(calls):
+        wrapper(torch.full((3,), float(index + 1)), state=state)
+    return state
+
+
+def test_a_t5_decoder_recorded_in_generate_passes_the_gate_and_generates_the_same_tokens():
+    model, ids = t5_generate_app.build()
+    expected = t5_generate_app.generate(model, ids)
+    assert len(expected.unique()) > 3  # varied tokens: a decoder fed the wrong cache would change them
+    wrapper = ait.wrap(model, "decoder")["decoder"]
+    try:
+        assert torch.equal(t5_generate_app.generate(model, ids), expected)  # recording changes nothing
+        (spec,) = wrapper.graph_specs
+        assert spec.sample_count == t5_generate_app.NEW_TOKENS  # one graph although every cache differs
+        assert spec.structure["kwargs"]["cache"] == {"object": "transformers.cache_utils.EncoderDecoderCache"}
+
+        report = wrapper.tune(strategy=one_backend(ForwardAgain()))
+
+        (graph,) = report["graphs"]
+        (candidate,) = graph["candidates"]
+        assert graph["winner"] == "forward_again", candidate["reason"]
+        assert candidate["max_abs_error"] == 0.0
+        assert torch.equal(t5_generate_app.generate(model, ids), expected)
+    finally:
+        ait.unwrap(model, "decoder")
+
+
+@pytest.mark.slow
+def test_a_t5_decoder_compiled_by_inductor_generates_the_same_tokens():
+    model, ids = t5_generate_app.build()
+    expected = t5_generate_app.generate(model, ids)
+    wrapper = ait.wrap(model, "decoder")["decoder"]
+    try:
+        t5_generate_app.generate(model, ids)
+        report = wrapper.tune(strategy=one_backend(ait.InductorBackend()))
+        (graph,) = report["graphs"]
+        assert graph["winner"] == "inductor", graph["candidates"][0]["reason"]
+        assert torch.equal(t5_generate_app.generate(model, ids), expected)
+    finally:
+        ait.unwrap(model, "decoder")
+
+
+def test_reference_and_candidate_start_from_the_same_state_and_the_samples_stay_untouched(wrapped):
+    wrapper = wrapped(Accumulate(), name="accumulate")
+    live = record_shared_state(wrapper)
+
+    report = wrapper.tune(strategy=one_backend(ForwardAgain()), dry_run=True)
+
+    (graph,) = report["graphs"]
+    assert graph["winner"] == "forward_again", graph["candidates"][0]["reason"]
+    (samples,) = wrapper._self_recording.samples.values()
+    assert [sample.kwargs["state"].calls for sample in samples] == [0, 1, 2]  # as each call found it
+    assert [float(sample.kwargs["state"].total[0]) for sample in samples] == [0.0, 1.0, 3.0]
+    assert live.calls == 3 and float(live.total[0]) == 6.0  # tuning never touched the live object
+
+
+def test_a_candidate_that_does_not_update_the_state_as_the_original_does_is_rejected(wrapped):
+    wrapper = wrapped(Accumulate(), name="accumulate")
+    record_shared_state(wrapper)
+
+    report = wrapper.tune(strategy=one_backend(ForgetsState()))
+
+    (candidate,) = report["graphs"][0]["candidates"]
+    assert candidate["status"] == "rejected"
+    assert "input state after the call ['kwargs']['state'].calls: value 0 differs from 1" in candidate["reason"]
+
+
+class AddsInPlace(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.add_(1.0) * 2
+
+
+class MutatesInputs(Backend):
+    """Right outputs, but it changes the caller's tensors in place where the original does not."""
+
+    name = "mutates_inputs"
+
+    def build(self, context: BuildContext) -> Built:
+        forward = context.forward
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            output = forward(x.clone())
+            x.zero_()
+            return output
+
+        return Built(run=run)
+
+
+def test_a_forward_changing_its_input_tensors_in_place_gets_a_fresh_copy_for_every_run(wrapped):
+    wrapper = wrapped(AddsInPlace(), name="adds")
+    wrapper(torch.zeros(3))
+
+    report = wrapper.tune(strategy=one_backend(ForwardAgain()), dry_run=True)
+
+    assert report["graphs"][0]["winner"] == "forward_again", report["graphs"][0]["candidates"][0]["reason"]
+    ((sample,),) = wrapper._self_recording.samples.values()
+    assert torch.equal(sample.args[0], torch.zeros(3))  # no run changed the snapshot
+
+
+def test_a_candidate_changing_input_tensors_the_original_leaves_alone_is_rejected(wrapped):
+    wrapper = wrapped(nn.Identity(), name="identity")
+    wrapper(torch.ones(3))
+
+    report = wrapper.tune(strategy=one_backend(MutatesInputs()))
+
+    (candidate,) = report["graphs"][0]["candidates"]
+    assert candidate["reason"] == (
+        "outside tolerance: sample 0: it changed its input tensors in place, which the original does not"
+    )
+
+
+class Handle:
+    """An object with no attributes and no equality: nothing the gate could compare."""
+
+    __slots__ = ()
+
+
+def test_an_output_object_the_gate_cannot_compare_is_named_in_the_reason():
+    agreement = check_outputs([{"handle": Handle()}], [{"handle": Handle()}], ait.Tolerance())
+
+    assert agreement.problem == (
+        "sample 0, output ['handle']: a Handle object, which the gate cannot compare (it defines no equality"
+        " and holds no attributes)"
+    )
+
+
+class Locked:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class UsesLock(nn.Module):
+    def forward(self, x: torch.Tensor, guard: Locked) -> torch.Tensor:
+        with guard.lock:
+            return x + 1
+
+
+def test_inputs_that_cannot_be_snapshotted_keep_the_graph_eager_with_the_reason(wrapped):
+    wrapper = wrapped(UsesLock(), name="locked")
+    guard = Locked()
+    wrapper(torch.ones(2), guard)
+
+    report = wrapper.tune(strategy=one_backend(ForwardAgain()))
+
+    (graph,) = report["graphs"]
+    (candidate,) = graph["candidates"]
+    assert (graph["winner"], candidate["status"]) == ("eager", "skipped")
+    assert candidate["reason"].startswith("not tried, the graph stays eager: the inputs cannot be copied (TypeError")
+    assert torch.equal(wrapper(torch.ones(2), guard), torch.full((2,), 2.0))
+
+
+def test_an_object_input_is_stored_by_type_only_and_the_graph_id_ignores_its_value(wrapped):
+    wrapper = wrapped(Accumulate(), name="accumulate")
+    for size in (3, 3):
+        wrapper(torch.ones(size), state=RunningState())
+
+    (spec,) = wrapper.graph_specs
+    saved = json.dumps(spec.to_dict())
+
+    assert spec.sample_count == 2
+    assert spec.structure["kwargs"]["state"] == {"object": f"{__name__}.RunningState"}
+    assert "0x" not in saved and "object at" not in saved  # never a repr
+    assert parse_structure(spec.structure).objects == [f"{__name__}.RunningState"]
+    assert GraphSpec.from_dict(json.loads(saved)) == spec
+    assert spec.example() is None  # an object cannot be rebuilt synthetically
+
+
+def test_a_region_with_one_rebuildable_graph_restores_it_and_keeps_the_object_graph_eager(wrapped, monkeypatch, caplog):
+    monkeypatch.setitem(BACKENDS, ForwardAgain.name, ForwardAgain)
+    wrapper = wrapped(Accumulate(), name="accumulate")
+    wrapper(torch.ones(3))
+    record_shared_state(wrapper, calls=1)
+    wrapper.tune(strategy=one_backend(ForwardAgain()))
+    saved = wrapper.to_dict()
+    wrapper.close()
+
+    again = ait.Module.from_dict(Accumulate(), saved)
+    try:
+        backends = {gid: runner.backend for gid, runner in again._self_runners.items()}
+        assert sorted(backends.values()) == ["eager", "forward_again"]
+        assert "runs eager: its inputs hold a RunningState" in caplog.text
+    finally:
+        again.close()
+
+
+def write_t5_plan(path: Path) -> Path:
+    """A plan for the T5 decoder, as tune would write it had Inductor won (refused before any build)."""
+    model, ids = t5_generate_app.build()
+    wrapper = ait.wrap(model, "decoder")["decoder"]
+    try:
+        t5_generate_app.generate(model, ids)
+        report = wrapper.tune(strategy=one_backend(ForwardAgain()))
+        saved = wrapper.to_dict()
+    finally:
+        ait.unwrap(model, "decoder")
+    saved["tuned_backends"] = {gid: ait.InductorBackend().to_dict() for gid in saved["tuned_backends"]}
+    plan = make_plan("T5", [TunedRegion("decoder", "aot", model.decoder, saved, report)], {})
+    path.write_text(json.dumps(plan))
+    return path
+
+
+REFUSED_T5 = (
+    "region 'decoder' cannot be restored from a plan: its inputs hold an EncoderDecoderCache"
+    " (transformers.cache_utils.EncoderDecoderCache) object, whose state a plan does not hold, so none of"
+    " its tuned graphs can be rebuilt and checked here; tune this model again instead of applying the plan."
+)
+
+
+def test_a_plan_whose_tuned_graphs_all_take_objects_is_refused_in_a_fresh_process(tmp_path):
+    write_t5_plan(tmp_path / "plan.json")
+
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(APPS)!r})
+import t5_generate_app, aitune.torch as ait
+from aitune.errors import AituneError
+model, ids = t5_generate_app.build()
+before = t5_generate_app.generate(model, ids)
+try:
+    ait.apply_plan(model, {str(tmp_path / "plan.json")!r})
+except AituneError as error:
+    print("REFUSED", error)
+same = torch.equal(t5_generate_app.generate(model, ids), before)
+print("UNCHANGED", type(model.decoder).__name__, "forward" in vars(model.decoder), same)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    refused, unchanged = done.stdout.splitlines()[-2:]
+    assert refused == f"REFUSED {REFUSED_T5}"
+    assert unchanged == "UNCHANGED T5Stack False True"
+
+
+@pytest.mark.slow
+def test_tune_with_such_a_plan_exits_2_with_the_sentence_and_leaves_nothing(tmp_path):
+    plan = write_t5_plan(tmp_path / "plan.json")
+    out = tmp_path / "out"
+    options = ("--plan", str(plan), "--runs", "1", "--warmup", "0", "--no-trace", "--out", str(out))
+
+    done = run_cli("tune", f"{APPS / 't5_generate_app.py'}:infer", *options)
+
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"[error] {REFUSED_T5}"
+    assert not out.exists()
+
+
+def evil_plan(structure: Any, graph_id: str) -> dict[str, Any]:
+    graph = {"graph_id": graph_id, "structure": structure, "min_shapes": [None], "max_shapes": [None]}
+    wrapper = {
+        "type": "aitune.aot_module/1",
+        "name": "0",
+        "state": "tuned",
+        "graphs": [graph],
+        "tuned_backends": {graph_id: {"name": "inductor", "config": {}}},
+    }
+    region = {"path": "0", "mode": "aot", "module_type": qualified_type(nn.Linear(1, 1)), "wrapper": wrapper}
+    return {"schema_version": 1, "kind": "aitune-plan", "regions": [region]}
+
+
+def test_a_plan_naming_an_importable_module_never_imports_it(tmp_path):
+    marker = tmp_path / "imported.txt"
+    (tmp_path / "evil_payload.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass E: A = 1\n")
+    enum_spec = json.dumps(
+        [1, {"type": "builtins.dict", "context": json.dumps([{"__enum__": True, "fqn": "evil_payload:E", "name": "A"}]),
+             "children_spec": [{"type": None, "context": None, "children_spec": []}]}]
+    )  # fmt: skip
+    new_form = {"args": [{"object": "evil_payload.E"}], "kwargs": {}}
+    plans = {
+        "treespec": evil_plan(json.dumps([enum_spec, [["value", 1]]]), "0123456789ab"),
+        "object": evil_plan(new_form, structure_id(new_form)),
+    }
+    for name, plan in plans.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(plan))
+    script = f"""
+import sys
+sys.path.insert(0, {str(tmp_path)!r})
+import aitune.torch as ait, torch
+from aitune.errors import AituneError
+for name in ("treespec", "object"):
+    try:
+        ait.apply_plan(torch.nn.Sequential(torch.nn.Linear(1, 1)), {str(tmp_path)!r} + f"/{{name}}.json")
+    except AituneError as error:
+        print(name, "REFUSED", error)
+print("IMPORTED", "evil_payload" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.splitlines()[-3:]
+    assert lines[0].startswith("treespec REFUSED graph 0 of '0' stores its structure in the old treespec form")
+    assert lines[1].startswith("object REFUSED region '0' cannot be restored from a plan: its inputs hold an E")
+    assert lines[2] == "IMPORTED False"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("structure", "problem"),
+    [
+        ("[]", 'is not an object with exactly the keys "args" and "kwargs"'),
+        ({"args": [{"tensor": "torch.float32", "rank": 1}], "kwargs": {}}, "at args[0] names dtype"),
+        ({"args": [{"object": "os.system('x')"}], "kwargs": {}}, "names an object type that is not a dotted type"),
+        ({"args": [{"tensor": "float32", "rank": -1}], "kwargs": {}}, "has a rank that is not an integer"),
+        ({"args": [], "kwargs": {"x": {"pickle": "..."}}}, "has the unknown node keys pickle"),
+    ],
+)
+def test_a_malformed_structure_is_refused_in_one_sentence(structure, problem):
+    with pytest.raises(TuningError) as refused:
+        parse_structure(structure)
+
+    assert problem in str(refused.value)
+    assert str(refused.value).endswith("; tune again to write a new plan.")
+
+
+def test_a_deeply_nested_structure_is_refused_not_a_recursion_error():
+    node: dict[str, Any] = {"value": 1}
+    for _ in range(5000):
+        node = {"list": [node]}
+
+    with pytest.raises(TuningError, match="nests deeper than 32 levels"):
+        parse_structure({"args": [node], "kwargs": {}})
+
+
+SAVED_STRUCTURE = {"args": [{"tensor": "float32", "rank": 2}], "kwargs": {"scale": {"value": 2.0}}}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"graph_id": "0123456789ab"}, "has a graph_id that is not its structure's"),
+        ({"min_shapes": [[1, 8]]}, "has min_shapes that is not one entry per input leaf"),
+        ({"max_shapes": [[1, 8, 3], None]}, "has max_shapes[0] that does not fit its input"),
+        ({"max_shapes": [[1, 10**5000], None]}, "has max_shapes[0] that does not fit its input"),
+        ({"min_shapes": [[9, 8], None]}, "has a min shape above its max shape"),
+    ],
+)
+def test_a_saved_graph_whose_id_or_shapes_do_not_fit_its_structure_is_refused(change, problem):
+    graph = {
+        "graph_id": structure_id(SAVED_STRUCTURE),
+        "structure": SAVED_STRUCTURE,
+        "min_shapes": [[1, 8], None],
+        "max_shapes": [[4, 8], None],
+    }
+    assert GraphSpec.from_dict(graph).example([[2, 8], None]).args[0].shape == (2, 8)
+
+    with pytest.raises(TuningError) as refused:
+        GraphSpec.from_dict({**graph, **change}, "graph 0 of 'block'")
+
+    assert str(refused.value).startswith(f"graph 0 of 'block' {problem}")
