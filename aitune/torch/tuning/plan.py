@@ -9,19 +9,28 @@ recorded shapes; a graph whose backend fails there runs eager.
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import stat
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import orjson
 import torch
 from torch import nn
 
 import aitune
-from aitune.errors import TuningError
+from aitune.errors import ProfileError, TuningError
+from aitune.report.io import read_json
+from aitune.report.validate import json_path, non_finite, shortened
 from aitune.torch.module.paths import module_at, replace_modules
 from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.environment import environment
@@ -31,6 +40,44 @@ PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
 ENVIRONMENT_KEYS = ("torch", "cuda", "devices", "machine")
 """The environment facts a tuned backend depends on; a plan applied where one differs gets a warning."""
+
+MAX_PLAN_BYTES = 16 * 2**20
+"""Largest plan.json read: a plan of 256 regions of 64 graphs each is under 4 MB."""
+
+MAX_REGIONS = 256
+"""Most regions a plan may tune (``regions``): each is a wrapper and a backend build."""
+
+MAX_GRAPHS = 64
+"""Most graphs (input structures) of one region: each is a backend build and a correctness check."""
+
+MAX_EXAMPLE_ELEMENTS = 2**22
+"""Most elements the example input of one graph may hold (4,194,304; 16 MiB in float32): applying a plan
+builds that input from the plan's shapes and runs the module on it for the correctness gate, so the
+shapes decide how much memory is used; a plan made by tune on a real model stays far below."""
+
+MAX_THREADS = 1024
+"""Most threads a backend configuration may ask for, and never more than this machine's CPUs: a count
+beyond the cores oversubscribes them (2,000 ONNX Runtime threads ran 6× slower than one)."""
+
+MAX_STRUCTURE_DEPTH = 32
+"""Deepest nesting of a graph's input structure (containers inside containers of a call's arguments)."""
+
+MAX_RANK = 16
+"""Most dimensions of an input tensor in a plan."""
+
+KNOWN_DTYPES = (
+    "float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3fn", "float8_e5m2",
+)  # fmt: skip
+"""The tensor dtypes a plan's graph may name; a name is only ever looked up in this list."""
+
+try:  # the structure's own parser (engineer `state`): once it is merged, this guard and _string_leaves go
+    from aitune.torch.module.graph_spec import check_graph  # type: ignore[attr-defined]
+except ImportError:
+    check_graph = None
+
+SCHEMA_FILE = "plan.schema.json"
+_FIX = "tune again to write a new plan, or pass the plan.json tune wrote"
 
 
 @dataclass(frozen=True)
@@ -77,37 +124,295 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "aitune_version": aitune.__version__,
         "target": {"type": target_type},
-        "tolerance": dict(tolerance),
+        "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         "environment": environment(),
         "regions": regions,
     }
 
 
-def load_plan(plan: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
-    """A plan given as a path or as the loaded dict, checked to be one; `TuningError` naming what is wrong."""
+def load_plan(plan: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """A plan given as a path or as the loaded dict, checked and normalised: `checked_plan` of what was read.
+
+    A path is read through the profile reader's bounds (`aitune.report.io.read_json`): a regular file
+    of at most `MAX_PLAN_BYTES`, nested at most as deep as a profile may be. `TuningError`, one
+    sentence naming the file, the field and the fix, for anything else.
+    """
     if isinstance(plan, Mapping):
-        data: Any = plan
-        where = "the plan"
+        return checked_plan(plan, "the plan")
+    return checked_plan(_read(Path(plan)), str(plan))
+
+
+def checked_plan(data: Any, where: str = "the plan") -> dict[str, Any]:
+    """``data`` as a plan: checked against `plan_schema` and the limits below, then rebuilt from the
+    known keys only (`normalised`); `TuningError` with the first problem, before anything is built."""
+    _check_header(data, where)
+    problems = schema_problems(data) or _limit_problems(data)
+    if problems:
+        raise TuningError(f"{where}: {problems[0]}; {_FIX}.")
+    return normalised(data)
+
+
+def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked plan rebuilt from the keys this version knows, in the order tune writes them.
+
+    Unknown keys are dropped, so nothing a stranger added to a plan travels into the next one.
+    """
+    tolerance = plan.get("tolerance", {})
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION,
+        "kind": PLAN_KIND,
+        **{key: plan[key] for key in ("created_at", "aitune_version") if key in plan},
+        "target": {key: value for key, value in plan.get("target", {}).items() if key == "type"},
+        "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
+        "environment": dict(plan.get("environment", {})),
+        "regions": [_normalised_region(region) for region in plan["regions"]],
+    }
+
+
+def replayed_plan(target_type: str, tuned: Sequence[TunedRegion], applied: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
+    (never a copy of the file), with the tolerance and speedups ``applied`` gave."""
+    made = make_plan(target_type, tuned, applied["tolerance"])
+    claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
+    for region in made["regions"]:
+        region["speedup_vs_eager"] = claimed.get(region["path"])
+    return made
+
+
+@cache
+def plan_schema() -> dict[str, Any]:
+    """The plan JSON Schema shipped beside this module: the single written definition of plan.json."""
+    return json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text())
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(plan_schema())
+
+
+def schema_problems(data: Any) -> list[str]:
+    """Every violation of `plan_schema` by ``data``, each ``<JSON path>: <value> <what is wrong>``; [] when valid.
+
+    The one place the schema engine is called, so another engine can take its place.
+    """
+    errors = sorted(_validator().iter_errors(data), key=lambda error: list(map(str, error.absolute_path)))
+    return [_schema_problem(error) for error in errors]
+
+
+def _schema_problem(error: jsonschema.ValidationError) -> str:
+    """``regions[0].path: 'encoder.body.²' is not a dotted path as wrap takes it …``: the schema's
+    description of the field says what was wanted, where it has one."""
+    value = shortened(repr(error.instance))
+    wanted = error.schema.get("description") if isinstance(error.schema, Mapping) else None
+    if error.validator in ("pattern", "enum", "const") and wanted:
+        message = f"{value} is not {wanted}"
+    elif error.validator == "additionalProperties":
+        known = ", ".join(error.schema.get("properties", {})) or "none"
+        message = f"{error.message.split(' (')[-1].rstrip(')')} here (known: {known})"
     else:
-        where = str(plan)
-        try:
-            data = orjson.loads(Path(plan).read_bytes())
-        except OSError as error:
-            raise TuningError(
-                f"cannot read the plan {where} ({error.strerror}); pass the plan.json tune wrote."
-            ) from None
-        except orjson.JSONDecodeError as error:
-            raise TuningError(f"{where} is not valid JSON ({error}); pass the plan.json tune wrote.") from None
+        message = error.message.replace(repr(error.instance), value, 1)
+        if wanted:
+            message += f" ({wanted})"
+    return f"{json_path(error.absolute_path)}: {message}"
+
+
+def _read(path: Path) -> Any:
+    """The JSON at ``path`` if it is a regular file (a FIFO would block and a device read for ever)."""
+    try:
+        mode = path.stat().st_mode  # follows links: a link to /dev/zero is a device
+    except FileNotFoundError:
+        raise TuningError(f"{path}: no such file; {_FIX}.") from None
+    except OSError as error:
+        raise TuningError(f"{path}: cannot be read ({error.strerror}); check its permissions.") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+        raise TuningError(f"{path} is {kind}; {_FIX}.")
+    try:
+        return read_json(path, MAX_PLAN_BYTES)
+    except ProfileError as error:
+        sentence = str(error).rstrip(".")
+        raise TuningError(sentence + ("." if ";" in sentence else f"; {_FIX}.")) from None
+
+
+def _check_header(data: Any, where: str) -> None:
+    """`TuningError` unless ``data`` is an object of kind `PLAN_KIND` with ``schema_version`` the integer 1."""
     if not isinstance(data, Mapping) or data.get("kind") != PLAN_KIND:
-        raise TuningError(f'{where} is not an aitune plan (no "kind": "{PLAN_KIND}"); pass the plan.json tune wrote.')
-    if data.get("schema_version") != PLAN_SCHEMA_VERSION:
+        raise TuningError(f'{where} is not an aitune plan (no "kind": "{PLAN_KIND}"); {_FIX}.')
+    version = data.get("schema_version")
+    if type(version) is not int or version != PLAN_SCHEMA_VERSION:  # neither true nor 1.0: JSON Schema admits 1.0
+        newer = type(version) is int and version > PLAN_SCHEMA_VERSION
+        fix = "upgrade aitune" if newer else f"write the integer {PLAN_SCHEMA_VERSION}, or tune again"
         raise TuningError(
-            f"{where} has plan schema_version {data.get('schema_version')!r}; this aitune reads version "
-            f"{PLAN_SCHEMA_VERSION}: tune again to make a new plan."
+            f"{where} has plan schema_version {shortened(repr(version))}; this aitune reads version "
+            f"{PLAN_SCHEMA_VERSION}: {fix}."
         )
-    if not isinstance(data.get("regions"), list):
-        raise TuningError(f"{where} has no list of regions; pass the plan.json tune wrote.")
-    return data
+
+
+def _limit_problems(plan: Mapping[str, Any]) -> list[str]:
+    """What the schema cannot say: finite numbers, distinct and disjoint paths, each graph's shapes
+    against its structure and `MAX_EXAMPLE_ELEMENTS`, thread counts against this machine."""
+    problems = [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(plan)]
+    problems += _path_problems([region["path"] for region in plan["regions"]])
+    for index, region in enumerate(plan["regions"]):
+        where = f"regions[{index}].wrapper"
+        wrapper = region["wrapper"]
+        for number, graph in enumerate(wrapper["graphs"]):
+            problems += _graph_problems(graph, f"{where}.graphs[{number}]")
+        known = {graph["graph_id"] for graph in wrapper["graphs"]}
+        for graph_id, backend in wrapper["tuned_backends"].items():
+            if graph_id not in known:
+                problems.append(f"{where}.tuned_backends.{graph_id}: no graph of that id in {where}.graphs")
+            problems += _backend_problems(backend, f"{where}.tuned_backends.{graph_id}")
+    return problems
+
+
+def _path_problems(paths: list[str]) -> list[str]:
+    """Each path once, and none inside another: wrapping a module and its child together is never tuned."""
+    problems = []
+    for index, path in enumerate(paths):
+        for other in paths[:index]:
+            if path == other:
+                problems.append(f"regions[{index}].path: {path!r} appears twice")
+            elif path.startswith(f"{other}.") or other == "" or path == "" or other.startswith(f"{path}."):
+                problems.append(f"regions[{index}].path: {path!r} and {other!r} nest; a plan tunes disjoint regions")
+    return problems
+
+
+def _graph_problems(graph: Mapping[str, Any], where: str) -> list[str]:
+    """The graph's shapes (`_shape_problems`), then its structure against them (`_structure_problems`)."""
+    return _shape_problems(graph, where) or _structure_problems(graph, where)
+
+
+def _shape_problems(graph: Mapping[str, Any], where: str) -> list[str]:
+    """One min and one max shape per input, of one length, min ≤ max, and the example built at the max
+    shapes holding at most `MAX_EXAMPLE_ELEMENTS`: checked before anything is allocated."""
+    low, high = graph["min_shapes"], graph["max_shapes"]
+    if len(low) != len(high):
+        return [f"{where}.min_shapes: {len(low)} shapes, but max_shapes has {len(high)}"]
+    elements = 0
+    for index, (small, large) in enumerate(zip(low, high, strict=True)):
+        if (small is None) != (large is None) or (small is not None and len(small) != len(large)):
+            return [f"{where}.min_shapes[{index}]: {shortened(repr(small))} does not match max_shapes {large}"]
+        if large is None:
+            continue
+        if any(a > b for a, b in zip(small, large, strict=True)):
+            return [f"{where}.min_shapes[{index}]: {small} exceeds the max_shapes {large}"]
+        elements += math.prod(large)
+        if elements > MAX_EXAMPLE_ELEMENTS:
+            return [
+                f"{where}.max_shapes[{index}]: {shortened(repr(large))} brings the example input to {elements:,} "
+                f"elements, over the {MAX_EXAMPLE_ELEMENTS:,} a plan may ask for (the gate builds that input and "
+                "runs the module on it, so the shapes decide the memory used)"
+            ]
+    return []
+
+
+def _structure_problems(graph: Mapping[str, Any], where: str) -> list[str]:
+    """The structure's leaves against the shapes: a tensor's shape has its rank, any other leaf none.
+
+    The structure is parsed by `aitune.torch.module.graph_spec` where it has ``check_graph``;
+    `_string_leaves` reads the string form written before it, and never loads its tree.
+    """
+    if check_graph is not None:
+        try:
+            check_graph(graph, where)
+        except TuningError as error:
+            return [str(error).rstrip(".")]
+        return []
+    leaves = _string_leaves(graph["structure"])
+    if isinstance(leaves, str):
+        return [f"{where}.structure: {leaves}"]
+    if len(leaves) != len(graph["max_shapes"]):
+        return [f"{where}.max_shapes: {len(graph['max_shapes'])} shapes for the structure's {len(leaves)} inputs"]
+    for index, (leaf, shape) in enumerate(zip(leaves, graph["max_shapes"], strict=True)):
+        rank = leaf[2] if leaf[0] == "tensor" else None
+        if (shape is None) != (rank is None) or (shape is not None and len(shape) != rank):
+            wanted = "null (the input is a value)" if rank is None else f"{rank} sizes (the tensor's rank)"
+            return [f"{where}.max_shapes[{index}]: {shortened(repr(shape))} should be {wanted}"]
+    return []
+
+
+def _string_leaves(structure: Any) -> list[list[Any]] | str:
+    """The leaf descriptors (``["tensor", dtype, rank]`` or ``["value", v]``) of a structure in the string
+    form ``"[tree, leaves]"``, or what is wrong with it."""
+    try:
+        parsed = orjson.loads(structure) if isinstance(structure, str) else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[1], list)):
+        return f"{shortened(repr(structure))} is not the [tree, leaves] structure tune writes"
+    if _depth(parsed) > MAX_STRUCTURE_DEPTH:
+        return f"nests deeper than {MAX_STRUCTURE_DEPTH} levels; no call's arguments nest that deep"
+    for index, leaf in enumerate(parsed[1]):
+        problem = _leaf_problem(leaf)
+        if problem:
+            return f"leaf {index}: {problem}"
+    return parsed[1]
+
+
+def _leaf_problem(leaf: Any) -> str | None:
+    if isinstance(leaf, list) and len(leaf) == 3 and leaf[0] == "tensor":
+        if leaf[1] not in KNOWN_DTYPES:
+            return f"{shortened(repr(leaf[1]))} is not a dtype name this aitune knows ({', '.join(KNOWN_DTYPES)})"
+        if type(leaf[2]) is not int or not 0 <= leaf[2] <= MAX_RANK:
+            return f"rank {shortened(repr(leaf[2]))} is not an integer from 0 to {MAX_RANK}"
+        return None
+    if isinstance(leaf, list) and len(leaf) == 2 and leaf[0] == "value":
+        value = leaf[1]
+        if value is None or type(value) in (bool, int, float) or (isinstance(value, str) and len(value) <= 512):
+            return None
+        return f"{shortened(repr(value))} is not a JSON scalar of at most 512 characters"
+    return f'{shortened(repr(leaf))} is not ["tensor", dtype, rank] or ["value", value]'
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            if depth > MAX_STRUCTURE_DEPTH:
+                break
+            stack += [(child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)]
+    return deepest
+
+
+def _backend_problems(backend: Mapping[str, Any], where: str) -> list[str]:
+    """A thread count no larger than this machine's CPUs (the schema already bounds it by `MAX_THREADS`)."""
+    threads = backend.get("config", {}).get("intra_op_threads", 0)
+    cpus = os.cpu_count() or 1
+    if threads > cpus:
+        return [
+            f"{where}.config.intra_op_threads: {threads} threads is more than this machine's {cpus} CPUs "
+            "(threads beyond the cores oversubscribe them and run slower)"
+        ]
+    return []
+
+
+def _normalised_region(region: Mapping[str, Any]) -> dict[str, Any]:
+    """A region with its known keys; its ``backends`` are its wrapper's non-eager ones, as `make_plan` writes."""
+    wrapper = region["wrapper"]
+    graph_keys = ("graph_id", "structure", "min_shapes", "max_shapes", "sample_count")
+    tuned = {key: _normalised_backend(value) for key, value in wrapper["tuned_backends"].items()}
+    return {
+        "path": region["path"],
+        "mode": region["mode"],
+        "module_type": region["module_type"],
+        "backends": {key: value for key, value in tuned.items() if value["name"] != "eager"},
+        "speedup_vs_eager": region.get("speedup_vs_eager"),
+        "wrapper": {
+            "type": wrapper["type"],
+            "name": wrapper["name"],
+            "state": wrapper["state"],
+            "graphs": [{key: graph[key] for key in graph_keys if key in graph} for graph in wrapper["graphs"]],
+            "tuned_backends": tuned,
+        },
+    }
+
+
+def _normalised_backend(backend: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": backend["name"], "config": dict(backend.get("config", {}))}
 
 
 def apply_plan(
@@ -166,8 +471,6 @@ def _check_matches(obj: Any, path: str, entry: Mapping[str, Any]) -> None:
             f"the plan was made on a {entry.get('module_type')} at '{path}', but this model has a {found} there;"
             " apply it to the model it was tuned on, or tune this one."
         )
-    if not Module.is_state_dict_valid(entry.get("wrapper")):
-        raise TuningError(f"the plan's entry for '{path}' has no saved wrapper; tune again to make a new plan.")
 
 
 def _best_speedup(module: Mapping[str, Any]) -> float | None:
