@@ -206,6 +206,8 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
     wanted = error.schema.get("description") if isinstance(error.schema, Mapping) else None
     if error.validator in ("pattern", "enum", "const") and wanted:
         message = f"{value} is not {wanted}"
+    elif error.validator == "const":
+        message = f"{value} is not {error.validator_value!r}"
     elif error.validator == "additionalProperties":
         known = ", ".join(error.schema.get("properties", {})) or "none"
         message = f"{error.message.split(' (')[-1].rstrip(')')} here (known: {known})"
@@ -229,9 +231,9 @@ def _read(path: Path) -> Any:
         raise TuningError(f"{path} is {kind}; {_FIX}.")
     try:
         return read_json(path, MAX_PLAN_BYTES)
-    except ProfileError as error:
-        sentence = str(error).rstrip(".")
-        raise TuningError(sentence + ("." if ";" in sentence else f"; {_FIX}.")) from None
+    except ProfileError as error:  # the reader's sentence, with a plan's fix in place of a profile's
+        what = str(error).rstrip(".").split("; ")[0]
+        raise TuningError(f"{what}; {_FIX}.") from None
 
 
 def _check_header(data: Any, where: str) -> None:
