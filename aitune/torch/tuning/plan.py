@@ -5,6 +5,13 @@ the module type it was tuned on, the winning backend of each recorded graph with
 the tolerance of the gate, the measured speedup and the environment it was made in. Applying it
 builds only the chosen backends, each behind the same correctness gate on synthetic inputs of the
 recorded shapes; a graph whose backend fails there runs eager.
+
+A plan is shared ("tune once, apply many times"), so it is data from a stranger: it is read through
+the bounded reader, checked against ``plan.schema.json`` beside this module and against the limits
+below (each says why) before anything is built, and only the keys this version knows are kept
+(`normalised`). A plan written after applying one is made from the wrappers put in place, never
+copied from the file. Every refusal is one `TuningError` sentence naming the file, the field, the
+value cut short and the fix.
 """
 
 from __future__ import annotations
@@ -208,6 +215,8 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
         message = f"{value} is not {wanted}"
     elif error.validator == "const":
         message = f"{value} is not {error.validator_value!r}"
+    elif error.validator in _UNITS:
+        message = f"{value} is too long (at most {error.validator_value} {_UNITS[error.validator]})"
     elif error.validator == "additionalProperties":
         known = ", ".join(error.schema.get("properties", {})) or "none"
         message = f"{error.message.split(' (')[-1].rstrip(')')} here (known: {known})"
@@ -216,6 +225,9 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
         if wanted:
             message += f" ({wanted})"
     return f"{json_path(error.absolute_path)}: {message}"
+
+
+_UNITS = {"maxItems": "items", "maxLength": "characters", "maxProperties": "keys"}
 
 
 def _read(path: Path) -> Any:
@@ -425,10 +437,10 @@ def apply_plan(
     Every region comes back as an ``aitune.torch.Module`` (``aot_module:<path>`` in profiles), also one
     the loop tuned in JIT mode: the plan holds its graphs and backends, so nothing is left to discover.
 
-    Refuses, before anything is changed, when a path is missing under ``obj`` or holds a module of
-    another type than the plan was made on; warns (``UserWarning``) when the environment differs
-    (torch version, CUDA, devices, machine). All or nothing: if a wrapper fails, the ones already
-    put in place are removed again.
+    Refuses, before anything is changed, a plan that `load_plan` refuses, and one whose path is
+    missing under ``obj`` or holds a module of another type than the plan was made on; warns
+    (``UserWarning``) when the environment differs (torch version, CUDA, devices, machine). All or
+    nothing: if a wrapper fails, the ones already put in place are removed again.
 
     Example::
 
