@@ -32,7 +32,7 @@ from aitune.torch.performance.profile import profile
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.plan import TunedRegion, apply_plan, load_plan, make_plan, replayed_plan
+from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 
@@ -117,6 +117,8 @@ def optimize(
     traces = trace_files or (None, None)
 
     checked = load_plan(plan) if plan is not None else None  # a bad plan is refused before anything runs
+    if checked is not None:
+        check_fits(obj, checked)
     before = capture(traces[0], phase("capture before", _calls(config)))
     if checked is not None:
         phase("apply plan", None)

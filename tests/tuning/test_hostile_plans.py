@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 import loop_app
+import orjson
 import pytest
 from cli_helpers import ROOT
 from torch import nn
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 
 from aitune.cli.app import app
 from aitune.errors import TuningError
+from aitune.report import dumps
 from aitune.torch.module.paths import unwrap
 from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.plan import MAX_PLAN_BYTES, apply_plan
@@ -177,6 +179,7 @@ REFUSE_EACH = textwrap.dedent(
     """
     import sys
     from aitune.errors import TuningError
+from aitune.report import dumps
     from aitune.torch.tuning.plan import apply_plan
     for plan in sys.argv[1:]:
         try:
@@ -216,6 +219,7 @@ MEASURE_PEAK = textwrap.dedent(
     sys.path[:0] = sys.argv[1:3]
     import loop_app
     from aitune.errors import TuningError
+from aitune.report import dumps
     from aitune.torch.tuning.plan import apply_plan
     pipe = loop_app.build()
     pipe(loop_app.x)
@@ -247,3 +251,17 @@ def test_a_plan_whose_size_is_the_attack_never_costs_its_size_in_memory():
     # The gzip bomb is read up to the limit (16 MiB, then its unpacked bytes): a few times the limit at most,
     # against 1.7 GB for 1×3×2000² before.
     assert grown_kib < 4 * MAX_PLAN_BYTES // 1024
+
+
+def test_tune_refuses_a_plan_made_on_another_module_and_leaves_no_out_folder(tmp_path):
+    other = orjson.loads(GOOD.read_bytes())
+    other["regions"][0]["module_type"] = "torch.nn.modules.linear.Linear"
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(dumps(other))
+
+    result = CliRunner().invoke(app, ["tune", APP, "--input", "x", "--plan", str(plan), "--out", str(tmp_path / "out")])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1
+    assert "made on a torch.nn.modules.linear.Linear at 'encoder.body.0'" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plan.json"]

@@ -449,9 +449,8 @@ def apply_plan(
         pipe(prompt)  # runs the backends the plan chose
     """
     data = load_plan(plan)
+    check_fits(obj, data)
     entries = {entry["path"]: entry for entry in data["regions"]}
-    for path, entry in entries.items():
-        _check_matches(obj, path, entry)
     differences = environment_differences(data.get("environment", {}), environment())
     if differences:
         warnings.warn(
@@ -464,6 +463,13 @@ def apply_plan(
         obj, list(entries), lambda path, module: Module.from_dict(module, entries[path]["wrapper"], device=device)
     )
     return AppliedPlan(wrappers=wrappers, environment_differences=differences)
+
+
+def check_fits(obj: Any, plan: Mapping[str, Any]) -> None:
+    """`TuningError` unless every region of the checked ``plan`` finds, at its path under ``obj``, an
+    unwrapped module of the type the plan was made on."""
+    for entry in plan["regions"]:
+        _check_matches(obj, entry["path"], entry)
 
 
 def environment_differences(made: Mapping[str, Any], here: Mapping[str, Any]) -> list[str]:
