@@ -179,7 +179,6 @@ REFUSE_EACH = textwrap.dedent(
     """
     import sys
     from aitune.errors import TuningError
-from aitune.report import dumps
     from aitune.torch.tuning.plan import apply_plan
     for plan in sys.argv[1:]:
         try:
@@ -219,7 +218,6 @@ MEASURE_PEAK = textwrap.dedent(
     sys.path[:0] = sys.argv[1:3]
     import loop_app
     from aitune.errors import TuningError
-from aitune.report import dumps
     from aitune.torch.tuning.plan import apply_plan
     pipe = loop_app.build()
     pipe(loop_app.x)

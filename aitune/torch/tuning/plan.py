@@ -154,8 +154,9 @@ def checked_plan(data: Any, where: str = "the plan") -> dict[str, Any]:
     known keys only (`normalised`); `TuningError` with the first problem, before anything is built."""
     _check_header(data, where)
     problems = schema_problems(data) or _limit_problems(data)
-    if problems:
-        raise TuningError(f"{where}: {problems[0]}; {_FIX}.")
+    if problems:  # a problem that is a whole sentence (the structure parser's) carries its own fix
+        problem = problems[0]
+        raise TuningError(f"{where}: {problem}" if problem.endswith(".") else f"{where}: {problem}; {_FIX}.")
     return normalised(data)
 
 
@@ -331,7 +332,7 @@ def _structure_problems(graph: Mapping[str, Any], where: str) -> list[str]:
         try:
             check_graph(graph, where)
         except TuningError as error:
-            return [str(error).rstrip(".")]
+            return [str(error)]
         return []
     leaves = _string_leaves(graph["structure"])
     if isinstance(leaves, str):
