@@ -27,9 +27,8 @@ from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import orjson
 import torch
 from torch import nn
@@ -57,10 +56,11 @@ MAX_REGIONS = 256
 MAX_GRAPHS = 64
 """Most graphs (input structures) of one region: each is a backend build and a correctness check."""
 
-MAX_EXAMPLE_ELEMENTS = 2**22
-"""Most elements the example input of one graph may hold (4,194,304; 16 MiB in float32): applying a plan
+MAX_EXAMPLE_ELEMENTS = 2**23
+"""Most elements the example input of one graph may hold (8,388,608; 32 MiB in float32): applying a plan
 builds that input from the plan's shapes and runs the module on it for the correctness gate, so the
-shapes decide how much memory is used; a plan made by tune on a real model stays far below."""
+shapes decide how much memory is used (1×3×2000² made a conv stack peak at 1.7 GB). A batch of 32
+RGB images of 224×224 is 4.8 M."""
 
 MAX_THREADS = 1024
 """Most threads a backend configuration may ask for, and never more than this machine's CPUs: a count
@@ -77,6 +77,9 @@ KNOWN_DTYPES = (
     "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3fn", "float8_e5m2",
 )  # fmt: skip
 """The tensor dtypes a plan's graph may name; a name is only ever looked up in this list."""
+
+if TYPE_CHECKING:
+    import jsonschema
 
 try:  # the structure's own parser (engineer `state`): once it is merged, this guard and _string_leaves go
     from aitune.torch.module.graph_spec import check_graph  # type: ignore[attr-defined]
@@ -195,6 +198,8 @@ def plan_schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # on first use: importing it costs about a second, and most imports of this module never check
+
     return jsonschema.Draft202012Validator(plan_schema())
 
 
