@@ -116,8 +116,9 @@ def optimize(
     phase = on_phase or _silent
     traces = trace_files or (None, None)
 
-    checked = load_plan(plan) if plan is not None else None  # a bad plan is refused before anything runs
-    if checked is not None:
+    checked = None
+    if plan is not None:  # a bad plan, or one that does not fit obj, is refused before anything runs
+        checked = load_plan(plan)
         check_fits(obj, checked)
     before = capture(traces[0], phase("capture before", _calls(config)))
     if checked is not None:
