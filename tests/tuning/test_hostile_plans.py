@@ -167,8 +167,8 @@ def _special_files(tmp_path):
     with big.open("wb") as sparse:  # no disk used: a hole of MAX_PLAN_BYTES + 1
         sparse.truncate(MAX_PLAN_BYTES + 1)
     return {
-        fifo: "is not a regular file",
-        zero: "is not a regular file",
+        fifo: "not a regular file",
+        zero: "not a regular file",
         tmp_path: "is a folder",
         big: "is 16 MB, over the 16 MB limit",
         tmp_path / "missing.plan.json": "no such file",
