@@ -266,6 +266,7 @@ def tune(
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
+    from aitune.torch.tuning.plan import load_plan
     from aitune.torch.tuning.strategies import named_strategy
 
     # The clock starts here, with the command: the budget bounds everything that follows.
@@ -288,10 +289,18 @@ def tune(
         measured_runs=runs,
         record_calls=record,
     )
+    checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     folder = out or outputs.default_folder(source, f"{function}-tuned")
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         result, files = tune_entry_into(
-            folder, source, function, obj=obj, input_name=input_name, config=config, plan=plan, keep_traces=not no_trace
+            folder,
+            source,
+            function,
+            obj=obj,
+            input_name=input_name,
+            config=config,
+            plan=checked,
+            keep_traces=not no_trace,
         )
     if as_json:
         outputs.print_json({**files.as_dict(), "comparison": result.comparison()})

@@ -7,6 +7,7 @@ other commands never load it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,7 @@ def tune_entry_into(
     obj: str | None,
     input_name: str | None,
     config: LoopConfig,
-    plan: Path | None,
+    plan: Path | Mapping[str, Any] | None,
     keep_traces: bool,
 ) -> tuple[LoopResult, LoopFiles]:
     """Run the loop on ``source:function`` with a progress bar per phase and write its outputs into ``folder``."""

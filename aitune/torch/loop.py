@@ -32,7 +32,7 @@ from aitune.torch.performance.profile import profile
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.plan import TunedRegion, apply_plan, load_plan, make_plan
+from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 
@@ -116,11 +116,15 @@ def optimize(
     phase = on_phase or _silent
     traces = trace_files or (None, None)
 
+    checked = None
+    if plan is not None:  # a bad plan, or one that does not fit obj, is refused before anything runs
+        checked = load_plan(plan)
+        check_fits(obj, checked)
     before = capture(traces[0], phase("capture before", _calls(config)))
-    if plan is not None:
-        saved = load_plan(plan)
+    if checked is not None:
         phase("apply plan", None)
-        suggestions, whole, tuning = None, None, _applied(obj, saved)
+        suggestions, whole, tuning = None, None, _applied(obj, checked)
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked)
     else:
         suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase)
         saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())

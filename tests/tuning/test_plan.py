@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import copy
+
 import loop_app
+import orjson
 import pytest
 import torch
+from cli_helpers import ROOT
 
 import aitune.torch as ait
 from aitune.errors import TuningError
+from aitune.torch.backends import BACKENDS, AutocastBackend
 from aitune.torch.module.paths import WHOLE, unwrap
-from aitune.torch.tuning.plan import TunedRegion, apply_plan, make_plan
+from aitune.torch.tuning.plan import (
+    MAX_EXAMPLE_ELEMENTS,
+    MAX_GRAPHS,
+    MAX_REGIONS,
+    MAX_THREADS,
+    TunedRegion,
+    apply_plan,
+    checked_plan,
+    load_plan,
+    make_plan,
+    plan_schema,
+    replayed_plan,
+    schema_problems,
+)
 from aitune.torch.tuning.strategies import named_strategy
 
 
@@ -102,3 +120,86 @@ def test_the_empty_path_wraps_the_model_itself_in_place():
         unwrap(model, [WHOLE])
 
     assert "forward" not in vars(model)
+
+
+# --- a plan is data: one schema, limits with their reasons, the written plan rebuilt from what was checked ---
+
+GOOD = ROOT / "tests" / "hostile" / "plans" / "good.plan.json"
+
+
+def test_the_plan_tune_makes_passes_its_own_schema(plan):
+    assert schema_problems(plan) == []
+    assert checked_plan(plan) == plan  # already in the normalised form
+
+
+def test_unknown_keys_are_dropped_at_every_level_of_a_loaded_plan():
+    good = orjson.loads(GOOD.read_bytes())
+    payload = "x" * 10_000
+    hostile = copy.deepcopy(good)
+    hostile["payload"] = payload
+    hostile["target"]["payload"] = payload
+    region = hostile["regions"][0]
+    region["payload"] = payload
+    region["wrapper"]["payload"] = payload
+    region["wrapper"]["graphs"][0]["payload"] = payload
+    next(iter(region["wrapper"]["tuned_backends"].values()))["payload"] = payload
+
+    assert load_plan(hostile) == good
+    assert payload not in orjson.dumps(load_plan(hostile)).decode()
+
+
+def test_the_plan_written_after_applying_one_is_made_from_the_wrappers_in_place(plan):
+    pipe = loop_app.build()
+    hostile = {**copy.deepcopy(plan), "payload": "x" * 1000, "created_at": "1999-01-01T00:00:00+00:00"}
+    hostile["regions"][0]["speedup_vs_eager"] = 1.5
+    checked = load_plan(hostile)
+    applied = apply_plan(pipe, checked)
+    try:
+        tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
+        written = replayed_plan("loop_app.Pipeline", tuned, checked)
+    finally:
+        unwrap(pipe, list(applied.wrappers))
+
+    assert "payload" not in written and written["created_at"] != "1999-01-01T00:00:00+00:00"
+    assert written["environment"]["torch"] == torch.__version__  # where it was applied, not what the file said
+    assert [region["path"] for region in written["regions"]] == ["encoder"]
+    assert written["regions"][0]["speedup_vs_eager"] == 1.5 and checked_plan(written) == written
+
+
+def test_a_plan_of_more_regions_than_the_limit_is_refused_before_any_is_looked_at():
+    good = orjson.loads(GOOD.read_bytes())
+    many = {**good, "regions": [{**good["regions"][0], "path": f"m{i}"} for i in range(MAX_REGIONS + 1)]}
+
+    with pytest.raises(TuningError, match=rf"^the plan: regions: .* is too long \(at most {MAX_REGIONS}"):
+        apply_plan(torch.nn.Linear(2, 2), many)
+
+
+def test_a_plan_given_as_a_dict_with_a_nan_is_refused():
+    good = orjson.loads(GOOD.read_bytes())
+    good["regions"][0]["speedup_vs_eager"] = float("nan")
+
+    with pytest.raises(TuningError, match=r"regions\[0\]\.speedup_vs_eager: nan is not a finite number"):
+        load_plan(good)
+
+
+def test_the_schema_states_the_limits_the_module_documents():
+    defs = plan_schema()["$defs"]
+    wrapper = defs["wrapper"]["properties"]
+
+    assert plan_schema()["properties"]["regions"]["maxItems"] == MAX_REGIONS
+    assert wrapper["graphs"]["maxItems"] == MAX_GRAPHS
+    assert defs["shape"]["items"]["maximum"] == MAX_EXAMPLE_ELEMENTS
+    assert defs["config_onnxruntime"]["properties"]["intra_op_threads"]["maximum"] == MAX_THREADS
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_every_backend_has_a_config_schema_that_takes_its_defaults(name):
+    """A backend given a new option needs it in plan.schema.json, or its plans would be refused."""
+    backend = AutocastBackend("bfloat16") if name == "autocast" else BACKENDS[name]()
+    good = orjson.loads(GOOD.read_bytes())
+    wrapper = good["regions"][0]["wrapper"]
+    graph_id = wrapper["graphs"][0]["graph_id"]
+    wrapper["tuned_backends"][graph_id] = good["regions"][0]["backends"][graph_id] = backend.to_dict()
+
+    assert schema_problems(good) == []
+    assert set(backend.config()) == set(plan_schema()["$defs"][f"config_{name}"]["properties"])
