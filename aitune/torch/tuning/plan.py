@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -220,16 +219,7 @@ _UNITS = {"maxItems": "items", "maxLength": "characters", "maxProperties": "keys
 
 
 def _read(path: Path) -> Any:
-    """The JSON at ``path`` if it is a regular file (a FIFO would block and a device read for ever)."""
-    try:
-        mode = path.stat().st_mode  # follows links: a link to /dev/zero is a device
-    except FileNotFoundError:
-        raise TuningError(f"{path}: no such file; {_FIX}.") from None
-    except OSError as error:
-        raise TuningError(f"{path}: cannot be read ({error.strerror}); check its permissions.") from None
-    if not stat.S_ISREG(mode):
-        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
-        raise TuningError(f"{path} is {kind}; {_FIX}.")
+    """The JSON at ``path`` through the one bounded reader (regular files only), with a plan's fix."""
     try:
         return read_json(path, MAX_PLAN_BYTES)
     except ProfileError as error:  # the reader's sentence, with a plan's fix in place of a profile's
