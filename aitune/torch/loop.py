@@ -140,15 +140,17 @@ def optimize(
     phase = on_phase or _silent
     traces = trace_files or (None, None)
 
+    verify = functools.partial(
+        _verified, function, input_data, config=config.verification, phase=phase, deadline=deadline
+    )
     before = capture(traces[0], phase("capture before", _calls(config)))
     if plan is not None:
         saved = load_plan(plan)
         phase("apply plan", None)
-        suggestions, whole, tuning = None, None, _applied(obj, saved)
+        suggestions, whole, tuning = None, None, verify(_applied(obj, saved))
     else:
-        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase)
+        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase, verify)
     try:
-        tuning, verification = _verified(function, input_data, tuning, config.verification, phase, deadline)
         after = capture(traces[1], phase("capture after", _calls(config)))
     except BaseException:
         tuning.undo()
@@ -159,11 +161,15 @@ def optimize(
         kept = {region.path for region in tuning.tuned}
         saved = {**saved, "regions": [entry for entry in saved["regions"] if entry.get("path") in kept]}
     diff = compare_profiles(before, after)
+    verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
     gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
+    report = tuning.report
+    if report is not None and verification is not None:
+        report = {**report, "verification": verification.to_dict()}
     return LoopResult(
-        before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
+        before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns,
     )  # fmt: skip
 
@@ -172,27 +178,41 @@ def _verified(
     function: Callable[..., Any],
     input_data: Any,
     tuning: _Tuning,
+    *,
     config: VerifyConfig | None,
     phase: PhaseHook,
     deadline: float | None,
-) -> tuple[_Tuning, Verification | None]:
-    """Verify the tuned regions end to end and put back the ones that do not win; the tuning of what stayed."""
+) -> _Tuning:
+    """Verify the tuned regions end to end and put back the ones that do not win: the tuning of what stayed,
+    with the verification (joined to one made before, as when the whole model was put back first)."""
     if config is None or not tuning.tuned:
-        return tuning, None
+        return tuning
     switches = {region.path: tuning.switches[region.path] for region in tuning.tuned}
     most_runs = 2 * (config.max_rounds + 1) * len(switches)
-    verification = verify_tuned(
-        function, input_data, switches, config, deadline=deadline, tick=phase("verify", most_runs)
-    )
+    try:
+        verification = verify_tuned(
+            function, input_data, switches, config, deadline=deadline, tick=phase("verify", most_runs)
+        )
+    except BaseException:
+        tuning.undo()
+        raise
+    if tuning.verification is not None:
+        verification = Verification([*tuning.verification.checks, *verification.checks], verification.end_to_end)
     kept = set(verification.kept)
     tuned = [region for region in tuning.tuned if region.path in kept]
-    return replace(tuning, tuned=tuned, switches={path: switches[path] for path in kept}), verification
+    return replace(tuning, tuned=tuned, switches={path: switches[path] for path in kept}, verification=verification)
 
 
 def _search(
-    obj: Any, function: Callable[..., Any], input_data: Any, before: ProfileDoc, config: LoopConfig, phase: PhaseHook
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    before: ProfileDoc,
+    config: LoopConfig,
+    phase: PhaseHook,
+    verify: Callable[[_Tuning], _Tuning],
 ) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
-    """Suggest, choose the paths (or the whole model), and tune them in the configured mode."""
+    """Suggest, choose the paths (or the whole model), tune them in the configured mode and ``verify`` them."""
     found = suggest(before)
     suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
@@ -201,8 +221,9 @@ def _search(
     whole = weigh_whole_model(suggestions, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
-        return suggestions, whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths)
-    return suggestions, whole, tune_paths(obj, function, input_data, paths, config, phase)
+        tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
+        return suggestions, whole, tuning
+    return suggestions, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
 
 
 @dataclass(frozen=True)
@@ -214,6 +235,7 @@ class _Tuning:
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
+    verification: Verification | None = None  # once verified
 
 
 def _tune_whole_first(
@@ -224,14 +246,20 @@ def _tune_whole_first(
     config: LoopConfig,
     phase: PhaseHook,
     tune_paths: Callable[..., _Tuning],
+    verify: Callable[[_Tuning], _Tuning],
 ) -> _Tuning:
-    """Tune ``obj`` whole; if no backend wins for it, tune the separate ``paths`` instead."""
-    whole = tune_paths(obj, function, input_data, [WHOLE], config, phase)
+    """Tune ``obj`` whole; if no backend wins for it, or the run is not faster with it, tune the separate
+    ``paths`` instead."""
+    whole = verify(tune_paths(obj, function, input_data, [WHOLE], config, phase))
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
     report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
-    return replace(separate, report=report, outcomes={**whole.outcomes, **separate.outcomes})
+    return verify(
+        replace(
+            separate, report=report, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
+        )
+    )
 
 
 def _chosen(found: Suggestions, top: int) -> list[str]:
