@@ -1,8 +1,8 @@
 """What ``aitune-profile tune`` runs and writes: the loop on an entry function, its outputs in one folder.
 
 The folder: ``before/`` and ``after/`` (profile.json, profile.md, trace.json.gz), ``suggestions.json``,
-``tuning.json``, ``compare.json`` and ``plan.json``. torch is imported inside the functions, so the
-other commands never load it.
+``tuning.json``, ``compare.json`` and ``plan.json`` (only the regions the end-to-end verification kept).
+torch is imported inside the functions, so the other commands never load it.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def end_to_end_line(result: LoopResult) -> str:
         return "end to end: no measured runs to compare"
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     verdict = "faster" if value >= 1 else "slower"
-    untouched = "" if result.tuned else "; nothing was tuned, so the difference is noise or warm-up"
+    untouched = "" if result.tuned else "; nothing stayed tuned, so the difference is noise, drift or warm-up"
     return (
         f"end to end: {value:.3f}× {verdict}{interval} "
         f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain}){untouched}"
