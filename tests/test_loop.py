@@ -24,6 +24,7 @@ import aitune.torch.jit as jit
 from aitune.cli.loop import loop_view, verification_lines
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
 from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch.module.wrapper import Module
 from aitune.torch.tuning.strategies import OneBackendStrategy, named_strategy
 
 pytestmark = pytest.mark.slow
@@ -354,3 +355,24 @@ def test_a_replayed_plan_that_loses_here_is_put_back(win_and_loss, monkeypatch):
     assert {gain.path: gain.tuned for gain in replayed.gains} == {"fast": True, "plain": False}
     assert [region["path"] for region in replayed.plan["regions"]] == ["fast"]
     assert "untuned_module:plain" in {region["id"] for region in replayed.after["regions"]}
+
+
+def test_a_tuned_wrapper_runs_its_original_forward_inside_original_forward_and_tuned_after():
+    module = SlowLinear(0.0)
+    wrapper = Module(module, name="slow", strategy=SKIP_OR_STALL)
+    try:
+        wrapper(X8)
+        wrapper.tune()
+
+        with wrapper.original_forward():
+            inside = vars(module).get("forward")
+            original = wrapper(X8)
+        tuned = wrapper(X8)
+        after = vars(module).get("forward")
+    finally:
+        wrapper.close()
+
+    assert inside is None  # the class's own forward, exactly as if unwrapped
+    assert isinstance(after.__self__, Module)  # the dispatch again
+    assert wrapper.state.value == "passthrough" and "forward" not in vars(module)
+    assert torch.allclose(original, tuned)

@@ -158,8 +158,7 @@ def optimize(
     if plan is None:
         saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
     else:
-        kept = {region.path for region in tuning.tuned}
-        saved = {**saved, "regions": [entry for entry in saved["regions"] if entry.get("path") in kept]}
+        saved = _kept_plan(saved, tuning.tuned)
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
@@ -172,6 +171,12 @@ def optimize(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns,
     )  # fmt: skip
+
+
+def _kept_plan(saved: Mapping[str, Any], tuned: list[TunedRegion]) -> dict[str, Any]:
+    """A replayed plan with only the regions that stayed tuned: a plan holds verified wins only."""
+    kept = {region.path for region in tuned}
+    return {**saved, "regions": [entry for entry in saved["regions"] if entry.get("path") in kept]}
 
 
 def _verified(
