@@ -16,9 +16,10 @@ against eager. Anything that does not win is put back by the caller. The measure
 so the logic here is tested with synthetic timings; the torch adapter is
 `aitune.torch.tuning.verify`.
 
-Bounded: at most ``len(paths)`` comparisons of at most ``max_rounds`` rounds (two runs each) plus
-one warm run per side; a ``deadline`` (on ``clock``) stops any comparison once it has its
-``min_rounds``, and skips the per-region checks once it has passed.
+Bounded: at most ``len(paths) + 1`` comparisons (one per region's contribution while several are
+kept, one against eager) of at most ``max_rounds`` rounds (two runs each) plus one warm run per
+side; a ``deadline`` (on ``clock``) stops any comparison once it has its ``min_rounds``, and skips
+the per-region checks once it has passed.
 """
 
 from __future__ import annotations

@@ -184,3 +184,12 @@ def test_a_compare_report_with_a_malformed_check_is_refused_with_the_field():
 
     with pytest.raises(Exception, match=r"tuned_regions\[0\]\.check .* is not a verification"):
         read_loop_report(report, "compare.json")
+
+
+def test_the_number_of_runs_is_bounded_by_the_regions_and_max_rounds():
+    measure = Synthetic({"a": -1.0, "b": -1.0, "c": -1.0}, jitter=[0.0, 20.0, -20.0])  # never settles
+    config = VerifyConfig(min_rounds=3, max_rounds=7)
+
+    verify_regions(["a", "b", "c"], measure, config)
+
+    assert len(measure.calls) <= (3 + 1) * (2 * config.max_rounds + 2)

@@ -193,7 +193,7 @@ def _verified(
     if config is None or not tuning.tuned:
         return tuning
     switches = {region.path: tuning.switches[region.path] for region in tuning.tuned}
-    most_runs = 2 * (config.max_rounds + 1) * len(switches)
+    most_runs = 2 * (config.max_rounds + 1) * (len(switches) + 1)  # see aitune.verification: bounded
     try:
         verification = verify_tuned(
             function, input_data, switches, config, deadline=deadline, tick=phase("verify", most_runs)
