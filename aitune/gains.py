@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aitune.compare import Change, ProfileDiff, path_of
+from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
+from aitune.verification import RegionCheck
 
 
 @dataclass(frozen=True)
@@ -26,14 +28,20 @@ class RegionGain:
     realised_speedup: float | None  # end to end, had only this region changed
     predicted_region_speedup: float | None
     realised_region_speedup: float | None
+    check: RegionCheck | None = None  # the end-to-end verification's verdict; None when it was not verified
 
     @property
     def tuned(self) -> bool:
-        return self.winner != "eager"
+        """True when a backend won the trials and, if verified, the run was faster with it."""
+        return self.winner != "eager" and (self.check is None or self.check.kept)
 
     @property
     def note(self) -> str:
-        """Why it was kept as it was (the reason no backend won); empty when it was tuned."""
+        """Why it was kept as it was (the reason no backend won, or the verification that put it back);
+        for a verified region, its figures; empty for a tuned, unverified one."""
+        if self.check is not None and self.winner != "eager":
+            verdict = "kept" if self.check.kept else "put back"
+            return f"{verdict}: {self.check.compared} {self.check.speedup.shown()}"
         return self.reason or ("" if self.tuned else "kept as it was")
 
     @property
@@ -50,7 +58,9 @@ class RegionGain:
         return self.predicted_speedup / self.realised_speedup
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tuned": self.tuned, "prediction_error": self.prediction_error}
+        data = asdict(self)
+        data["check"] = self.check.to_dict() if self.check is not None else None
+        return {**data, "tuned": self.tuned, "prediction_error": self.prediction_error}
 
 
 def speedup(change: Change) -> tuple[float | None, float | None, float | None]:
@@ -67,8 +77,10 @@ def region_gains(
     diff: ProfileDiff,
     outcomes: Mapping[str, tuple[str, str | None]],
     whole_model_predicted: float | None = None,
+    checks: Mapping[str, RegionCheck] | None = None,
 ) -> list[RegionGain]:
-    """One `RegionGain` per tuned path in ``outcomes`` (path → (winner, reason)), in that order.
+    """One `RegionGain` per tuned path in ``outcomes`` (path → (winner, reason)), in that order, with its
+    end-to-end verification from ``checks`` (by path) where there is one.
 
     ``suggestions`` is `aitune.suggest.Suggestions.to_dict()` of the before profile. A target that
     suggest reached through a method region (``vae.decode`` → ``vae``) is measured by that region
@@ -98,6 +110,7 @@ def region_gains(
                 realised_speedup=_end_to_end(run_before, before, after),
                 predicted_region_speedup=target.get("predicted_region_speedup"),
                 realised_region_speedup=before / after if before and after else None,
+                check=(checks or {}).get(path),
             )
         )
     return gains
@@ -176,3 +189,54 @@ def weigh_whole_model(suggestions: Mapping[str, Any], paths: Sequence[str]) -> W
     figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
     reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
     return WholeModel(whole, separate, tuple(paths), chosen, reason)
+
+
+SLOWDOWN_MARGIN = 0.10
+"""An untuned region is reported slower after tuning when its interval's low end is above 1 + this."""
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """An untuned region that ran slower after tuning, beyond noise: after ÷ before and its interval."""
+
+    path: str
+    factor: float
+    ci_low: float
+    ci_high: float
+
+
+def untuned_slowdowns(diff: ProfileDiff, tuned_paths: Sequence[str], margin: float = SLOWDOWN_MARGIN) -> list[Slowdown]:
+    """The regions that ran their own code on both sides and got slower beyond noise, slowest first.
+
+    A region that holds a tuned path, or sits inside one, is left out (its time changed with the
+    tuned one). A backend that takes the threads the eager code needs (oversubscription) shows here;
+    so does a machine that got busier between the two captures, which the warning says.
+    """
+    slowed = []
+    for row in diff.regions:
+        change = row.change
+        if row.status != "both" or change.ratio is None or change.ci_low is None or change.ci_high is None:
+            continue
+        kinds = {parse_region_id(region)[0].id_prefix for region in (row.before_id, row.after_id) if region is not None}
+        if kinds != {UNTUNED_REGION_KIND} or any(_related(row.path, path) for path in tuned_paths):
+            continue
+        if change.ci_low > 1 + margin:
+            slowed.append(Slowdown(row.path, change.ratio, change.ci_low, change.ci_high))
+    return sorted(slowed, key=lambda slowdown: -slowdown.factor)
+
+
+def slowdown_line(slowdowns: Sequence[Slowdown], limit: int = 5) -> str | None:
+    """``untuned regions ran slower after tuning: decoder 1.31× [1.20, 1.45]; …``, or None for none."""
+    if not slowdowns:
+        return None
+    shown = "; ".join(f"{s.path} {s.factor:.2f}× [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in slowdowns[:limit])
+    more = f" and {len(slowdowns) - limit} more" if len(slowdowns) > limit else ""
+    return (
+        f"warning: untuned regions ran slower after tuning: {shown}{more} (after ÷ before); a tuned backend may be "
+        "taking the threads they need, or the machine got busier between the captures"
+    )
+
+
+def _related(path: str, tuned: str) -> bool:
+    """True when one path holds the other (the whole model, path "", holds every path)."""
+    return not tuned or not path or path == tuned or path.startswith(f"{tuned}.") or tuned.startswith(f"{path}.")

@@ -2,8 +2,10 @@
 
 ``<folder>/before/profile.json`` and ``<folder>/after/profile.json`` (each with its Markdown and
 trace) sit beside `REPORT_FILES`. `COMPARE_REPORT` holds `aitune.compare.ProfileDiff.to_dict()`
-plus the end-to-end ``speedup`` and the ``tuned_regions`` (`aitune.gains.RegionGain.to_dict()`);
-`read_loop_report` checks the parts a reader shows and gives them back as objects.
+plus the end-to-end ``speedup``, the ``tuned_regions`` (`aitune.gains.RegionGain.to_dict()`, each with
+the ``check`` of the end-to-end verification), the ``verification`` (`aitune.verification.Verification`)
+and the ``untuned_slowdowns``; `read_loop_report` checks the parts a reader shows and gives them back
+as objects.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from aitune.compare import DOMAINS
 from aitune.errors import ProfileError
 from aitune.gains import RegionGain
 from aitune.report.validate import shortened
+from aitune.verification import RegionCheck
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
 COMPARE_REPORT = "compare.json"
@@ -57,13 +60,25 @@ def _region(item: Any, where: str, name: str) -> RegionGain:
     values: dict[str, Any] = {}
     for field in fields(RegionGain):
         value = item.get(field.name)
-        if field.name in _TEXT_FIELDS:
+        if field.name == "check":
+            values["check"] = _check(value, f"{where}.check", name)
+        elif field.name in _TEXT_FIELDS:
             if not (isinstance(value, str) or (value is None and _TEXT_FIELDS[field.name])):
                 raise _bad(name, f"{where}.{field.name} {_quoted(value)} is not a string")
             values[field.name] = value
         else:
             values[field.name] = _number(value, f"{where}.{field.name}", name)
     return RegionGain(**values)
+
+
+def _check(value: Any, where: str, name: str) -> RegionCheck | None:
+    """The end-to-end verification of a region; absent or null in reports written before it existed."""
+    if value is None:
+        return None
+    check = RegionCheck.from_dict(value)
+    if check is None:
+        raise _bad(name, f"{where} {_quoted(value)} is not a verification (path, kept, compared, speedup)")
+    return check
 
 
 def _number(value: Any, where: str, name: str) -> float | None:

@@ -6,23 +6,35 @@ candidate wins by passing the gate, not by a timing on a shared machine.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+import time
 
 import loop_app
 import pytest
 import torch
 from cli_helpers import APPS, ROOT, run_cli
+from rich.console import Console
+from torch import nn
+from tuning.conftest import FAST_MEASURE, SlowLinear
 
 import aitune.torch.jit as jit
+from aitune.cli.loop import loop_view, verification_lines
+from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.tuning.strategies import named_strategy
+from aitune.torch.module.wrapper import Module
+from aitune.torch.tuning.strategies import OneBackendStrategy, named_strategy
 
 pytestmark = pytest.mark.slow
 
 ORT_FIRST_WINS = named_strategy("first-wins", ["onnxruntime"])
 FAST = {"warmup_runs": 1, "measured_runs": 3, "record_calls": 1}
+UNVERIFIED = {
+    **FAST,
+    "verification": None,
+}  # the loop's mechanics; verification is tested with backends slow on purpose
 
 
 def seeded(call, *args):
@@ -39,7 +51,7 @@ def pipe():
 @pytest.mark.parametrize("mode", ["aot", "jit"])
 def test_the_loop_tunes_the_chosen_paths_and_the_after_profile_shows_them_managed(pipe, mode):
     plain = seeded(pipe, loop_app.x)
-    config = LoopConfig(targets=("encoder", "head"), mode=mode, strategy=ORT_FIRST_WINS, **FAST)
+    config = LoopConfig(targets=("encoder", "head"), mode=mode, strategy=ORT_FIRST_WINS, **UNVERIFIED)
 
     result = optimize(pipe, loop_app.x, config=config)
     try:
@@ -58,7 +70,7 @@ def test_the_loop_tunes_the_chosen_paths_and_the_after_profile_shows_them_manage
 
 
 def test_a_region_no_backend_can_match_is_left_as_it_was_with_the_reason(pipe):
-    config = LoopConfig(targets=("noisy",), strategy=ORT_FIRST_WINS, **FAST)
+    config = LoopConfig(targets=("noisy",), strategy=ORT_FIRST_WINS, **UNVERIFIED)
 
     result = optimize(pipe, loop_app.x, config=config)
 
@@ -71,7 +83,7 @@ def test_a_region_no_backend_can_match_is_left_as_it_was_with_the_reason(pipe):
 
 def test_restore_puts_every_original_module_back(pipe):
     before = {name: type(getattr(pipe, name)) for name in ("encoder", "head")}
-    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **FAST)
+    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **UNVERIFIED)
 
     optimize(pipe, loop_app.x, config=config).restore()
 
@@ -106,7 +118,7 @@ print(json.dumps({
 
 
 def test_a_plan_applied_in_a_fresh_process_builds_only_the_chosen_backends(pipe, tmp_path):
-    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **FAST)
+    config = LoopConfig(targets=("encoder", "head"), strategy=ORT_FIRST_WINS, **UNVERIFIED)
     result = optimize(pipe, loop_app.x, config=config)
     result.restore()
     plan = tmp_path / "plan.json"
@@ -132,7 +144,19 @@ def test_a_plan_applied_in_a_fresh_process_builds_only_the_chosen_backends(pipe,
 def test_tune_writes_both_captures_the_reports_and_the_plan_into_one_folder(tmp_path):
     out = tmp_path / "tuned"
     target = f"{APPS / 'loop_app.py'}:infer"
-    options = ["--input", "x", "--warmup", "1", "--runs", "3", "--record", "1", "--strategy", "first-wins"]
+    options = [
+        "--input",
+        "x",
+        "--warmup",
+        "1",
+        "--runs",
+        "3",
+        "--record",
+        "1",
+        "--strategy",
+        "first-wins",
+        "--no-verify",
+    ]
 
     result = run_cli(
         "tune",
@@ -189,7 +213,7 @@ def test_tune_refuses_bad_options_with_one_sentence(options, sentence):
 def test_a_model_whose_parts_suggest_ranks_is_tuned_whole_when_that_is_predicted_no_worse():
     model = loop_app.TwoStage()
 
-    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **FAST))
+    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **UNVERIFIED))
     try:
         regions = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
     finally:
@@ -206,7 +230,7 @@ def test_a_model_whose_parts_suggest_ranks_is_tuned_whole_when_that_is_predicted
 def test_when_the_whole_model_fails_the_gate_its_parts_are_tuned_instead():
     model = loop_app.TwoStage(noisy=True)
 
-    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **FAST))
+    result = optimize(model, loop_app.x, config=LoopConfig(strategy=ORT_FIRST_WINS, **UNVERIFIED))
     result.restore()
 
     outcomes = {gain.path: gain.winner for gain in result.gains}
@@ -220,7 +244,7 @@ def test_on_the_bundled_pipeline_suggest_picks_the_unet_and_the_loop_tunes_it():
     pipe = pipeline_app.Pipeline()
     plain = pipe(**pipeline_app.input_data)
 
-    result = optimize(pipe, pipeline_app.input_data, config=LoopConfig(top=1, strategy=ORT_FIRST_WINS, **FAST))
+    result = optimize(pipe, pipeline_app.input_data, config=LoopConfig(top=1, strategy=ORT_FIRST_WINS, **UNVERIFIED))
     try:
         tuned = pipe(**pipeline_app.input_data)
         states = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
@@ -231,3 +255,124 @@ def test_on_the_bundled_pipeline_suggest_picks_the_unet_and_the_loop_tunes_it():
     assert [(gain.path, gain.winner) for gain in result.gains] == [("unet", "onnxruntime")]
     assert states["aot_module:unet"] == "tuned"
     assert (tuned - plain).abs().max() <= 1.0  # a 0–255 image: rounding may flip a level where eager sits on .5
+
+
+class SkipOrStall(Backend):
+    """Correct everywhere; skips a `SlowLinear`'s wait (a real win) and waits 1 ms before any other module (a loss)."""
+
+    name = "skip_or_stall"
+
+    def build(self, context: BuildContext) -> Built:
+        module, forward = context.module, context.forward
+        if isinstance(module, SlowLinear):
+            return Built(run=lambda x: torch.nn.functional.linear(x, module.weight, module.bias))
+
+        def stalled(*args, **kwargs):
+            time.sleep(0.001)
+            return forward(*args, **kwargs)
+
+        return Built(run=stalled)
+
+
+class WinAndLoss:
+    """``fast``: eager waits 3 ms, the backend does not; ``plain``: a tiny linear the backend makes 1 ms slower.
+
+    Sleeps overshoot on a loaded machine, so the win is three times the loss: with both tuned, the
+    run without ``fast`` still takes four times as long.
+    """
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.fast = SlowLinear(0.003)
+        self.plain = nn.Linear(4, 4).eval()
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.plain(self.fast(x))
+
+
+X8 = torch.randn(2, 8, generator=torch.Generator().manual_seed(0))
+SKIP_OR_STALL = OneBackendStrategy(SkipOrStall(), measure=FAST_MEASURE)
+
+
+@pytest.fixture
+def win_and_loss():
+    yield WinAndLoss()
+    jit.reset()
+
+
+@pytest.mark.parametrize("mode", ["aot", "jit"])
+def test_a_region_that_slows_the_run_is_put_back_left_out_of_the_plan_and_untuned_after(win_and_loss, mode):
+    config = LoopConfig(targets=("plain",), mode=mode, strategy=SKIP_OR_STALL, **FAST)
+
+    result = optimize(win_and_loss, X8, config=config)
+    result.restore()
+
+    (gain,) = result.gains
+    assert (gain.winner, gain.tuned, gain.check.kept) == ("skip_or_stall", False, False)
+    assert gain.check.speedup.median < 1
+    assert result.plan["regions"] == [] and result.tuned == []
+    assert result.tuning["verification"]["regions"][0]["path"] == "plain"
+    assert "untuned_module:plain" in {region["id"] for region in result.after["regions"]}
+    assert isinstance(win_and_loss.plain, nn.Linear) and "forward" not in vars(win_and_loss.plain)
+    (line,) = verification_lines(result)
+    assert line.startswith("plain: skip_or_stall put back: end to end 0.")
+    assert result.comparison()["verification"]["regions"][0]["kept"] is False
+
+
+def test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan(win_and_loss):
+    config = LoopConfig(targets=("fast", "plain"), strategy=SKIP_OR_STALL, **FAST)
+
+    result = optimize(win_and_loss, X8, config=config)
+    try:
+        states = {region["id"]: region.get("wrapper_state") for region in result.after["regions"]}
+    finally:
+        result.restore()
+
+    assert {gain.path: gain.tuned for gain in result.gains} == {"fast": True, "plain": False}
+    assert [region["path"] for region in result.plan["regions"]] == ["fast"]
+    assert states == {"aot_module:fast": "tuned", "untuned_module:plain": None}
+    assert result.verification.end_to_end.ci_low > 1
+    shown = Console(width=300, record=True, file=io.StringIO())
+    shown.print(loop_view(result))
+    assert "plain: skip_or_stall put back: its contribution 0." in shown.export_text()
+    assert [line.split(":")[0] for line in verification_lines(result)] == [
+        "plain",
+        "verified end to end (eager and tuned runs alternating in one process)",
+    ]
+
+
+def test_a_replayed_plan_that_loses_here_is_put_back(win_and_loss, monkeypatch):
+    monkeypatch.setitem(BACKENDS, SkipOrStall.name, SkipOrStall)
+    unverified = LoopConfig(targets=("fast", "plain"), strategy=SKIP_OR_STALL, **UNVERIFIED)
+    made = optimize(win_and_loss, X8, config=unverified)  # both kept: a plan holding a loss, as older versions wrote
+    made.restore()
+    assert [region["path"] for region in made.plan["regions"]] == ["fast", "plain"]
+
+    replayed = optimize(WinAndLoss(), X8, config=LoopConfig(**FAST), plan=made.plan)
+    replayed.restore()
+
+    assert {gain.path: gain.tuned for gain in replayed.gains} == {"fast": True, "plain": False}
+    assert [region["path"] for region in replayed.plan["regions"]] == ["fast"]
+    assert "untuned_module:plain" in {region["id"] for region in replayed.after["regions"]}
+
+
+def test_a_tuned_wrapper_runs_its_original_forward_inside_original_forward_and_tuned_after():
+    module = SlowLinear(0.0)
+    wrapper = Module(module, name="slow", strategy=SKIP_OR_STALL)
+    try:
+        wrapper(X8)
+        wrapper.tune()
+
+        with wrapper.original_forward():
+            inside = vars(module).get("forward")
+            original = wrapper(X8)
+        tuned = wrapper(X8)
+        after = vars(module).get("forward")
+    finally:
+        wrapper.close()
+
+    assert inside is None  # the class's own forward, exactly as if unwrapped
+    assert isinstance(after.__self__, Module)  # the dispatch again
+    assert wrapper.state.value == "passthrough" and "forward" not in vars(module)
+    assert torch.allclose(original, tuned)

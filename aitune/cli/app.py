@@ -257,10 +257,23 @@ def tune(
     record: Annotated[int, typer.Option(help="Workload calls recorded for tuning.")] = 2,
     out: Annotated[Path | None, typer.Option(help="Output folder (default aitune_profiles/...-tuned-<time>).")] = None,
     no_trace: Annotated[bool, typer.Option("--no-trace", help="Do not keep the Chrome traces.")] = False,
+    no_verify: Annotated[
+        bool,
+        typer.Option(
+            "--no-verify",
+            help="Keep what the trials chose without timing whole runs with and without it (a loss may be kept).",
+        ),
+    ] = False,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
-    """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare."""
+    """Capture, pick what to tune, tune it behind the correctness gate, capture again and compare.
+
+    Before the second capture, whole runs with and without the tuned regions alternate in this
+    process: a region stays tuned (and goes into plan.json) only if the run is faster with it
+    beyond noise; the others are put back, and the output says so. A replayed --plan is checked
+    the same way.
+    """
     _require_torch("tune")
     _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
     from aitune.cli.loop import loop_view, tune_entry_into
@@ -288,6 +301,7 @@ def tune(
         warmup_runs=warmup,
         measured_runs=runs,
         record_calls=record,
+        **({"verification": None} if no_verify else {}),
     )
     checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     folder = out or outputs.default_folder(source, f"{function}-tuned")

@@ -1,8 +1,8 @@
 """What ``aitune-profile tune`` runs and writes: the loop on an entry function, its outputs in one folder.
 
 The folder: ``before/`` and ``after/`` (profile.json, profile.md, trace.json.gz), ``suggestions.json``,
-``tuning.json``, ``compare.json`` and ``plan.json``. torch is imported inside the functions, so the
-other commands never load it.
+``tuning.json``, ``compare.json`` and ``plan.json`` (only the regions the end-to-end verification kept).
+torch is imported inside the functions, so the other commands never load it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rich.table import Table
 
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
-from aitune.gains import speedup
+from aitune.gains import slowdown_line, speedup
 from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
@@ -154,11 +154,27 @@ def loop_view(result: LoopResult) -> Group:
             *(_times(value) for value in gain.realised_shown),  # an untouched region's change is noise
             terminal_text(gain.note),
         )
-    lines = [end_to_end_line(result)]
+    lines = [*verification_lines(result), end_to_end_line(result)]
     if result.whole_model is not None:
         verdict = "tuned first" if result.whole_model.chosen else "not tuned"
         lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")
+    slowed = slowdown_line(result.slowdowns)
+    if slowed is not None:
+        lines.append(slowed)
     return Group(table, *map(terminal_text, lines))
+
+
+def verification_lines(result: LoopResult) -> list[str]:
+    """One line per region the end-to-end verification put back, then the verified speedup of what stayed.
+
+    ``encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds``
+    """
+    lines = [gain.check.line(gain.winner) for gain in result.gains if gain.check is not None and not gain.check.kept]
+    verification = result.verification
+    if verification is not None and verification.end_to_end is not None and verification.kept:
+        verified = verification.end_to_end
+        lines.append(f"verified end to end (eager and tuned runs alternating in one process): {verified.shown()}")
+    return lines
 
 
 def end_to_end_line(result: LoopResult) -> str:
@@ -169,7 +185,7 @@ def end_to_end_line(result: LoopResult) -> str:
         return "end to end: no measured runs to compare"
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     verdict = "faster" if value >= 1 else "slower"
-    untouched = "" if result.tuned else "; nothing was tuned, so the difference is noise or warm-up"
+    untouched = "" if result.tuned else "; nothing stayed tuned, so the difference is noise, drift or warm-up"
     return (
         f"end to end: {value:.3f}× {verdict}{interval} "
         f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain}){untouched}"

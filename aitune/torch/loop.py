@@ -4,13 +4,18 @@ Every decision is made by the parts it joins: `aitune.suggest` ranks the regions
 records and tunes them behind the correctness gate, `aitune.compare` measures the gain and
 `aitune.gains` sets it beside the forecast. A region whose tuning fails, loses or fails the gate is
 put back as it was (its wrapper removed), so the after capture shows it untouched.
+
+Before the after capture, the tuned regions are verified end to end (`aitune.torch.tuning.verify`):
+whole runs with and without them, alternating in this process, and a region stays tuned only when
+the run is faster with it beyond noise; the others are put back too. The plan holds only what
+stayed, and a replayed plan is verified the same way.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +23,15 @@ from torch import nn
 
 from aitune.compare import ProfileDiff, compare_profiles
 from aitune.errors import TuningError
-from aitune.gains import RegionGain, WholeModel, region_gains, speedup, weigh_whole_model
+from aitune.gains import (
+    RegionGain,
+    Slowdown,
+    WholeModel,
+    region_gains,
+    speedup,
+    untuned_slowdowns,
+    weigh_whole_model,
+)
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
@@ -35,6 +48,8 @@ from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
+from aitune.torch.tuning.verify import Switch, aot_switch, jit_switch, verify_tuned
+from aitune.verification import Verification, VerifyConfig
 
 Tick = Callable[[], None]
 PhaseHook = Callable[[str, int | None], Tick]
@@ -54,6 +69,7 @@ class LoopConfig:
     warmup_runs: int = 3
     measured_runs: int = 10
     record_calls: int = 2  # workload calls recorded for tuning (each wrapper keeps up to 8 samples per graph)
+    verification: VerifyConfig | None = field(default_factory=VerifyConfig)  # None: keep what the trials chose
 
 
 @dataclass
@@ -70,6 +86,8 @@ class LoopResult:
     tuned: list[TunedRegion]  # left tuned in the target
     whole_model: WholeModel | None = None  # how the whole model weighed against the separate regions
     undo: Callable[[], None] = field(repr=False, default=lambda: None)
+    verification: Verification | None = None  # the end-to-end check of the tuned regions; None: not run
+    slowdowns: list[Slowdown] = field(default_factory=list)  # untuned regions slower after tuning, beyond noise
 
     def comparison(self) -> dict[str, Any]:
         """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
@@ -79,6 +97,8 @@ class LoopResult:
             "speedup": {"value": value, "ci_low": low, "ci_high": high},
             "tuned_regions": [gain.to_dict() for gain in self.gains],
             "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
+            "verification": self.verification.to_dict() if self.verification is not None else None,
+            "untuned_slowdowns": [asdict(slowdown) for slowdown in self.slowdowns],
         }
 
     def restore(self) -> None:
@@ -97,6 +117,7 @@ def optimize(
     trace_files: tuple[Path, Path] | None = None,
     on_phase: PhaseHook | None = None,
     obj_name: str | None = None,
+    deadline: float | None = None,
 ) -> LoopResult:
     """Profile ``inference_function(input)`` on ``obj``, tune what suggest ranks highest, and prove the gain.
 
@@ -104,6 +125,9 @@ def optimize(
     come from the plan instead: nothing is searched, only the chosen backends are built. The tuned
     wrappers stay in ``obj`` (call ``result.restore()`` to take them out); ``trace_files`` keeps
     the before and after Chrome traces; ``obj_name`` names ``obj`` in them as ``profile`` does.
+    Whatever was tuned (searched or from the plan) is verified end to end first, and what does not
+    make the run faster beyond noise is put back; ``deadline`` (a `time.monotonic` value) cuts the
+    verification's extra rounds short.
 
     Example::
 
@@ -120,28 +144,78 @@ def optimize(
     if plan is not None:  # a bad plan, or one that does not fit obj, is refused before anything runs
         checked = load_plan(plan)
         check_fits(obj, checked)
+    verify = functools.partial(
+        _verified, function, input_data, config=config.verification, phase=phase, deadline=deadline
+    )
     before = capture(traces[0], phase("capture before", _calls(config)))
     if checked is not None:
         phase("apply plan", None)
-        suggestions, whole, tuning = None, None, _applied(obj, checked)
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked)
+        suggestions, whole, tuning = None, None, verify(_applied(obj, checked))
     else:
-        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase)
-        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
+        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase, verify)
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
     except BaseException:
         tuning.undo()
         raise
+    # Made from what stayed tuned after the end-to-end check: a plan holds verified wins only.
+    if checked is None:
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
+    else:
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked)
     diff = compare_profiles(before, after)
-    gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None)
-    return LoopResult(before, after, suggestions, tuning.report, diff, gains, saved, tuning.tuned, whole, tuning.undo)
+    verification = tuning.verification
+    checks = {check.path: check for check in verification.checks} if verification is not None else None
+    gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
+    slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
+    report = tuning.report
+    if report is not None and verification is not None:
+        report = {**report, "verification": verification.to_dict()}
+    return LoopResult(
+        before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
+        verification, slowdowns,
+    )  # fmt: skip
+
+
+def _verified(
+    function: Callable[..., Any],
+    input_data: Any,
+    tuning: _Tuning,
+    *,
+    config: VerifyConfig | None,
+    phase: PhaseHook,
+    deadline: float | None,
+) -> _Tuning:
+    """Verify the tuned regions end to end and put back the ones that do not win: the tuning of what stayed,
+    with the verification (joined to one made before, as when the whole model was put back first)."""
+    if config is None or not tuning.tuned:
+        return tuning
+    switches = {region.path: tuning.switches[region.path] for region in tuning.tuned}
+    most_runs = 2 * (config.max_rounds + 1) * (len(switches) + 1)  # see aitune.verification: bounded
+    try:
+        verification = verify_tuned(
+            function, input_data, switches, config, deadline=deadline, tick=phase("verify", most_runs)
+        )
+    except BaseException:
+        tuning.undo()
+        raise
+    if tuning.verification is not None:
+        verification = Verification([*tuning.verification.checks, *verification.checks], verification.end_to_end)
+    kept = set(verification.kept)
+    tuned = [region for region in tuning.tuned if region.path in kept]
+    return replace(tuning, tuned=tuned, switches={path: switches[path] for path in kept}, verification=verification)
 
 
 def _search(
-    obj: Any, function: Callable[..., Any], input_data: Any, before: ProfileDoc, config: LoopConfig, phase: PhaseHook
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    before: ProfileDoc,
+    config: LoopConfig,
+    phase: PhaseHook,
+    verify: Callable[[_Tuning], _Tuning],
 ) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
-    """Suggest, choose the paths (or the whole model), and tune them in the configured mode."""
+    """Suggest, choose the paths (or the whole model), tune them in the configured mode and ``verify`` them."""
     found = suggest(before)
     suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
@@ -152,8 +226,9 @@ def _search(
     whole = weigh_whole_model(suggestions, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
-        return suggestions, whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths)
-    return suggestions, whole, tune_paths(obj, function, input_data, paths, config, phase)
+        tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
+        return suggestions, whole, tuning
+    return suggestions, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
 
 
 @dataclass(frozen=True)
@@ -164,6 +239,8 @@ class _Tuning:
     report: dict[str, Any] | None
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
+    switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
+    verification: Verification | None = None  # once verified
 
 
 def _tune_whole_first(
@@ -174,14 +251,20 @@ def _tune_whole_first(
     config: LoopConfig,
     phase: PhaseHook,
     tune_paths: Callable[..., _Tuning],
+    verify: Callable[[_Tuning], _Tuning],
 ) -> _Tuning:
-    """Tune ``obj`` whole; if no backend wins for it, tune the separate ``paths`` instead."""
-    whole = tune_paths(obj, function, input_data, [WHOLE], config, phase)
+    """Tune ``obj`` whole; if no backend wins for it, or the run is not faster with it, tune the separate
+    ``paths`` instead."""
+    whole = verify(tune_paths(obj, function, input_data, [WHOLE], config, phase))
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
     report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
-    return _Tuning(separate.tuned, report, {**whole.outcomes, **separate.outcomes}, separate.undo)
+    return verify(
+        replace(
+            separate, report=report, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
+        )
+    )
 
 
 def _chosen(found: Suggestions, top: int) -> list[str]:
@@ -216,7 +299,8 @@ def _tune_aot(
         TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), wrappers[path].tuning_report)
         for path in kept
     ]
-    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept))
+    switches = {path: aot_switch(wrappers[path], functools.partial(unwrap, obj, [path])) for path in kept}
+    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept), switches)
 
 
 def _tune_jit(
@@ -241,21 +325,25 @@ def _tune_jit(
         registration.detach()
         raise
     entries = [patched.report_entry() for patched in registration.patched]
-    outcomes, tuned = {}, []
+    outcomes, tuned, switches = {}, [], {}
     for path, patched, entry in zip(paths, registration.patched, entries, strict=True):
         if patched.state is JitState.TUNED:
             saved = saved_form(path, "tuned", list(patched.recording.graphs.values()), patched.runners)
             tuned.append(TunedRegion(path, "jit", patched.module, saved, entry))
+            switches[path] = jit_switch(patched)
         outcomes[path] = (_winner(entry), None if patched.state is JitState.TUNED else patched.reason)
     report = tuning_report([entry for entry in entries if entry is not None], environment())
-    return _Tuning(tuned, report, outcomes, registration.detach)
+    return _Tuning(tuned, report, outcomes, registration.detach, switches)
 
 
 def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
     applied = apply_plan(obj, plan)
     tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
     outcomes = {region.path: (_winner(None, region.backends), None) for region in tuned}
-    return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)))
+    switches = {
+        path: aot_switch(wrapper, functools.partial(unwrap, obj, [path])) for path, wrapper in applied.wrappers.items()
+    }
+    return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)), switches)
 
 
 def _winner(entry: Mapping[str, Any] | None, backends: Mapping[str, Any] | None = None) -> str:

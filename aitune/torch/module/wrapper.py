@@ -10,7 +10,8 @@ backend of the call's graph (tuned). ``close()`` restores the module as it was.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -143,15 +144,25 @@ class Module(wrapt.ObjectProxy):
     def close(self) -> nn.Module:
         """Unregister, free the tuned backends and restore the module's own ``forward``; returns the module."""
         module = self.__wrapped__
-        if vars(module).get("forward") is self._self_dispatch:
-            if self._self_had_forward:
-                module.forward = self._self_forward
-            else:
-                del module.forward
+        self._restore_forward()
         self._free_runners()
         self._self_registry.unregister(self._self_region)
         self._self_state = ModuleState.PASSTHROUGH
         return module
+
+    @contextmanager
+    def original_forward(self) -> Iterator[None]:
+        """Inside the block the module runs its own forward, exactly as if unwrapped; nothing is recorded or freed.
+
+        The loop's end-to-end verification times whole runs with and without the tuned backends this way.
+        """
+        if not self._restore_forward():
+            yield
+            return
+        try:
+            yield
+        finally:
+            self.__wrapped__.forward = self._self_dispatch
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description of the wrapper (name, state, graph specs, each graph's winning backend)."""
@@ -190,6 +201,17 @@ class Module(wrapt.ObjectProxy):
         if state is ModuleState.RECORDING:
             self._self_recording.record(args, kwargs)
         return self._self_forward(*args, **kwargs)
+
+    def _restore_forward(self) -> bool:
+        """Put the module's own forward back if the dispatch is installed; True when it was."""
+        module = self.__wrapped__
+        if vars(module).get("forward") is not self._self_dispatch:
+            return False
+        if self._self_had_forward:
+            module.forward = self._self_forward
+        else:
+            del module.forward
+        return True
 
     def _leave(self, target: ModuleState, force: bool) -> None:
         if self._self_state is ModuleState.TUNED:

@@ -1,0 +1,234 @@
+"""End-to-end verification of tuned regions: which of them make the whole run faster, beyond noise (no torch).
+
+Two captures taken a minute apart differ by drift alone (15% on a model where nothing was tuned),
+so the verdict is never a comparison of captures. It alternates whole runs of two configurations
+in one process, round by round (A B, then B A, so neither order nor drift favours one side), and
+judges the per-round ratios: the speedup of a round is the time without ÷ the time with, its
+median the figure, and a distribution-free interval of that median (order statistics of the
+binomial, `median_interval`) the noise around it. A configuration wins only when the interval's
+low end is above ``1 + margin``.
+
+`verify_regions` applies it to a set of tuned regions: with several, each region's contribution is
+checked first (the run with every kept region against the run without this one; a region whose
+removal does not make the run slower is dropped, greedily, in the given order), then the kept set
+against eager. Anything that does not win is put back by the caller. The measurement is a callable
+``measure(enabled) -> µs`` that times one whole run with exactly the regions in ``enabled`` tuned,
+so the logic here is tested with synthetic timings; the torch adapter is
+`aitune.torch.tuning.verify`.
+
+Bounded: at most ``len(paths) + 1`` comparisons (one per region's contribution while several are
+kept, one against eager) of at most ``max_rounds`` rounds (two runs each) plus one warm run per
+side; a ``deadline`` (on ``clock``) stops any comparison once it has its ``min_rounds``, and skips
+the per-region checks once it has passed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+CONFIDENCE = 0.95
+
+Measure = Callable[[frozenset[str]], float]
+"""Times one whole run (µs) with exactly these regions tuned, the others running their original code."""
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """How hard to look: rounds per comparison (each round runs both sides once) and the margin a win must clear."""
+
+    min_rounds: int = 6
+    max_rounds: int = 20
+    margin: float = 0.01  # a win is an interval whose low end is above 1 + margin
+
+
+@dataclass(frozen=True)
+class PairedSpeedup:
+    """Time without ÷ time with, over paired rounds: the median ratio and its `CONFIDENCE` interval."""
+
+    rounds: int
+    median: float
+    ci_low: float
+    ci_high: float
+
+    def faster(self, margin: float) -> bool:
+        """True when the interval lies above ``1 + margin``: faster beyond noise."""
+        return self.ci_low > 1 + margin
+
+    def settled(self, margin: float) -> bool:
+        """True when more rounds cannot change the verdict much: a win, or an interval below ``1 + margin``."""
+        return self.faster(margin) or self.ci_high < 1 + margin
+
+    def shown(self) -> str:
+        """``0.73× [0.63, 0.92] over 12 rounds``."""
+        return f"{self.median:.2f}× [{self.ci_low:.2f}, {self.ci_high:.2f}] over {self.rounds} rounds"
+
+    @staticmethod
+    def from_dict(data: Any) -> PairedSpeedup | None:
+        """The record of its `asdict` form, or None when ``data`` is not one (a reader decides what that means)."""
+        if not isinstance(data, dict) or set(data) != {"rounds", "median", "ci_low", "ci_high"}:
+            return None
+        if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in data.values()):
+            return None
+        if not all(math.isfinite(value) and value >= 0 for value in data.values()):
+            return None
+        return PairedSpeedup(int(data["rounds"]), float(data["median"]), float(data["ci_low"]), float(data["ci_high"]))
+
+
+END_TO_END = "end to end"  # the region (or set) was weighed against the run with nothing tuned
+CONTRIBUTION = "its contribution"  # against the run with the other kept regions only
+
+
+@dataclass(frozen=True)
+class RegionCheck:
+    """One region's verdict: kept or put back, on which comparison (`END_TO_END`, `CONTRIBUTION`), with its figures."""
+
+    path: str
+    kept: bool
+    compared: str
+    speedup: PairedSpeedup
+
+    def line(self, backend: str) -> str:
+        """``encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds``."""
+        verdict = "kept" if self.kept else "put back"
+        return f"{self.path or '(whole model)'}: {backend} {verdict}: {self.compared} {self.speedup.shown()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: Any) -> RegionCheck | None:
+        """The record of its `to_dict` form, or None when ``data`` is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("path"), str):
+            return None
+        if not isinstance(data.get("kept"), bool):
+            return None
+        speedup = PairedSpeedup.from_dict(data.get("speedup"))
+        if data.get("compared") not in (END_TO_END, CONTRIBUTION) or speedup is None:
+            return None
+        return RegionCheck(data["path"], data["kept"], data["compared"], speedup)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Every region's check, in the order given, and the kept set against eager (None when nothing was kept)."""
+
+    checks: list[RegionCheck]
+    end_to_end: PairedSpeedup | None
+
+    @property
+    def kept(self) -> list[str]:
+        return [check.path for check in self.checks if check.kept]
+
+    @property
+    def put_back(self) -> list[str]:
+        return [check.path for check in self.checks if not check.kept]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "regions": [check.to_dict() for check in self.checks],
+            "end_to_end": asdict(self.end_to_end) if self.end_to_end is not None else None,
+        }
+
+
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free interval of the median: the k-th smallest and k-th largest of ``values``.
+
+    k is the largest rank whose binomial tail P(Bin(n, ½) < k) stays within ``(1 - confidence) / 2``;
+    below 6 values no rank does, and the interval is the whole range (its coverage then is 1 - 2⁻ⁿ⁺¹).
+
+    >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+    (2.0, 9.0)
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median_interval needs at least one value")
+    tail = (1 - confidence) / 2
+    k = 1
+    while k < (n + 1) // 2 and _binomial_cdf(n, k) <= tail:  # P(Bin(n, ½) <= k): the tail of rank k + 1
+        k += 1
+    return ordered[k - 1], ordered[n - k]
+
+
+def _binomial_cdf(n: int, k: int) -> float:
+    """P(Bin(n, ½) <= k)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+
+
+def paired_speedup(without_us: Sequence[float], with_us: Sequence[float]) -> PairedSpeedup:
+    """The per-round ratios ``without ÷ with`` (rounds paired by index) as a `PairedSpeedup`.
+
+    >>> paired_speedup([10.0] * 6, [5.0] * 6)
+    PairedSpeedup(rounds=6, median=2.0, ci_low=2.0, ci_high=2.0)
+    """
+    ratios = [without / with_ for without, with_ in zip(without_us, with_us, strict=True) if with_ > 0]
+    if not ratios:
+        raise ValueError("paired_speedup needs at least one round with a positive time")
+    low, high = median_interval(ratios)
+    return PairedSpeedup(len(ratios), statistics.median(ratios), low, high)
+
+
+def compare_sets(
+    measure: Measure,
+    without: frozenset[str],
+    with_: frozenset[str],
+    config: VerifyConfig,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> PairedSpeedup:
+    """How much faster the run is with ``with_`` tuned than with ``without``: alternating rounds, A B then B A.
+
+    One warm run of each side first (a backend's first call, caches); then rounds until the verdict
+    is settled after ``min_rounds``, ``max_rounds`` are done, or ``deadline`` (on ``clock``) has passed.
+    """
+    measure(without)
+    measure(with_)
+    times: tuple[list[float], list[float]] = ([], [])
+    speedup: PairedSpeedup | None = None
+    for index in range(max(config.max_rounds, config.min_rounds, 1)):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for side in order:
+            times[side].append(measure((without, with_)[side]))
+        if index + 1 < config.min_rounds:
+            continue
+        speedup = paired_speedup(*times)
+        if speedup.settled(config.margin) or (deadline is not None and clock() >= deadline):
+            break
+    return speedup if speedup is not None else paired_speedup(*times)
+
+
+def verify_regions(
+    paths: Sequence[str],
+    measure: Measure,
+    config: VerifyConfig | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Verification:
+    """Which of the tuned ``paths`` make the whole run faster beyond noise (see the module docstring).
+
+    With several paths, each one's contribution is checked in the given order while more than one is
+    kept (skipped once ``deadline`` has passed); then the kept set is weighed against eager, and if
+    it does not win, every kept path is put back with that end-to-end figure.
+    """
+    config = config or VerifyConfig()
+    kept = list(dict.fromkeys(paths))
+    checks: dict[str, RegionCheck] = {}
+    for path in list(kept) if len(kept) > 1 else ():
+        if len(kept) == 1 or (deadline is not None and clock() >= deadline):
+            break
+        speedup = compare_sets(measure, frozenset(kept) - {path}, frozenset(kept), config, deadline, clock)
+        checks[path] = RegionCheck(path, speedup.faster(config.margin), CONTRIBUTION, speedup)
+        if not checks[path].kept:
+            kept.remove(path)
+    end_to_end = compare_sets(measure, frozenset(), frozenset(kept), config, deadline, clock) if kept else None
+    if end_to_end is not None:
+        wins = end_to_end.faster(config.margin)
+        for path in kept:
+            if not wins or path not in checks:
+                checks[path] = RegionCheck(path, wins, END_TO_END, end_to_end)
+    return Verification([checks[path] for path in dict.fromkeys(paths)], end_to_end)

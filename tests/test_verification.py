@@ -1,0 +1,195 @@
+"""End-to-end verification on synthetic timings (`aitune.verification`), untuned slowdowns, and their report (no torch).
+
+A synthetic run takes ``run_us`` plus the effect of each tuned region plus a repeating jitter, so
+every verdict here is exact; the torch adapter is tested in `tests/test_loop.py`.
+"""
+
+import itertools
+import json
+
+import pytest
+from diff_docs import profile
+
+from aitune.compare import compare_profiles
+from aitune.gains import region_gains, slowdown_line, untuned_slowdowns
+from aitune.loop_report import read_loop_report
+from aitune.verification import (
+    CONTRIBUTION,
+    END_TO_END,
+    PairedSpeedup,
+    RegionCheck,
+    VerifyConfig,
+    median_interval,
+    paired_speedup,
+    verify_regions,
+)
+
+JITTER = [0.0, 3.0, -2.0, 1.0, -3.0, 2.0, -1.0]  # µs, repeating: noise around 100 µs runs
+
+
+class Synthetic:
+    """``measure(enabled)``: 100 µs plus each enabled region's effect (µs) plus the next jitter; logs every call."""
+
+    def __init__(self, effects, jitter=JITTER, drift_us=0.0):
+        self.effects, self.jitter, self.drift_us = effects, itertools.cycle(jitter), drift_us
+        self.calls = []
+
+    def __call__(self, enabled):
+        self.calls.append(enabled)
+        drift = self.drift_us * len(self.calls)
+        return 100.0 + sum(self.effects[path] for path in enabled) + next(self.jitter) + drift
+
+
+def test_a_region_that_slows_the_run_is_put_back_with_its_end_to_end_figures():
+    verification = verify_regions(["encoder"], Synthetic({"encoder": 30.0}))
+
+    (check,) = verification.checks
+    assert (check.path, check.kept, check.compared) == ("encoder", False, END_TO_END)
+    assert check.speedup.median == pytest.approx(100 / 130, rel=0.05)
+    assert check.speedup.ci_high < 1
+    assert verification.kept == [] and verification.put_back == ["encoder"]
+
+
+def test_a_region_that_speeds_the_run_up_beyond_noise_is_kept():
+    verification = verify_regions(["encoder"], Synthetic({"encoder": -30.0}))
+
+    (check,) = verification.checks
+    assert check.kept and check.compared == END_TO_END
+    assert check.speedup.ci_low > 1.3
+    assert verification.end_to_end == check.speedup
+
+
+def test_of_a_win_and_a_loss_the_loss_is_put_back_on_its_contribution_and_the_win_kept():
+    verification = verify_regions(["decoder", "encoder"], Synthetic({"encoder": -30.0, "decoder": 20.0}))
+
+    checks = {check.path: check for check in verification.checks}
+    assert (checks["decoder"].kept, checks["decoder"].compared) == (False, CONTRIBUTION)
+    assert checks["decoder"].speedup.median < 1
+    assert (checks["encoder"].kept, checks["encoder"].compared) == (True, END_TO_END)
+    assert verification.kept == ["encoder"]
+    assert verification.end_to_end.median == pytest.approx(100 / 70, rel=0.05)
+
+
+def test_a_region_whose_removal_does_not_slow_the_run_is_dropped_though_the_set_wins():
+    verification = verify_regions(["head", "encoder"], Synthetic({"encoder": -30.0, "head": 0.0}))
+
+    assert [(check.path, check.kept) for check in verification.checks] == [("head", False), ("encoder", True)]
+
+
+def test_two_wins_are_both_kept_each_on_its_contribution():
+    verification = verify_regions(["a", "b"], Synthetic({"a": -20.0, "b": -30.0}))
+
+    checks = {check.path: check for check in verification.checks}
+    assert checks["a"].kept and checks["a"].compared == CONTRIBUTION
+    assert checks["b"].kept and checks["b"].compared == CONTRIBUTION
+    assert verification.end_to_end.median == pytest.approx(100 / 50, rel=0.05)
+
+
+def test_when_nothing_changes_nothing_is_kept():
+    verification = verify_regions(["encoder"], Synthetic({"encoder": 0.0}))
+
+    (check,) = verification.checks
+    assert not check.kept and check.speedup.ci_low <= 1 <= check.speedup.ci_high
+
+
+def test_drift_during_the_check_does_not_make_a_win():
+    # The machine slows by 1 µs a run: timing eager first and tuned second in every round would call it a loss,
+    # the other way round a win; alternating the order cancels it.
+    measure = Synthetic({"encoder": 0.0}, jitter=[0.0], drift_us=1.0)
+
+    verification = verify_regions(["encoder"], measure, VerifyConfig(min_rounds=10, max_rounds=10))
+
+    assert not verification.checks[0].kept
+    assert verification.checks[0].speedup.median == pytest.approx(1.0, abs=0.01)
+
+
+def test_rounds_alternate_the_order_of_the_two_sides_after_one_warm_run_each():
+    measure = Synthetic({"encoder": -30.0})
+
+    verify_regions(["encoder"], measure, VerifyConfig(min_rounds=3, max_rounds=3))
+
+    eager, tuned = frozenset(), frozenset({"encoder"})
+    assert measure.calls == [eager, tuned, eager, tuned, tuned, eager, eager, tuned]
+
+
+def test_a_comparison_that_never_settles_stops_at_max_rounds():
+    measure = Synthetic({"encoder": -1.0}, jitter=[0.0, 20.0, -20.0])  # a 1% effect in 20% noise
+
+    verification = verify_regions(["encoder"], measure, VerifyConfig(min_rounds=4, max_rounds=9))
+
+    assert verification.checks[0].speedup.rounds == 9
+    assert len(measure.calls) == 2 + 2 * 9
+
+
+def test_a_passed_deadline_stops_at_min_rounds_and_skips_the_contribution_checks():
+    measure = Synthetic({"a": -30.0, "b": 0.0}, jitter=[0.0, 20.0, -20.0])
+
+    verification = verify_regions(["a", "b"], measure, VerifyConfig(min_rounds=4, max_rounds=50), 0.0, lambda: 1.0)
+
+    assert [check.compared for check in verification.checks] == [END_TO_END, END_TO_END]
+    assert verification.end_to_end.rounds == 4
+
+
+def test_the_interval_of_the_median_uses_order_statistics():
+    assert median_interval(range(1, 21)) == (6, 15)  # the textbook 95% ranks for n = 20
+    assert median_interval([5.0, 1.0, 3.0]) == (1.0, 5.0)  # too few values: the whole range
+
+    speedup = paired_speedup([10.0, 12.0, 11.0, 10.0, 10.0, 13.0], [5.0, 6.0, 5.5, 5.0, 4.0, 6.5])
+
+    assert speedup == PairedSpeedup(rounds=6, median=2.0, ci_low=2.0, ci_high=2.5)
+
+
+def test_untuned_regions_slower_after_tuning_are_named_with_their_factor():
+    before = profile(
+        [{"untuned_module:encoder": 100.0, "untuned_module:decoder": 50.0, "untuned_module:head": 20.0}] * 3
+    )
+    after = profile([{"aot_module:encoder": 40.0, "untuned_module:decoder": 80.0, "untuned_module:head": 20.5}] * 3)
+
+    slowed = untuned_slowdowns(compare_profiles(before, after), ["encoder"])
+
+    assert [(s.path, s.factor) for s in slowed] == [("decoder", pytest.approx(1.6))]
+    assert "untuned regions ran slower after tuning: decoder 1.60× [1.60, 1.60]" in slowdown_line(slowed)
+    assert slowdown_line([]) is None
+
+
+def test_a_region_holding_a_tuned_one_is_not_called_slower():
+    before = profile([{"untuned_module:model": 100.0, "untuned_module:model.encoder": 50.0}] * 3)
+    after = profile([{"untuned_module:model": 130.0, "aot_module:model.encoder": 80.0}] * 3)
+
+    assert untuned_slowdowns(compare_profiles(before, after), ["model.encoder"]) == []
+
+
+def test_the_verification_of_each_region_reads_back_from_the_compare_report():
+    before = profile([{"untuned_module:encoder": 100.0}] * 3)
+    after = profile([{"untuned_module:encoder": 101.0}] * 3)
+    check = RegionCheck("encoder", False, END_TO_END, PairedSpeedup(12, 0.73, 0.63, 0.92))
+    gains = region_gains(
+        {}, compare_profiles(before, after), {"encoder": ("onnxruntime", None)}, None, {"encoder": check}
+    )
+    report = {**compare_profiles(before, after).to_dict(), "speedup": {"value": 1.0, "ci_low": None, "ci_high": None}}
+    report["tuned_regions"] = [gain.to_dict() for gain in gains]
+
+    (gain,) = read_loop_report(json.loads(json.dumps(report)), "compare.json").regions
+
+    assert gain == gains[0] and gain.check == check
+    assert not gain.tuned and gain.realised_shown == (None, None)
+    assert gain.note == "put back: end to end 0.73× [0.63, 0.92] over 12 rounds"
+    assert check.line(gain.winner) == "encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds"
+
+
+def test_a_compare_report_with_a_malformed_check_is_refused_with_the_field():
+    report = {**compare_profiles(profile([{"a": 1.0}] * 2), profile([{"a": 1.0}] * 2)).to_dict()}
+    report["speedup"] = {"value": 1.0, "ci_low": None, "ci_high": None}
+    report["tuned_regions"] = [{"path": "a", "winner": "onnxruntime", "check": {"path": "a", "kept": "yes"}}]
+
+    with pytest.raises(Exception, match=r"tuned_regions\[0\]\.check .* is not a verification"):
+        read_loop_report(report, "compare.json")
+
+
+def test_the_number_of_runs_is_bounded_by_the_regions_and_max_rounds():
+    measure = Synthetic({"a": -1.0, "b": -1.0, "c": -1.0}, jitter=[0.0, 20.0, -20.0])  # never settles
+    config = VerifyConfig(min_rounds=3, max_rounds=7)
+
+    verify_regions(["a", "b", "c"], measure, config)
+
+    assert len(measure.calls) <= (3 + 1) * (2 * config.max_rounds + 2)
