@@ -342,9 +342,22 @@ def test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan(win
     ]
 
 
+class StallUnderAShippedName(SkipOrStall):
+    """`SkipOrStall` under ONNX Runtime's name and config: a plan may only name the backends aitune ships."""
+
+    name = "onnxruntime"
+
+    def __init__(self, intra_op_threads: int = 1) -> None:
+        self.intra_op_threads = intra_op_threads
+
+    def config(self) -> dict:
+        return {"intra_op_threads": self.intra_op_threads}
+
+
 def test_a_replayed_plan_that_loses_here_is_put_back(win_and_loss, monkeypatch):
-    monkeypatch.setitem(BACKENDS, SkipOrStall.name, SkipOrStall)
-    unverified = LoopConfig(targets=("fast", "plain"), strategy=SKIP_OR_STALL, **UNVERIFIED)
+    monkeypatch.setitem(BACKENDS, StallUnderAShippedName.name, StallUnderAShippedName)
+    strategy = OneBackendStrategy(StallUnderAShippedName(), measure=FAST_MEASURE)
+    unverified = LoopConfig(targets=("fast", "plain"), strategy=strategy, **UNVERIFIED)
     made = optimize(win_and_loss, X8, config=unverified)  # both kept: a plan holding a loss, as older versions wrote
     made.restore()
     assert [region["path"] for region in made.plan["regions"]] == ["fast", "plain"]
