@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,14 @@ class RankProfile:
 
 
 def read_rank_profiles(folder: Path) -> list[RankProfile]:
-    """Load ``folder/rank<r>/profile.json`` for every ``rank*`` entry, by rank; `ProfileError` names the entry."""
+    """Every rank's profile of ``folder`` at once, by rank (see `rank_profiles`, which reads one at a time)."""
+    return list(rank_profiles(folder))
+
+
+def rank_profiles(folder: Path) -> Iterator[RankProfile]:
+    """Load ``folder/rank<r>/profile.json`` for every ``rank*`` entry, by rank, one at a time: a merge of
+    1,024 ranks holds one rank's document at a time. `ProfileError` names the entry; every entry's name
+    is checked before the first file is read."""
     if not folder.is_dir():
         raise ProfileError(f"{folder}: no such folder; name the folder a distributed capture wrote (rank0/, …).")
     entries = sorted(entry for entry in folder.iterdir() if entry.name.startswith("rank"))
@@ -66,91 +73,155 @@ def read_rank_profiles(folder: Path) -> list[RankProfile]:
             f"{folder} holds no rank<r>/{PROFILE_NAME}; merge reads the folder that `aitune-profile capture "
             "--out DIR` writes under torchrun."
         )
-    profiles = []
+    ranked = []
     for entry in entries:
         match = RANK_FOLDER.fullmatch(entry.name)
         if match is None or not entry.is_dir():
             raise ProfileError(f"{entry}: not a rank folder (rank<r>, r = 0, 1, … unpadded); move it out of {folder}.")
-        profiles.append(RankProfile(int(match[1]), entry / PROFILE_NAME, load(entry / PROFILE_NAME)))
-    return sorted(profiles, key=lambda profile: profile.rank)
+        ranked.append((int(match[1]), entry / PROFILE_NAME))
+    for rank, path in sorted(ranked):
+        yield RankProfile(rank, path, load(path))
 
 
-def check_one_run(profiles: Sequence[RankProfile]) -> None:
-    """`ProfileError` unless the profiles are the ranks 0..n-1 of one run, each once, with the same runs and regions."""
-    seen: dict[int, RankProfile] = {}
-    for profile in profiles:
-        rank = _rank_and_world_size(profile)[0]
-        if rank in seen:
+def merge_profiles(profiles: Iterable[RankProfile]) -> ProfileDoc:
+    """One document for the ranks of one run (see the module docstring); `ProfileError` when they are not one run.
+
+    ``profiles`` is read once, in rank order (a sequence is sorted first): each rank's document is
+    reduced to its times as it arrives, so memory grows with what the merged document holds, not with
+    the ranks' documents (`rank_profiles` yields them one at a time).
+    """
+    fold = _RankFold()
+    for profile in sorted(profiles, key=lambda profile: profile.rank) if isinstance(profiles, Sequence) else profiles:
+        fold.add(profile)
+    return fold.merged()
+
+
+@dataclass(frozen=True)
+class _FirstRank:
+    """What every later rank is checked against: the lowest rank's path, world and shape."""
+
+    path: Path
+    world_size: int
+    run_count: int
+    spanning: list[str]
+    region_ids: set[str]
+    distributed: Mapping[str, Any]
+
+
+@dataclass
+class _RankFold:
+    """The merge as a fold over the ranks in order: per rank only its times, entry and warnings are kept;
+    of the documents, the critical rank's so far and, per run index, the slowest rank's run."""
+
+    first: _FirstRank | None = None
+    seen: dict[int, Path] = field(default_factory=dict)
+    times: list[list[float]] = field(default_factory=list)
+    regions: list[dict[str, list[float]]] = field(default_factory=list)
+    computes: list[tuple[list[float], dict[str, list[float]]]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    step_runs: list[tuple[float, int, Mapping[str, Any]]] = field(default_factory=list)
+    critical: tuple[float, int, Mapping[str, Any]] | None = None
+    grouped_warnings: dict[tuple[str, str], tuple[str, list[int]]] = field(default_factory=dict)
+
+    def add(self, profile: RankProfile) -> None:
+        self.check(profile)
+        doc, index = profile.doc, len(self.times)
+        times = run_samples(doc, DOMAIN)
+        regions = rank_regions(doc)
+        self.times.append(times)
+        self.regions.append(regions)
+        self.computes.append(rank_compute(doc, regions))
+        self.entries.append(rank_entry(profile, times, regions))
+        for item in doc.get("warnings", []):
+            self.grouped_warnings.setdefault((item["code"], item["source"]), (item["message"], []))[1].append(index)
+        runs = doc["runs"]
+        if not self.step_runs:
+            self.step_runs = [(time, index, run) for time, run in zip(times, runs, strict=True)]
+        else:  # a step's rank is its slowest, the lowest rank among equals
+            self.step_runs = [
+                (time, index, run) if time > kept[0] else kept
+                for time, run, kept in zip(times, runs, self.step_runs, strict=True)
+            ]
+        median = statistics.median(times)
+        if self.critical is None or median > self.critical[0]:  # `slowest`: the lowest rank among equals
+            self.critical = (median, index, doc)
+
+    def check(self, profile: RankProfile) -> None:
+        """`ProfileError` unless ``profile`` is the next rank of the run the earlier ones began."""
+        rank, world_size = _rank_and_world_size(profile)
+        if rank in self.seen:
             raise ProfileError(
-                f"{profile.path} and {seen[rank].path} both say distributed.rank {rank}; each rank's profile "
+                f"{profile.path} and {self.seen[rank]} both say distributed.rank {rank}; each rank's profile "
                 "belongs in its own rank<r>/ folder — copy the folders as the capture wrote them."
             )
         if rank != profile.rank:
             raise ProfileError(
                 f"{profile.path}: its distributed.rank is {rank}, not {profile.rank}; move it to rank{rank}/."
             )
-        seen[rank] = profile
-    first = profiles[0]
-    world_size = _rank_and_world_size(first)[1]
-    for profile in profiles:
-        _same_as_first(profile, first, "world_size", _rank_and_world_size(profile)[1], world_size)
-        _same_as_first(profile, first, "measured run count", len(profile.doc["runs"]), len(first.doc["runs"]))
-        spanning = profile.doc.get("spanning_regions", [])
-        _same_as_first(profile, first, "spanning regions", spanning, first.doc.get("spanning_regions", []))
-        if "scenarios" in profile.doc:
+        self.seen[rank] = profile.path
+        doc = profile.doc
+        if self.first is None:
+            self.first = _FirstRank(
+                profile.path,
+                world_size,
+                len(doc["runs"]),
+                doc.get("spanning_regions", []),
+                _region_ids(doc),
+                doc["distributed"],
+            )
+        first = self.first
+        _same_as_first(profile, first.path, "world_size", world_size, first.world_size)
+        _same_as_first(profile, first.path, "measured run count", len(doc["runs"]), first.run_count)
+        _same_as_first(profile, first.path, "spanning regions", doc.get("spanning_regions", []), first.spanning)
+        if "scenarios" in doc:
             raise ProfileError(f"{profile.path}: merge reads single-input profiles; capture one scenario per run.")
-        if not profile.doc["runs"]:
+        if not doc["runs"]:
             raise ProfileError(f"{profile.path} has no measured runs; capture the run again.")
-    # Sized by the folders found, never by the world_size a file states (10¹² would be 20 GB of set).
-    missing = next((rank for rank in range(len(seen) + 1) if rank not in seen), None)
-    extra = sorted(rank for rank in seen if rank >= world_size)
-    if (missing is not None and missing < world_size) or extra:
-        lacking = missing is not None and missing < world_size
-        rank = missing if lacking else extra[0]
-        where = "is missing" if lacking else "is outside the world"
-        raise ProfileError(
-            f"{first.path.parent.parent / f'rank{rank}' / PROFILE_NAME} {where}: {first.path} says world_size "
-            f"{world_size}; merge the folder with "
-            f"rank0/ … rank{world_size - 1}/ exactly, as the capture wrote it."
-        )
-    ids = _region_ids(first.doc)
-    for profile in profiles:
-        if _region_ids(profile.doc) != ids:
-            differ = sorted(_region_ids(profile.doc) ^ ids)
+        if _region_ids(doc) != first.region_ids:
+            differ = sorted(_region_ids(doc) ^ first.region_ids)
             raise ProfileError(
                 f"{profile.path} and {first.path} observed different regions ({', '.join(differ[:3])}); the ranks of "
                 "one run execute the same model code — capture them together again."
             )
 
+    def check_world(self) -> _FirstRank:
+        """`ProfileError` unless the ranks seen are 0..world_size-1 exactly."""
+        first = self.first
+        if first is None:
+            raise ProfileError("no rank profiles to merge; name the folder a distributed capture wrote.")
+        # Sized by the folders found, never by the world_size a file states (10¹² would be 20 GB of set).
+        missing = [rank for rank in range(min(len(self.seen) + 1, first.world_size)) if rank not in self.seen]
+        extra = sorted(rank for rank in self.seen if rank >= first.world_size)
+        if missing or extra:
+            rank = (missing or extra)[0]
+            where = "is missing" if missing else "is outside the world"
+            raise ProfileError(
+                f"{first.path.parent.parent / f'rank{rank}' / PROFILE_NAME} {where}: {first.path} says world_size "
+                f"{first.world_size}; merge the folder with "
+                f"rank0/ … rank{first.world_size - 1}/ exactly, as the capture wrote it."
+            )
+        return first
 
-def merge_profiles(profiles: Sequence[RankProfile]) -> ProfileDoc:
-    """One document for the ranks of one run (see the module docstring); `ProfileError` when they are not one run."""
-    if not profiles:
-        raise ProfileError("no rank profiles to merge; name the folder a distributed capture wrote.")
-    profiles = sorted(profiles, key=lambda profile: profile.rank)
-    check_one_run(profiles)
-    docs = [profile.doc for profile in profiles]  # ranks 0..n-1, checked: docs[r] is rank r
-    times = [run_samples(doc, DOMAIN) for doc in docs]
-    step_ranks = [max(range(len(docs)), key=lambda rank: times[rank][index]) for index in range(len(times[0]))]
-    medians = [statistics.median(samples) for samples in times]
-    critical = slowest(medians)
-    merged: dict[str, Any] = {key: value for key, value in docs[critical].items() if key not in PER_RANK_DOC_KEYS}
-    merged["runs"] = [{**docs[rank]["runs"][index], "rank": rank} for index, rank in enumerate(step_ranks)]
-    merged["statistics"] = {"runs": {f"{DOMAIN}_time_us": summarize(run_samples(merged, DOMAIN))}}
-    regions = [rank_regions(doc) for doc in docs]
-    computes = [rank_compute(doc, regions[rank]) for rank, doc in enumerate(docs)]
-    found = stragglers(
-        {rank: steps for rank, (steps, _) in enumerate(computes)},
-        {rank: by_region for rank, (_, by_region) in enumerate(computes)},
-    )
-    merged["warnings"] = rank_warnings(docs) + [
-        rank_straggler(
-            s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
+    def merged(self) -> ProfileDoc:
+        first = self.check_world()  # ranks 0..n-1, checked: index r of every list is rank r
+        assert self.critical is not None
+        critical = self.critical[1]
+        merged: dict[str, Any] = {key: value for key, value in self.critical[2].items() if key not in PER_RANK_DOC_KEYS}
+        merged["runs"] = [{**run, "rank": rank} for _, rank, run in self.step_runs]
+        merged["statistics"] = {"runs": {f"{DOMAIN}_time_us": summarize(run_samples(merged, DOMAIN))}}
+        found = stragglers(
+            {rank: steps for rank, (steps, _) in enumerate(self.computes)},
+            {rank: by_region for rank, (_, by_region) in enumerate(self.computes)},
         )
-        for s in found
-    ]
-    merged["ranks"] = ranks_section(profiles, times, regions, step_ranks, critical, found)
-    return merged  # type: ignore[return-value]
+        merged["warnings"] = rank_warnings(self.grouped_warnings) + [
+            rank_straggler(
+                s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
+            )
+            for s in found
+        ]
+        step_ranks = [rank for _, rank, _ in self.step_runs]
+        merged["ranks"] = ranks_section(first.distributed, self, step_ranks, critical, found)
+        return merged  # type: ignore[return-value]
 
 
 def rank_regions(doc: Mapping[str, Any]) -> dict[str, list[float]]:
@@ -181,12 +252,9 @@ def rank_compute(
     return steps, compute
 
 
-def rank_warnings(docs: Sequence[Mapping[str, Any]]) -> list[ProfileWarning]:
-    """Each rank's warnings, one per code and source: the lowest rank's message, naming every rank that has it."""
-    grouped: dict[tuple[str, str], tuple[str, list[int]]] = {}
-    for rank, doc in enumerate(docs):
-        for item in doc.get("warnings", []):
-            grouped.setdefault((item["code"], item["source"]), (item["message"], []))[1].append(rank)
+def rank_warnings(grouped: Mapping[tuple[str, str], tuple[str, Sequence[int]]]) -> list[ProfileWarning]:
+    """Each rank's warnings, one per code and source (``grouped``: the lowest rank's message and every rank
+    that has it, by code and source), the message naming every rank that has it."""
     found = []
     for (code, source), (message, ranks) in grouped.items():
         also = f" (also rank(s) {', '.join(map(str, ranks[1:]))})" if ranks[1:] else ""
@@ -195,16 +263,15 @@ def rank_warnings(docs: Sequence[Mapping[str, Any]]) -> list[ProfileWarning]:
 
 
 def ranks_section(
-    profiles: Sequence[RankProfile],
-    times: Sequence[Sequence[float]],
-    regions: Sequence[Mapping[str, Sequence[float]]],
+    first: Mapping[str, Any],
+    fold: _RankFold,
     step_ranks: Sequence[int],
     critical: int,
     found: Sequence[Straggler],
 ) -> dict[str, Any]:
-    """The merged document's ``ranks`` block (see ``profile.schema.json``)."""
-    first = profiles[0].doc["distributed"]
-    run_medians = [statistics.median(samples) for samples in times]
+    """The merged document's ``ranks`` block (see ``profile.schema.json``); ``first`` is rank 0's ``distributed``."""
+    regions = fold.regions
+    run_medians = [statistics.median(samples) for samples in fold.times]
     return {
         "world_size": first["world_size"],
         "backend": first.get("backend", ""),
@@ -216,7 +283,7 @@ def ranks_section(
             {"region_id": region, **spread_across_ranks([statistics.median(rank[region]) for rank in regions])}
             for region in regions[0]
         ],
-        "per_rank": [rank_entry(profile, times[index], regions[index]) for index, profile in enumerate(profiles)],
+        "per_rank": fold.entries,
         "stragglers": [
             {
                 "rank": s.rank,
@@ -268,10 +335,10 @@ def _rank_and_world_size(profile: RankProfile) -> tuple[int, int]:
     return values[0], values[1]
 
 
-def _same_as_first(profile: RankProfile, first: RankProfile, what: str, value: Any, expected: Any) -> None:
+def _same_as_first(profile: RankProfile, first: Path, what: str, value: Any, expected: Any) -> None:
     if value != expected:
         raise ProfileError(
-            f"{profile.path} has {what} {value} but {first.path} has {expected}; the ranks of one run share it — "
+            f"{profile.path} has {what} {value} but {first} has {expected}; the ranks of one run share it — "
             "merge the folder of one capture, or capture again."
         )
 

@@ -1,4 +1,5 @@
-"""Running the real ``aitune-profile`` console script in a subprocess, as a user's shell or CI would."""
+"""Running the real ``aitune-profile`` console script in a subprocess, as a user's shell or CI would, or its
+Typer app in this process (`invoke_cli`) where the text and exit code are under test, not the process."""
 
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = False, block_torc
     if check and result.returncode != 0:
         raise AssertionError(f"aitune-profile {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result
+
+
+def invoke_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``aitune-profile args...`` run in this process by Typer's `CliRunner`: its exit code, stdout and stderr as
+    `run_cli` gives them, without an interpreter (and torch) starting for each call."""
+    from typer.testing import CliRunner
+
+    from aitune.cli import app
+
+    before = Path.cwd()
+    os.chdir(cwd or before)  # contextlib.chdir is Python 3.11+
+    try:
+        result = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"}).invoke(app, list(args), prog_name="aitune-profile")
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["aitune-profile", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def capture_busy_app(out: Path, *flags: str) -> Path:

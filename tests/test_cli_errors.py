@@ -4,7 +4,7 @@ import gzip
 import json
 
 import pytest
-from cli_helpers import APPS, ROOT, run_cli
+from cli_helpers import APPS, ROOT, invoke_cli, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ CASES = {
 def test_bad_input_is_one_sentence_and_exit_code_2(case, bad_files):
     args, message = CASES[case]
 
-    result = run_cli(*(arg.format(bad=bad_files) for arg in args), cwd=ROOT)
+    # In this process: the sentence and the exit code are under test here; other tests run each command for real.
+    result = invoke_cli(*(arg.format(bad=bad_files) for arg in args), cwd=ROOT)
 
     assert (result.returncode, result.stderr, result.stdout) == (2, f"[error] {message.format(bad=bad_files)}\n", "")
 

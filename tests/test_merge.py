@@ -244,3 +244,38 @@ def test_the_command_refuses_them_with_exit_2_and_writes_nothing(case, stragglin
     assert result.stderr.startswith(f"[error] {expected}") and result.stderr.count("\n") == 1
     assert result.stdout == ""
     assert not (folder / "merged").exists()
+
+
+class _Tracked(dict):
+    """A rank's document that says when it is freed (a plain dict cannot be weakly referenced)."""
+
+
+def test_merge_holds_one_rank_s_document_at_a_time_besides_the_slowest_rank_s(tmp_path):
+    import weakref
+    from pathlib import Path
+
+    from ranks import as_ranks
+
+    from aitune.merge import RankProfile
+
+    sample = json.loads((Path(__file__).parent.parent / "sample_traces/tuned-pipeline/before/profile.json").read_text())
+    docs = as_ranks([sample] * 8)  # equal medians: the critical rank stays rank 0
+    alive: list[weakref.ref] = []
+    most_alive = 0
+
+    def one_at_a_time():
+        nonlocal most_alive
+        for rank in range(len(docs)):
+            doc = _Tracked(docs[rank])
+            docs[rank] = None  # the only copy is the one handed over
+            alive.append(weakref.ref(doc))
+            most_alive = max(most_alive, sum(ref() is not None for ref in alive))
+            yield RankProfile(rank, Path(f"rank{rank}/profile.json"), doc)
+            del doc
+
+    merged = merge_profiles(one_at_a_time())
+
+    assert merged["ranks"]["world_size"] == 8 and len(merged["ranks"]["per_rank"]) == 8
+    # The rank being read, the one before it (still the merge loop's variable until the next arrives) and the
+    # critical rank's so far (its operators, target, …): three, however many ranks.
+    assert most_alive == 3

@@ -73,6 +73,8 @@ pytestmark = pytest.mark.slow
 TIMING_WARNINGS = ("RUN_OUTLIERS", "HIGH_RUN_VARIANCE", "INSTRUMENTATION_OVERHEAD")
 ANY_LINES = "..."
 _FENCE = re.compile(r"^```(\w*)\s*$")
+_WARNINGS_TITLE = re.compile(r"Warnings( only (before|after))?")
+"""A Warnings table's title: a profile's, or compare's of the warnings one side has."""
 _MARKER = re.compile(r"^<!-- readme-test: (skip|slow) \((.+)\) -->$")
 _EXIT = re.compile(r"^exit (\d+)$")
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -177,11 +179,12 @@ def normalised(output: str) -> list[str]:
 
 
 def _without_timing_warnings(lines: list[str]) -> list[str]:
-    """Drop the load-dependent rows of every Warnings table, and a table they were all of."""
+    """Drop the load-dependent rows of every Warnings table (compare's one-sided ones too), and a table they were
+    all of."""
     kept: list[str] = []
     index = 0
     while index < len(lines):
-        if lines[index].strip() == "Warnings" and index + 1 < len(lines) and lines[index + 1].startswith("┏"):
+        if _WARNINGS_TITLE.match(lines[index].strip()) and index + 1 < len(lines) and lines[index + 1].startswith("┏"):
             end = next((i for i in range(index + 1, len(lines)) if lines[i].startswith("└")), len(lines) - 1)
             table = lines[index : end + 1]
             body = [row for row in _rows(table) if _first_cell(row[0]) not in TIMING_WARNINGS]
@@ -407,6 +410,12 @@ def test_load_dependent_warnings_are_left_out_and_others_kept():
 
     assert normalised(table.replace("│ {other} │ x │\n", "")) == ["profile: p.json"]
     assert "SINGLE_RUN_SCRIPT_CAPTURE x" in normalised(table.format(other="SINGLE_RUN_SCRIPT_CAPTURE"))
+    # compare's tables of the warnings one side has: a RUN_OUTLIERS that only load raised changed its output
+    only_after = table.replace("Warnings\n", "Warnings only after\n").replace("│ {other} │ x │\n", "")
+    assert normalised("gate --fail-if-slower 5: passed\n" + only_after) == [
+        "gate --fail-if-slower #: passed",
+        "profile: p.json",
+    ]
 
 
 def test_an_ellipsis_line_stands_for_any_lines_and_nothing_else_does():

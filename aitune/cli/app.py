@@ -10,26 +10,17 @@ import contextlib
 import math
 import os
 import sys
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 import aitune
-from aitune.cli import outputs
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.render import (
-    PIPE_WIDTH,
-    diff_view,
-    profile_summary,
-    profile_view,
-    ranks_view,
-    ratio_text,
-    suggestions_view,
-    warnings_table,
-)
-from aitune.report.safe_text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     name="aitune-profile",
@@ -38,8 +29,27 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-# Piped output goes to tools and logs: rich's default of 80 columns there would split values mid-line.
-console = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH)
+
+
+@cache
+def _console() -> Console:
+    """The terminal the commands print to, made on first print: ``--help`` and a failed parse never pay for it."""
+    from rich.console import Console
+
+    from aitune.cli.render import PIPE_WIDTH
+
+    # Piped output goes to tools and logs: rich's default of 80 columns there would split values mid-line.
+    return Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH)
+
+
+class _LazyConsole:
+    """Stands for `_console()` until a command prints (each command imports what it renders)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_console(), name)
+
+
+console = _LazyConsole()
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
@@ -82,6 +92,9 @@ def capture(
     debug: Debug = False,
 ) -> None:
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
+    from aitune.cli import outputs
+    from aitune.cli.render import profile_summary, warnings_table
+
     _require_torch("capture")
     _check_run_counts(warmup, runs)
     source, _, function = target.rpartition(":") if ":" in target else (target, "", "")
@@ -130,6 +143,9 @@ def analyze(
     debug: Debug = False,
 ) -> None:
     """Re-derive the profile document from a saved Chrome trace (no torch needed)."""
+    from aitune.cli import outputs
+    from aitune.cli.render import profile_summary
+
     doc = outputs.analyze_trace(trace)
     written = None
     if out is not None:
@@ -151,6 +167,7 @@ def report(
     debug: Debug = False,
 ) -> None:
     """Render a saved profile as text (terminal), Markdown or canonical JSON."""
+    from aitune.cli.render import profile_view
     from aitune.report import dumps, load, render_markdown
 
     if output_format not in ("md", "text", "json"):
@@ -179,6 +196,8 @@ def compare(
     debug: Debug = False,
 ) -> None:
     """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate."""
+    from aitune.cli import outputs
+    from aitune.cli.render import diff_view, ratio_text
     from aitune.compare import compare_profiles, regressed
     from aitune.report import load
 
@@ -210,6 +229,8 @@ def suggest(
     debug: Debug = False,
 ) -> None:
     """Rank the regions worth tuning, with the end-to-end gain each could bring and the reasons why."""
+    from aitune.cli import outputs
+    from aitune.cli.render import suggestions_view
     from aitune.report import load
     from aitune.suggest import suggest as suggest_targets
 
@@ -276,6 +297,7 @@ def tune(
     """
     _require_torch("tune")
     _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
+    from aitune.cli import outputs
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
@@ -327,10 +349,12 @@ def tune(
 @guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
+    from aitune.cli import outputs
     from aitune.report import read_json, written_by
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
     from aitune.report.key_averages import AITUNE
+    from aitune.report.safe_text import visible
 
     raw = read_json(profile)
     check_profile_header(raw, profile)
@@ -361,6 +385,8 @@ def bundle(
 ) -> None:
     """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
     _check_positive("--max-mb", max_mb, "megabytes", "--max-mb 25")
+    from aitune.cli import outputs
+
     written = outputs.write_bundle(profile, output, trace, max_mb)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
 
@@ -374,9 +400,11 @@ def merge(
     debug: Debug = False,
 ) -> None:
     """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
-    from aitune.merge import MERGED_FOLDER, merge_profiles, read_rank_profiles
+    from aitune.cli import outputs
+    from aitune.cli.render import profile_summary, ranks_view, warnings_table
+    from aitune.merge import MERGED_FOLDER, merge_profiles, rank_profiles
 
-    doc = merge_profiles(read_rank_profiles(folder))  # every check before anything is written
+    doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
     target = out or folder / MERGED_FOLDER
     with outputs.output_folder(target, exclusive=True):
         written = outputs.write_profile(target, doc)

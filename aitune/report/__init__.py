@@ -1,44 +1,47 @@
-"""Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown."""
+"""Torch-free report: the profile document, its schema and validation, JSON I/O and Markdown.
 
-from aitune.report.document import (
-    LITE_LACKS,
-    SCHEMA_VERSION,
-    ProfileDoc,
-    build_profile,
-    combine_scenarios,
-    is_lite,
-    profile_from_events,
-    scenario_names,
-    select_scenario,
-)
-from aitune.report.headline import HeadlineRow, headline_rows
-from aitune.report.io import dumps, load, read_json, read_trace, read_trace_file_events, save
-from aitune.report.key_averages import operator_rows, operator_views, written_by
-from aitune.report.markdown import render_markdown
-from aitune.report.validate import check_adds_up, validate
+The names below load their module on first use (PEP 562), so ``from aitune.report import load``
+does not import the Markdown renderer nor the trace analysis a command never calls.
+"""
 
-__all__ = [
-    "LITE_LACKS",
-    "SCHEMA_VERSION",
-    "HeadlineRow",
-    "ProfileDoc",
-    "build_profile",
-    "check_adds_up",
-    "combine_scenarios",
-    "dumps",
-    "headline_rows",
-    "is_lite",
-    "load",
-    "operator_rows",
-    "operator_views",
-    "profile_from_events",
-    "read_json",
-    "read_trace",
-    "read_trace_file_events",
-    "render_markdown",
-    "save",
-    "scenario_names",
-    "select_scenario",
-    "validate",
-    "written_by",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Eager, and after its submodule's import: the package's ``validate`` is the function, not the module.
+from aitune.report.validate import check_adds_up as check_adds_up
+from aitune.report.validate import validate as validate
+
+_HOMES = {
+    "document": (
+        "LITE_LACKS",
+        "SCHEMA_VERSION",
+        "ProfileDoc",
+        "build_profile",
+        "combine_scenarios",
+        "is_lite",
+        "profile_from_events",
+        "scenario_names",
+        "select_scenario",
+    ),
+    "headline": ("HeadlineRow", "headline_rows"),
+    "io": ("dumps", "load", "read_json", "read_trace", "read_trace_file_events", "save"),
+    "key_averages": ("operator_rows", "operator_views", "written_by"),
+    "markdown": ("render_markdown",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted([*_HOME_OF, "check_adds_up", "validate"])
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'aitune.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"aitune.report.{_HOME_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,5 +1,10 @@
 """Validation of a profile document against the package's JSON Schema, plus the invariants a schema cannot say.
 
+The schema file is the one written definition. A valid document (the everyday case) is checked by
+a validator `fastjsonschema` compiles from it, at about the cost of parsing the JSON; the compiled
+code is kept in a private cache folder per schema hash (`aitune.report.compiled_schema`). Only a
+document that fails that check goes through `jsonschema`, imported then, to list every problem.
+
 Each problem is one line that starts with its JSON path, e.g.
 ``runs[0].residual.cpu_time_fraction: -0.2 is less than the minimum of 0``; a value quoted in it is
 cut to `QUOTED_CHARS` characters, so a wrong table reads as one short line, not the whole table.
@@ -12,9 +17,12 @@ import math
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+from aitune.report import compiled_schema
+
+if TYPE_CHECKING:
+    import jsonschema
 
 ADDS_UP_TOLERANCE = 1e-3
 """Σ region fractions + residual fraction may differ from 1 by this much (AITune rounds its own)."""
@@ -27,23 +35,27 @@ QUOTED_CHARS = 40
 
 
 @cache
+def schema_text() -> str:
+    """The profile JSON Schema shipped with the package, as written."""
+    return resources.files("aitune.report").joinpath("profile.schema.json").read_text()
+
+
+@cache
 def schema() -> dict[str, Any]:
     """The profile JSON Schema shipped with the package."""
-    return json.loads(resources.files("aitune.report").joinpath("profile.schema.json").read_text())
+    return json.loads(schema_text())
 
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # only for documents the compiled check refused: its import costs about a second
+
     return jsonschema.Draft202012Validator(schema())  # built once: building it costs more than a small check
 
 
 def validate(doc: Any) -> list[str]:
     """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
-    validator = _validator()
-    problems = [
-        schema_problem(error)
-        for error in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    ]
+    problems = [] if compiled_schema.accepts(schema_text(), doc) else schema_problems(doc)
     problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
     if isinstance(doc, dict) and isinstance(doc.get("schema_version"), float):  # JSON Schema's const 1 admits 1.0
         problems.append(f"schema_version: {doc['schema_version']!r} is not an integer; write 1")
@@ -60,6 +72,12 @@ def validate(doc: Any) -> list[str]:
         + check_communication_adds_up(run, f"{key}[{index}]")
         + check_split_level(run, section.get("spanning_regions", []), f"{key}[{index}]")
     ]
+
+
+def schema_problems(doc: Any) -> list[str]:
+    """Every violation of the schema in ``doc``, in JSON-path order (the slow, thorough check)."""
+    errors = _validator().iter_errors(doc)
+    return [schema_problem(error) for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path)))]
 
 
 def schema_problem(error: jsonschema.ValidationError) -> str:

@@ -1,0 +1,166 @@
+"""The import budget of ``aitune-profile``, by module, not by clock: each command imports what it uses.
+
+Start-up time is mostly imports, and a wall-clock limit would fail on a busy machine; which modules a
+command loads is the same on every machine. Each command runs in a fresh interpreter, and the test
+reads that interpreter's ``sys.modules`` after it. ``benchmarks/startup.py`` gives the seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aitune.report import compiled_schema
+from aitune.report.validate import schema_problems, schema_text, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = ROOT / "sample_traces" / "tuned-pipeline" / "before" / "profile.json"
+AFTER = ROOT / "sample_traces" / "tuned-pipeline" / "after" / "profile.json"
+
+NEVER = ("torch", "jsonschema", "rfc3987_syntax", "panel", "bokeh", "pandas", "scipy", "transformers")
+"""Modules no torch-free command loads: torch, the thorough (slow-to-import) schema engine, the viewer's stack."""
+
+HELP_NEVER = (*NEVER, "numpy", "orjson", "fastjsonschema", "aitune.analysis", "aitune.compare", "aitune.suggest")
+"""``--help`` parses no document: nothing that reads, checks or analyses one."""
+
+_RUN = """
+import json, sys
+sys.argv = ["aitune-profile", *json.loads(sys.argv[1])]
+from aitune.cli import main
+code = 0
+try:
+    main()
+except SystemExit as exit:
+    code = exit.code
+with open({out!r}, "w") as file:
+    json.dump({{"code": code, "modules": sorted(sys.modules)}}, file)
+"""
+
+
+def modules_of(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+    """Run ``aitune-profile ARGS`` in a fresh interpreter: its exit code and every module it imported."""
+    out = tmp_path / "modules.json"
+    env = {**os.environ, compiled_schema.CACHE_ENV: str(tmp_path / "cache")}
+    subprocess.run(
+        [sys.executable, "-c", _RUN.format(out=str(out)), json.dumps(args)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        check=True,
+        timeout=300,
+    )
+    result = json.loads(out.read_text())
+    return result["code"], set(result["modules"])
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in modules or any(module.startswith(f"{name}.") for module in modules)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", str(BEFORE)),
+        ("validate", str(BEFORE)),
+        ("suggest", str(BEFORE)),
+        ("compare", str(BEFORE), str(AFTER)),
+    ],
+    ids=["report", "validate", "suggest", "compare"],
+)
+def test_a_torch_free_command_imports_neither_torch_nor_the_slow_schema_engine(tmp_path, args):
+    code, modules = modules_of(tmp_path, *args)
+    assert code in (0, None)
+    assert loaded(modules, NEVER) == []
+    assert "fastjsonschema" in modules  # the document was checked, by the compiled validator
+
+
+def test_help_imports_nothing_that_reads_a_document(tmp_path):
+    code, modules = modules_of(tmp_path, "--help")
+    assert code in (0, None)
+    assert loaded(modules, HELP_NEVER) == []
+    assert "aitune.cli.render" not in modules and "aitune.cli.outputs" not in modules
+
+
+def test_an_invalid_profile_still_gets_every_problem_listed(tmp_path):
+    doc = json.loads(BEFORE.read_text())
+    doc["runs"][0]["residual"]["cpu_time_fraction"] = -0.2
+    doc["created_at"] = 7
+    problems = validate(doc)
+    assert [problem.split(":")[0] for problem in problems] == ["created_at", "runs[0].residual.cpu_time_fraction"]
+
+
+def _mutations(doc: dict) -> list[dict]:
+    """``doc`` with one value replaced or one key removed, at every path of its top level and first run:
+    each path gets one of the replacements in turn (a value of each JSON type, or removal), which covers
+    every kind of change at every depth for an eighth of the all-pairs cost."""
+    paths: list[tuple] = []
+
+    def walk(value: object, path: tuple) -> None:
+        paths.append(path)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*path, key))
+        elif isinstance(value, list) and value:
+            walk(value[0], (*path, 0))
+
+    for key in doc:
+        walk(doc[key], (key,))
+    replacements = (True, None, "x", -1, 1.5, [], {}, KeyError)
+    variants = []
+    for index, path in enumerate(paths):
+        changed = copy.deepcopy(doc)
+        parent = changed
+        for part in path[:-1]:
+            parent = parent[part]
+        replacement = replacements[index % len(replacements)]
+        if replacement is not KeyError:
+            parent[path[-1]] = replacement
+        elif isinstance(parent, dict):
+            del parent[path[-1]]
+        variants.append(changed)
+    return variants
+
+
+def test_the_compiled_validator_gives_the_verdict_of_the_schema_engine_on_every_mutation():
+    text = schema_text()
+    doc = json.loads(BEFORE.read_text())
+    doc["runs"] = doc["runs"][:1]
+    disagree = [
+        variant
+        for variant in _mutations(doc)
+        if compiled_schema.accepts(text, variant) != (not schema_problems(variant))
+    ]
+    assert disagree == []
+
+
+def test_the_compiled_schema_is_cached_once_in_a_private_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(compiled_schema.CACHE_ENV, str(tmp_path / "cache"))
+    assert compiled_schema.cache_folder() == tmp_path / "cache"
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    compiled_schema.compiled.cache_clear()
+    try:
+        assert compiled_schema.accepts(schema_text(), json.loads(BEFORE.read_text()))
+        assert len(list((tmp_path / "cache").glob("profile_schema_*.bin"))) == 1
+    finally:
+        compiled_schema.compiled.cache_clear()
+
+
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(compiled_schema.CACHE_ENV, str(shared))
+    assert compiled_schema.cache_folder() is None
+    compiled_schema.compiled.cache_clear()
+    try:
+        assert compiled_schema.accepts(schema_text(), json.loads(BEFORE.read_text()))  # compiled in memory
+        assert list(shared.iterdir()) == []
+    finally:
+        compiled_schema.compiled.cache_clear()
