@@ -21,6 +21,7 @@ from aitune.errors import TuningError
 from aitune.gains import RegionGain, WholeModel, region_gains, speedup, weigh_whole_model
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.calibration import ensure_calibration
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
@@ -116,7 +117,10 @@ def optimize(
     phase = on_phase or _silent
     traces = trace_files or (None, None)
 
+    calibration = ensure_calibration() if plan is None else None  # the gain model's figures for suggest
     before = capture(traces[0], phase("capture before", _calls(config)))
+    if calibration is not None:
+        before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
     if plan is not None:
         saved = load_plan(plan)
         phase("apply plan", None)
