@@ -87,13 +87,14 @@ MAX_ARITHMETIC_SPEEDUP = 8.0
 FALLBACK = Calibration(
     eager_op_us=6.0,
     tuned_op_us=1.0,
-    tuned_call_us=40.0,
+    tuned_call_us=50.0,
     arithmetic={"conv": 1.3, "matmul": 1.05, "attention": 1.3, "elementwise_norm": 1.5},
     source="fallback table (no calibration in the profile)",
 )
 """Used when a profile carries no calibration. Figures of ``aitune.torch.calibration`` on a 2-core x86
 CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an eager CPU operator costs
-~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one ~40 µs; a graph
+~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one through aitune's
+wrapper ~50 µs; a graph
 multiplies matmul arithmetic by ~1.05, convolutions and attention by ~1.3, and elementwise work it
 fuses by ~1.5. Docs: docs/gain-model.md."""
 

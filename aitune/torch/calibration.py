@@ -7,12 +7,14 @@ it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, c
   layer_norm calls: dispatch, not arithmetic);
 - ``tuned_op_us`` and ``tuned_call_us``: the same chain as an ONNX Runtime graph (built with
   ``onnx.helper``, nothing exported), on torch's thread count, spinning off as aitune's backend runs
-  it: the cost per original operator (the slope over two chain lengths) and per call (the rest);
+  it: the cost per original operator (the slope over two chain lengths) and per call (the rest,
+  plus what aitune's wrapper adds to a call: a tiny module tuned with the eager backend);
 - ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution and a chain of elementwise
   operators large enough that dispatch does not count (at least 1: a slower backend is never kept;
   at most `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
 
-A machine busier than its cores (load average) is calibrated for the run at hand but not cached.
+A calibration measured on a machine busier than its cores (load average) says so, and is measured
+again by the first ``ensure_calibration()`` that finds the machine quiet.
 
 Every figure is a median over interleaved repeats. ``cached_calibration()`` only reads the cache:
 ``aitune.torch.performance.environment`` puts it in every profile's ``environment.gain_calibration``,
@@ -21,7 +23,6 @@ so that suggest, which never runs torch, predicts with this machine's figures.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.metadata
 import json
@@ -40,10 +41,11 @@ from torch import nn
 from aitune.suggest.gain import Calibration
 
 MAX_CACHE_BYTES = 16_384
+LOADED_SUFFIX = " (a loaded machine: measured again once it is quiet)"
 MAX_ARITHMETIC_SPEEDUP = 3.0
 """A measured arithmetic speedup is clamped here: beyond it the eager side was starved (an OpenMP team
 on a loaded machine ran a 16-channel convolution 400× slower than alone), not beaten."""
-REPEATS = 15
+REPEATS = 25
 TINY = 16  # features of the dispatch chain: arithmetic negligible
 CHAIN_BLOCKS = (2, 12)  # chain lengths (blocks of 4 operators) whose slope is the tuned cost per operator
 
@@ -80,16 +82,15 @@ def cached_calibration() -> Calibration | None:
 
 
 def ensure_calibration() -> Calibration | None:
-    """The cached calibration, measured and cached first when there is none; None where ONNX Runtime
-    or onnx is missing (the gain model then uses its fallback table)."""
+    """The cached calibration, measured and cached first when there is none (or it was measured on a
+    loaded machine and this one is quiet now); None where ONNX Runtime or onnx is missing (the gain
+    model then uses its fallback table)."""
     found = cached_calibration()
-    if found is not None:
+    if found is not None and (not found.source.endswith(LOADED_SUFFIX) or _loaded()):
         return found
     if _version("onnxruntime") is None or _version("onnx") is None:
-        return None
-    calibration = _calibrated_in_this_process(cache_file())
-    if _loaded():  # figures of a busy machine serve this process, never later ones
-        return calibration
+        return found
+    calibration = calibrate()
     folder = cache_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
@@ -97,11 +98,6 @@ def ensure_calibration() -> Calibration | None:
     temporary.write_text(json.dumps(calibration.to_dict()), encoding="utf-8")
     temporary.replace(cache_file())
     return calibration
-
-
-@functools.cache
-def _calibrated_in_this_process(_key: Path) -> Calibration:
-    return calibrate()
 
 
 def calibrate() -> Calibration:
@@ -113,13 +109,13 @@ def calibrate() -> Calibration:
         short, long = (_graph_call_us(onnxruntime, _chain_graph(blocks)) for blocks in CHAIN_BLOCKS)
         operators = [4 * blocks for blocks in CHAIN_BLOCKS]
         tuned_op_us = max(0.05, (long - short) / (operators[1] - operators[0]))
-        tuned_call_us = max(1.0, short - operators[0] * tuned_op_us)
+        tuned_call_us = max(1.0, short - operators[0] * tuned_op_us) + _wrapper_us()
         arithmetic = {
             kind: min(MAX_ARITHMETIC_SPEEDUP, max(1.0, speedup(onnxruntime))) for kind, speedup in _ARITHMETIC.items()
         }
     arithmetic["attention"] = max(arithmetic["matmul"], arithmetic["elementwise_norm"])  # its matmuls and softmax
     when = datetime.now(timezone.utc).date().isoformat()
-    load = f", load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (not cached)" if _loaded() else ""
+    load = f", load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores{LOADED_SUFFIX}" if _loaded() else ""
     source = (
         f"calibrated {when}: torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, "
         f"{torch.get_num_threads()} thread(s){load}"
@@ -137,6 +133,25 @@ def _eager_op_us() -> float:
             h = torch.relu(norm(layer(h) + x))
 
     return _median_us(chain) / (4 * blocks)
+
+
+def _wrapper_us() -> float:
+    """What aitune's wrapper adds to each call of a tuned module (inputs matched to a graph, outputs
+    rebuilt): a tiny module wrapped and tuned with the eager backend, against the module alone."""
+    from aitune.torch.backends import EagerBackend
+    from aitune.torch.module.paths import unwrap, wrap
+    from aitune.torch.tuning.api import record, tune_recorded
+    from aitune.torch.tuning.strategies import OneBackendStrategy
+
+    holder, x = nn.Sequential(nn.Linear(TINY, TINY)).eval(), torch.randn(1, TINY)
+    plain = _median_us(lambda: holder(x))
+    wrappers = list(wrap(holder, ["0"]).values())
+    try:
+        record(holder, [x, x], wrappers)
+        tune_recorded(wrappers, strategy=OneBackendStrategy(EagerBackend()))
+        return max(0.0, _median_us(lambda: holder(x)) - plain)
+    finally:
+        unwrap(holder, ["0"])
 
 
 def _chain_graph(blocks: int) -> Any:
