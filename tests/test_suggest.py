@@ -159,7 +159,9 @@ def test_a_calibration_in_the_profile_replaces_the_fallback_table():
 
     suggestions = suggest(doc)
 
-    assert target(suggestions, "tok").predicted_region_speedup == pytest.approx(400 / (40 + 40 * 4.0))
+    assert target(suggestions, "tok").predicted_region_speedup == pytest.approx(
+        400 / (FALLBACK.tuned_call_us + 40 * 4.0)
+    )
     assert suggestions.to_dict()["gain_calibration"]["source"] == "calibrated here"
 
 
