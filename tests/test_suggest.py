@@ -165,6 +165,21 @@ def test_a_calibration_in_the_profile_replaces_the_fallback_table():
     assert suggestions.to_dict()["gain_calibration"]["source"] == "calibrated here"
 
 
+def test_one_slow_run_moves_the_prediction_a_little_and_decides_nothing():
+    def layout(slow_run):
+        def spans(t, i):
+            stretch = 3 if i == slow_run else 1  # one run preempted: its operators and the gaps between them stretched
+            ops = [op("aten::linear", t + 2 * k * stretch, t + (2 * k + 1) * stretch) for k in range(20)]
+            return [region("untuned_module:net", t, t + 40 * stretch), *ops]
+
+        return spans
+
+    steady, one_slow = (target(suggest(profile(layout(run), runs=5)), "net") for run in (None, 2))
+
+    assert one_slow.predicted_region_speedup == pytest.approx(steady.predicted_region_speedup, rel=0.25)
+    assert [r.code for r in one_slow.reasons] == [r.code for r in steady.reasons] + ["UNSTABLE"]  # said, not decided
+
+
 @pytest.mark.parametrize("bad", [{"eager_op_us": "6"}, {"tuned_call_us": float("nan")}, {"arithmetic": {"conv": 1e9}}])
 def test_a_calibration_that_is_not_one_falls_back_to_the_table(bad):
     doc = profile(tiny_operators)

@@ -18,8 +18,8 @@ kernels, fewer once fused). The predicted region speedup is the region's time ÷
 The figures come from a `Calibration`: measured on the machine by ``aitune.torch.calibration`` (a
 short run, cached per machine and torch version) and carried in the profile's
 ``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
-(a torch-free reader cannot calibrate) uses `FALLBACK`. Every figure is a median over the runs, so
-one slow run moves the prediction a little and decides nothing on its own. A region without an
+(a torch-free reader cannot calibrate) uses `FALLBACK`. Every figure is a median over the runs (the
+operator mix is the median run's), so one slow run decides nothing on its own. A region without an
 operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SPEEDUP`.
 """
 
@@ -152,17 +152,15 @@ def predict(candidate: Candidate, domain: str, calibration: Calibration = FALLBA
         return Prediction(time_us, 0.0, {}, time_us / NO_MIX_SPEEDUP, 0.0, calls, calibration, has_mix=False)
     if candidate.mix_cpu_us <= 0 or time_us <= 0:
         return Prediction(time_us, 0.0, {}, time_us, 0.0, calls, calibration)
-    runs = max(1, candidate.mix_runs)
-    operators = candidate.operators / runs
-    operator_us = candidate.operator_us / runs
+    mix, traced_us, operators = _typical_run(candidate)
+    operator_us = sum(mix.values())
     dispatch_us = min(operator_us, operators * (calibration.eager_op_us + PROFILER_OP_US))
     beyond = (operator_us - dispatch_us) / operator_us if operator_us > 0 else 0.0
     host_time_us = candidate.cpu_us / candidate.runs if domain == "device" else time_us
     # The traced runs are slower than the clock-timed ones (the profiler): arithmetic is scaled to the
     # clock's time only where it would not fit, the rest of the difference is host overhead.
-    traced_us = candidate.mix_cpu_us / runs
     scale = min(1.0, host_time_us / traced_us) if traced_us > 0 else 1.0
-    arithmetic = {kind: us / runs * beyond * scale for kind, us in candidate.mix.items() if us > 0}
+    arithmetic = {kind: us * beyond * scale for kind, us in mix.items() if us > 0}
     host_us = min(max(0.0, host_time_us - sum(arithmetic.values())), operators * MAX_HOST_PER_OP_US)
     other_us = max(0.0, host_time_us - sum(arithmetic.values()) - host_us)
     tuned_host = (
@@ -180,15 +178,20 @@ def predict(candidate: Candidate, domain: str, calibration: Calibration = FALLBA
     return Prediction(time_us, host_us, arithmetic, tuned_host, operators, calls, calibration)
 
 
-def predicted_region_speedup(candidate: Candidate, domain: str, calibration: Calibration = FALLBACK) -> float:
-    """The region's own speedup under a compiled backend (≥ 1; see the module docstring)."""
-    return predict(candidate, domain, calibration).speedup
-
-
-def dispatch_bound(candidate: Candidate, domain: str, calibration: Calibration = FALLBACK) -> bool:
-    """Removable host overhead (time between operators, operator dispatch; on a device, the time it is
-    idle) is at least `HOST_BOUND_SHARE` of the region's time."""
-    return predict(candidate, domain, calibration).host_share >= HOST_BOUND_SHARE
+def _typical_run(candidate: Candidate) -> tuple[Mapping[str, float], float, float]:
+    """(operator µs by category, subtree host µs, operator count) of the run whose subtree took the
+    median time (the lower median: of two runs, the less disturbed), so that one preempted run
+    decides nothing; the mean over the runs where the runs were not kept apart."""
+    if not candidate.run_mixes:
+        runs = max(1, candidate.mix_runs)
+        return (
+            {k: us / runs for k, us in candidate.mix.items()},
+            candidate.mix_cpu_us / runs,
+            candidate.operators / runs,
+        )
+    ordered = sorted(candidate.run_mixes.values(), key=lambda run: run.cpu_us)
+    typical = ordered[(len(ordered) - 1) // 2]
+    return typical.categories, typical.cpu_us, float(typical.count)
 
 
 def dominant_kind(candidate: Candidate) -> str | None:
