@@ -51,8 +51,7 @@ def test_two_captures_give_a_finite_prediction_of_at_least_1_and_the_same_top_th
     obj, input_data, function = APPS[name].build()
 
     found = [
-        suggest(aitune.torch.profile(obj, input_data, function, warmup_runs=2, measured_runs=5).data)
-        for _ in range(2)
+        suggest(aitune.torch.profile(obj, input_data, function, warmup_runs=2, measured_runs=5).data) for _ in range(2)
     ]
 
     for suggestions in found:
