@@ -244,7 +244,7 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
         title=terminal_text(
             f"Tuning targets ({suggestions.domain}, median run {ms(suggestions.run_time_us)} ms{scenario})"
         ),
-        caption="bound: end to end if the region took no time · predicted: with the speedups measured on CPU",
+        caption="bound: end to end if the region took no time · predicted: by the gain model (docs/gain-model.md)",
     )
     table.add_column("Path", no_wrap=True)
     for header in ("Share", "ms/run", "Calls", "Bound", "Predicted"):

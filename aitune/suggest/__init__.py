@@ -9,8 +9,9 @@ them are the targets. For each target:
 - ``share``: the median over runs of region time ÷ run time in the chosen domain, and its range;
 - ``upper_bound_speedup``: end to end, if it took no time, ``1 / (1 - share)`` (80% bounds it at 5×);
 - ``predicted_speedup``: end to end, ``1 / ((1 - share) + share / s)``, where ``s`` (the
-  ``predicted_region_speedup``) comes from its operator mix and the speedups this project's
-  benchmarks measured on CPU (`aitune.suggest.gain`);
+  ``predicted_region_speedup``) comes from the gain model (`aitune.suggest.gain`): the host overhead
+  a compiled backend removes and the arithmetic it speeds up, from its operator mix and the
+  machine's calibration that the profile carries;
 - ``reasons``: stable codes with a sentence each (`aitune.suggest.reasons`); it is recommended when
   none of them blocks it.
 
@@ -31,10 +32,10 @@ from aitune.compare import DOMAINS, run_samples, select_scenario
 from aitune.errors import ProfileError
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
-from aitune.suggest.gain import MEASURED_SPEEDUPS, UPPER_BOUND_CAP, end_to_end, predicted_region_speedup, upper_bound
+from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
 from aitune.suggest.reasons import Reason, reasons
 
-__all__ = ["MEASURED_SPEEDUPS", "UPPER_BOUND_CAP", "Advice", "Reason", "Suggestions", "Target", "suggest"]
+__all__ = ["FALLBACK", "UPPER_BOUND_CAP", "Advice", "Calibration", "Reason", "Suggestions", "Target", "suggest"]
 
 SCHEMA_VERSION = 1
 KIND = "aitune-suggestions"
@@ -69,6 +70,7 @@ class Suggestions:
     advice: tuple[Advice, ...]
     top: int | None = None  # how many targets `recommended()` gives by default (None: all)
     scenario: str | None = None
+    calibration: Calibration = FALLBACK  # the gain model's figures (the profile's, else the fallback table)
 
     def recommended(self, top: int | None = None) -> list[Target]:
         """The recommended targets, best first, skipping any inside (or around) one already picked."""
@@ -119,6 +121,7 @@ class Suggestions:
             "recommended": [target.path for target in self.recommended()],
             "recommended_predicted_speedup": predicted,
             "recommended_upper_bound_speedup": bound,
+            "gain_calibration": self.calibration.to_dict(),
         }
 
 
@@ -139,8 +142,9 @@ def suggest(
     domain = _domain(doc, domain)
     run_times = run_samples(doc, domain)
     found = gather(doc, domain)
+    calibration = calibration_of(profile)
     targets = sorted(
-        (_target(candidate, found, run_times, domain) for candidate in found.candidates.values()),
+        (_target(candidate, found, run_times, domain, calibration) for candidate in found.candidates.values()),
         key=lambda t: (not t.recommended, -round(t.predicted_speedup, RANK_DIGITS), -t.share, t.path),
     )
     return Suggestions(
@@ -150,6 +154,7 @@ def suggest(
         advice=tuple(advice(doc, found, run_times)),
         top=top,
         scenario=scenario,
+        calibration=calibration,
     )
 
 
@@ -169,11 +174,14 @@ def _overlap(path: str, other: str) -> bool:
     return path == other or path.startswith(other + ".") or other.startswith(path + ".")
 
 
-def _target(candidate: Candidate, found: Found, run_times: list[float], domain: str) -> Target:
+def _target(
+    candidate: Candidate, found: Found, run_times: list[float], domain: str, calibration: Calibration
+) -> Target:
     shares = [fraction(time, run) for time, run in zip(candidate.times, run_times, strict=True)]
     share, time, calls = median_share(shares), candidate.median_us, statistics.median(candidate.calls)
-    region_speedup = predicted_region_speedup(candidate, domain)
-    why = reasons(candidate, found, shares, region_speedup, domain)
+    prediction = predict(candidate, domain, calibration)
+    region_speedup = prediction.speedup
+    why = reasons(candidate, found, shares, prediction, domain)
     return Target(
         path=candidate.path,
         region_id=candidate.region_id,

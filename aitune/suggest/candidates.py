@@ -41,6 +41,7 @@ class Candidate:
     module_type: str | None = None
     shapes: int = 0  # distinct input-shape signatures (0: not recorded)
     examples: list[dict[str, list[int]]] = field(default_factory=list)
+    run_mixes: dict[str, RunMix] = field(default_factory=dict)  # the mix of each run it is of, apart
 
     def __post_init__(self) -> None:
         self.times, self.calls = [0.0] * self.runs, [0] * self.runs
@@ -66,6 +67,15 @@ class Candidate:
     def kind_share(self, kinds: Iterable[str]) -> float:
         """Fraction of its host time in operators of ``kinds``."""
         return sum(self.mix.get(kind, 0.0) for kind in kinds) / self.mix_cpu_us if self.mix_cpu_us > 0 else 0.0
+
+
+@dataclass
+class RunMix:
+    """One run's operator mix of a candidate: CPU µs by category, its subtree's host time, its operator count."""
+
+    categories: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cpu_us: float = 0.0
+    count: int = 0
 
 
 @dataclass
@@ -98,6 +108,7 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
     regions, runs, mix_runs = RegionIndex(doc), len(doc["runs"]), len(operator_runs(doc))
     found = Found({}, defaultdict(list), {}, False, regions.marked)
+    run_key = ""  # the run being walked, for `Candidate.run_mixes`
 
     def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
         """Add ``node`` to its candidate; ``index`` None: an operator run's node, whose operator mix alone counts."""
@@ -131,14 +142,23 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
             candidate.mix[kind] += us
         if subtree.seen:
             candidate.mix_cpu_us += node["cpu_time_us"]
+            run_mix = candidate.run_mixes.setdefault(run_key, RunMix())
+            for kind, us in subtree.categories.items():
+                run_mix.categories[kind] += us
+            run_mix.cpu_us += node["cpu_time_us"]
+            run_mix.count += subtree.count
         candidate.operators += subtree.count
         candidate.has_mix = candidate.has_mix or subtree.seen
         return subtree
 
     for index, run in enumerate(doc["runs"]):
+        run_key = f"runs[{index}]"
         for node in run.get("tree") or run["regions"]:
             visit(node, index, None)
-    for run in doc.get("operator_runs", ()):  # the measured runs were clock-timed: the mixes are these runs'
+    for index, run in enumerate(
+        doc.get("operator_runs", ())
+    ):  # the measured runs were clock-timed: the mixes are these runs'
+        run_key = f"operator_runs[{index}]"
         for node in run.get("tree") or run["regions"]:
             visit(node, None, None)
     for candidate in found.candidates.values():

@@ -1,59 +1,203 @@
-"""The gain model: what a tuned backend could make of a region, from its operator mix and measured speedups.
+"""The gain model: how much faster a compiled backend makes a region, from its operators and the machine's calibration.
 
-A region's own predicted speedup combines by time (Amdahl) the speedups this project's benchmarks
-measured on work of each kind in its operator mix (`MEASURED_SPEEDUPS`). These are **CPU figures**
-(torch 2.13 CPU, fp32, min-latency strategy) and are used as they are for a device profile too;
-nothing here is guessed, and work no benchmark isolated gets no credit:
+A region's time per run splits in two (`predict`):
 
-- convolution, matmul and attention time gets its kind's figure;
-- elementwise and normalisation operators go with the region's dominant compute kind: the
-  benchmark models held theirs too, and a compiling backend fuses them into that compute;
-- copies, synchronisations, other operators and the time between operators: no speedup;
-- a dispatch-bound region gets the dispatch-bound figure for all its operators;
-- a region without an operator mix (AITune's files, older captures) gets the smallest speedup
-  measured on any module.
+- **host overhead**, which a compiled backend (Inductor, ONNX Runtime) removes: the time between
+  operators (Python in ``forward``, module calls, hooks) and each operator's fixed dispatch cost
+  (``eager_op_us`` × operator count, plus the profiler's own cost per operator in the traced runs);
+  (at most `MAX_HOST_PER_OP_US` per operator: beyond it the time is work of its own, kept);
+- **arithmetic**, what the operators spend beyond dispatch, split by kind in proportion to each
+  kind's operator time; a backend speeds it by its kind's figure (``arithmetic``), copies,
+  synchronisations, communication and other operators not at all.
+
+The tuned region then costs ``calls × tuned_call_us + operators × tuned_op_us + Σ arithmetic / speedup``
+(+ the work kept):
+a compiled graph still pays a fixed cost per call and a smaller one per original operator (its
+kernels, fewer once fused). The predicted region speedup is the region's time ÷ that, never below 1.
+
+The figures come from a `Calibration`: measured on the machine by ``aitune.torch.calibration`` (a
+short run, cached per machine and torch version) and carried in the profile's
+``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
+(a torch-free reader cannot calibrate) uses `FALLBACK`. Every figure is a median over the runs (the
+operator mix is the median run's), so one slow run decides nothing on its own. A region without an
+operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SPEEDUP`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from aitune.suggest.candidates import Candidate
 
+COMPUTE_KINDS = ("conv", "matmul", "attention")
+KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention", "elementwise_norm": "elementwise"}
+ARITHMETIC_KINDS = (*COMPUTE_KINDS, "elementwise_norm")
+"""Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs."""
+
 
 @dataclass(frozen=True)
-class MeasuredSpeedup:
-    """A region speedup this project measured, and where (the model and the benchmark script)."""
+class Calibration:
+    """What a compiled backend does to host overhead and arithmetic on one machine (µs, speedups ≥ 1)."""
 
-    speedup: float
-    source: str
+    eager_op_us: float  # host µs an eager operator costs beyond its arithmetic (dispatch)
+    tuned_op_us: float  # host µs per original operator inside a compiled graph
+    tuned_call_us: float  # fixed host µs of one call of a compiled graph (guards, bindings, conversions)
+    arithmetic: Mapping[str, float] = field(default_factory=dict)  # kind → speedup of its arithmetic
+    source: str = "fallback"
+
+    def speedup(self, kind: str) -> float:
+        return self.arithmetic.get(kind, 1.0) if kind in ARITHMETIC_KINDS else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eager_op_us": self.eager_op_us,
+            "tuned_op_us": self.tuned_op_us,
+            "tuned_call_us": self.tuned_call_us,
+            "arithmetic": dict(self.arithmetic),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Calibration | None:
+        """The calibration ``data`` describes, or None when it is not one (a field missing, not a finite
+        number in its range): the caller then uses `FALLBACK`. Read from files: nothing in it is trusted."""
+        if not isinstance(data, Mapping):
+            return None
+        figures = [data.get(key) for key in ("eager_op_us", "tuned_op_us", "tuned_call_us")]
+        if not all(_within(value, 0.0, MAX_HOST_US) for value in figures):
+            return None
+        arithmetic = data.get("arithmetic", {})
+        if not isinstance(arithmetic, Mapping) or not all(
+            kind in ARITHMETIC_KINDS and _within(speedup, 1.0, MAX_ARITHMETIC_SPEEDUP)
+            for kind, speedup in arithmetic.items()
+        ):
+            return None
+        source = data.get("source")
+        return cls(*map(float, figures), {k: float(v) for k, v in arithmetic.items()}, str(source)[:200] or "?")
 
 
-# From the README's tuning and JIT tables. Per kind of work, the lowest speedup measured on a
-# module dominated by it (dispatch-bound modules have their own row): realistic, not best case.
-MEASURED_SPEEDUPS: dict[str, MeasuredSpeedup] = {
-    # benchmarks/jit_benchmark.py: the example pipeline's denoiser (convolutions, GroupNorm, SiLU),
-    # ONNX Runtime 1.55× (Inductor 1.42×); other conv work gained more: the example's decoder
-    # 2.2–2.34×, benchmarks/tuning_benchmark.py's ResNet-18-like backbone 2.76× (ONNX Runtime).
-    "conv": MeasuredSpeedup(1.55, "the example pipeline's denoiser, benchmarks/jit_benchmark.py"),
-    # benchmarks/tuning_benchmark.py: transformer encoder, 4 layers, 8 × 128 tokens, ONNX Runtime 3.29×.
-    "attention": MeasuredSpeedup(3.29, "a 4-layer transformer encoder, benchmarks/tuning_benchmark.py"),
-    # benchmarks/tuning_benchmark.py: MLP, 4 × 1024→4096→1024, batch 64, Inductor 1.20×.
-    "matmul": MeasuredSpeedup(1.20, "a 4-layer MLP, benchmarks/tuning_benchmark.py"),
-    # benchmarks/jit_benchmark.py: the example pipeline's text encoder (2 layers, 2 × 16 tokens,
-    # operators of ~50 µs), ONNX Runtime 1.07×: the smallest gain measured on any module.
-    "dispatch": MeasuredSpeedup(1.07, "the example pipeline's text encoder, benchmarks/jit_benchmark.py"),
-}
-COMPUTE_KINDS = ("conv", "matmul", "attention")
-KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention"}
+MAX_HOST_US = 10_000.0
+MAX_ARITHMETIC_SPEEDUP = 8.0
+"""Bounds on a calibration read from a document: beyond them it is not a measurement of this kind."""
 
-DISPATCH_OPERATOR_US = 100.0
-"""Host µs per operator below which dispatch, not arithmetic, dominates. Measured on a capture of the
-example pipeline: the text encoder's operators average ~50 µs (it gained 1.07×), the denoiser's ~0.9 ms (1.55×)."""
-LAUNCH_BOUND_DEVICE_RATIO = 0.5
-"""On a device profile: a region whose device time is below this fraction of its host time waits for launches."""
+FALLBACK = Calibration(
+    eager_op_us=6.0,
+    tuned_op_us=1.0,
+    tuned_call_us=50.0,
+    arithmetic={"conv": 1.3, "matmul": 1.05, "attention": 1.3, "elementwise_norm": 1.5},
+    source="fallback table (no calibration in the profile)",
+)
+"""Used when a profile carries no calibration. Figures of ``aitune.torch.calibration`` on a 2-core x86
+CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an eager CPU operator costs
+~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one through aitune's
+wrapper ~50 µs; a graph
+multiplies matmul arithmetic by ~1.05, convolutions and attention by ~1.3, and elementwise work it
+fuses by ~1.5. Docs: docs/gain-model.md."""
+
+MAX_HOST_PER_OP_US = 60.0
+"""Removable host overhead per operator at most: Python in a module's ``forward`` costs some µs per
+operator; beyond this, the time between operators is work of its own (numpy, I/O, waits) that no graph captures."""
+PROFILER_OP_US = 2.0
+"""Host µs the profiler adds to each operator of a traced run (DESIGN.md: ~2 µs): dispatch, not arithmetic."""
+NO_MIX_SPEEDUP = 1.07
+"""A region without an operator mix: the smallest gain any module of this project's benchmarks made."""
+DEVICE_ARITHMETIC_SPEEDUP = 1.0
+"""Device kernels are not calibrated: a backend is credited only for the host time it removes."""
+HOST_BOUND_SHARE = 0.5
+"""A region whose removable host overhead is at least this share of its time is dispatch-bound."""
 UPPER_BOUND_CAP = 1e6
 """Stands for an infinite speedup (a region covering the whole run): JSON has no infinity."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One region's prediction, per run (µs, medians): its time, what a backend removes, what it keeps."""
+
+    time_us: float  # the region's time in the chosen domain
+    host_us: float  # removable host overhead: between operators and operator dispatch
+    arithmetic_us: Mapping[str, float]  # by kind, before the backend's speedup
+    tuned_us: float  # predicted time once tuned
+    operators: float  # per run
+    calls: float  # per run
+    calibration: Calibration
+    has_mix: bool = True  # False: the profile holds no operator mix for it (`NO_MIX_SPEEDUP`)
+
+    @property
+    def speedup(self) -> float:
+        """The region's own predicted speedup, ≥ 1 and finite."""
+        if self.tuned_us <= 0:
+            return 1.0
+        return min(UPPER_BOUND_CAP, max(1.0, self.time_us / self.tuned_us))
+
+    @property
+    def host_share(self) -> float:
+        return self.host_us / self.time_us if self.time_us > 0 else 0.0
+
+
+def calibration_of(profile: Mapping[str, Any]) -> Calibration:
+    """The calibration a profile carries (``environment.gain_calibration``), else `FALLBACK`."""
+    environment = profile.get("environment")
+    found = Calibration.from_dict(environment.get("gain_calibration")) if isinstance(environment, Mapping) else None
+    return found or FALLBACK
+
+
+def predict(candidate: Candidate, domain: str, calibration: Calibration = FALLBACK) -> Prediction:
+    """The region's split into removable host overhead and arithmetic, and its tuned time (see the module docstring)."""
+    time_us, calls = candidate.median_us, statistics.median(candidate.calls) if candidate.calls else 0.0
+    if not candidate.has_mix:
+        return Prediction(time_us, 0.0, {}, time_us / NO_MIX_SPEEDUP, 0.0, calls, calibration, has_mix=False)
+    if candidate.mix_cpu_us <= 0 or time_us <= 0:
+        return Prediction(time_us, 0.0, {}, time_us, 0.0, calls, calibration)
+    mix, traced_us, operators = _typical_run(candidate)
+    operator_us = sum(mix.values())
+    dispatch_us = min(operator_us, operators * (calibration.eager_op_us + PROFILER_OP_US))
+    beyond = (operator_us - dispatch_us) / operator_us if operator_us > 0 else 0.0
+    host_time_us = candidate.cpu_us / candidate.runs if domain == "device" else time_us
+    # The traced runs are slower than the clock-timed ones (the profiler): arithmetic is scaled to the
+    # clock's time only where it would not fit, the rest of the difference is host overhead.
+    scale = min(1.0, host_time_us / traced_us) if traced_us > 0 else 1.0
+    arithmetic = {kind: us * beyond * scale for kind, us in mix.items() if us > 0}
+    host_us = min(max(0.0, host_time_us - sum(arithmetic.values())), operators * MAX_HOST_PER_OP_US)
+    other_us = max(0.0, host_time_us - sum(arithmetic.values()) - host_us)
+    tuned_host = (
+        calls * calibration.tuned_call_us
+        + operators * calibration.tuned_op_us
+        + sum(us / calibration.speedup(kind) for kind, us in arithmetic.items())
+        + other_us
+    )
+    if domain == "device":  # the region lasts max(host, busy); tuning shortens the host side only
+        busy = candidate.device_us / candidate.runs
+        before, after = max(host_time_us, busy), max(tuned_host, busy / DEVICE_ARITHMETIC_SPEEDUP)
+        tuned = time_us * after / before if before > 0 else time_us
+        idle_us = time_us * (1 - busy / before) if before > 0 else 0.0
+        return Prediction(time_us, idle_us, arithmetic, tuned, operators, calls, calibration)
+    return Prediction(time_us, host_us, arithmetic, tuned_host, operators, calls, calibration)
+
+
+def _typical_run(candidate: Candidate) -> tuple[Mapping[str, float], float, float]:
+    """(operator µs by category, subtree host µs, operator count) of the run whose subtree took the
+    median time (the lower median: of two runs, the less disturbed), so that one preempted run
+    decides nothing; the mean over the runs where the runs were not kept apart."""
+    if not candidate.run_mixes:
+        runs = max(1, candidate.mix_runs)
+        return (
+            {k: us / runs for k, us in candidate.mix.items()},
+            candidate.mix_cpu_us / runs,
+            candidate.operators / runs,
+        )
+    ordered = sorted(candidate.run_mixes.values(), key=lambda run: run.cpu_us)
+    typical = ordered[(len(ordered) - 1) // 2]
+    return typical.categories, typical.cpu_us, float(typical.count)
+
+
+def dominant_kind(candidate: Candidate) -> str | None:
+    """The compute kind (`COMPUTE_KINDS`) with the most time in the region, None when it has none."""
+    kind = max(COMPUTE_KINDS, key=lambda k: candidate.mix.get(k, 0.0))
+    return kind if candidate.mix.get(kind, 0.0) > 0 else None
 
 
 def upper_bound(share: float) -> float:
@@ -75,32 +219,6 @@ def end_to_end(share: float, region_speedup: float) -> float:
     return 1 / rest if rest > 0 else UPPER_BOUND_CAP
 
 
-def dispatch_bound(candidate: Candidate, domain: str) -> bool:
-    """Host dispatch (CPU: tiny operators) or launches (device: an idle device) dominate the region."""
-    if domain == "device":  # launches are cheap on the host by design; an idle device says it
-        return candidate.device_us < LAUNCH_BOUND_DEVICE_RATIO * candidate.cpu_us
-    return candidate.operators > 0 and candidate.operator_us / candidate.operators < DISPATCH_OPERATOR_US
-
-
-def dominant_kind(candidate: Candidate) -> str | None:
-    """The compute kind (`COMPUTE_KINDS`) with the most time in the region, None when it has none."""
-    kind = max(COMPUTE_KINDS, key=lambda k: candidate.mix.get(k, 0.0))
-    return kind if candidate.mix.get(kind, 0.0) > 0 else None
-
-
-def predicted_region_speedup(candidate: Candidate, domain: str) -> float:
-    """The region's own speedup under a tuned backend (≥ 1; see the module docstring)."""
-    if not candidate.has_mix:
-        return MEASURED_SPEEDUPS["dispatch"].speedup
-    total = candidate.mix_cpu_us
-    if total <= 0:
-        return 1.0
-    if dispatch_bound(candidate, domain):
-        credited = dict.fromkeys(candidate.mix, MEASURED_SPEEDUPS["dispatch"].speedup)
-    else:
-        credited = {kind: MEASURED_SPEEDUPS[kind].speedup for kind in COMPUTE_KINDS}
-        dominant = dominant_kind(candidate)
-        if dominant is not None:
-            credited["elementwise_norm"] = credited[dominant]
-    saved = sum(candidate.mix.get(kind, 0.0) * (1 - 1 / speedup) for kind, speedup in credited.items())
-    return total / max(total - saved, total / UPPER_BOUND_CAP)
+def _within(value: Any, low: float, high: float) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and low <= value <= high

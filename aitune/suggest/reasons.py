@@ -14,9 +14,10 @@ from aitune.markers import parse_region_id
 from aitune.suggest.candidates import Candidate, Found
 from aitune.suggest.gain import (
     COMPUTE_KINDS,
+    HOST_BOUND_SHARE,
     KIND_NAMES,
-    MEASURED_SPEEDUPS,
-    dispatch_bound,
+    NO_MIX_SPEEDUP,
+    Prediction,
     dominant_kind,
     upper_bound,
 )
@@ -29,7 +30,7 @@ DOMINANT_CHILD_SHARE = 0.9
 UNSTABLE_SPREAD = 0.5
 """A share whose range over the runs exceeds this fraction of its median is too unsteady to predict from."""
 MIN_REGION_SPEEDUP = 1.01
-"""A region predicted less than 1% faster is mostly work no benchmark measured a gain for: not worth a build."""
+"""A region predicted less than 1% faster is mostly work a compiled graph keeps: not worth a build."""
 LISTED_KIND_SHARE = 0.01
 """Compute kinds below this share of a region are left out of its sentence."""
 
@@ -46,12 +47,12 @@ class Reason:
 
 
 def reasons(
-    candidate: Candidate, found: Found, shares: list[float], region_speedup: float, domain: str
+    candidate: Candidate, found: Found, shares: list[float], prediction: Prediction, domain: str
 ) -> tuple[Reason, ...]:
     """Every reason that applies: placement first, then what the operator mix says, then cautions."""
     found_reasons = [
         *_placement(candidate, found, statistics.median(shares)),
-        *_mix(candidate, region_speedup, domain),
+        *_mix(candidate, prediction, domain),
         *_cautions(candidate, shares),
     ]
     return tuple(Reason(code, message, code in BLOCKING) for code, message in found_reasons)
@@ -132,41 +133,44 @@ def _spoiler(candidate: Candidate, child: Candidate) -> str:
     return ""
 
 
-def _mix(candidate: Candidate, region_speedup: float, domain: str) -> Iterable[tuple[str, str]]:
-    """What its operators say about the gain: no mix, nothing measured, dispatch-bound, compute-heavy, fusible."""
+def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[tuple[str, str]]:
+    """What the gain model says (`aitune.suggest.gain`): no mix, no gain, dispatch-bound, compute-heavy, fusible."""
     if not candidate.has_mix:
         yield (
             "NO_OPERATOR_MIX",
             (
                 "the profile holds no operator mix for it (lite captures, AITune's profiles, older captures; a full "
                 "capture, or `aitune-profile analyze` of a full capture's trace, adds one): predicted with the "
-                "smallest gain measured on any module, "
-                f"{MEASURED_SPEEDUPS['dispatch'].speedup:.2f}×."
+                f"smallest gain measured on any module, {NO_MIX_SPEEDUP:.2f}×."
             ),
         )
         return
+    region_speedup, calibration = prediction.speedup, prediction.calibration
     if region_speedup < MIN_REGION_SPEEDUP:
-        between = 1.0 - candidate.kind_share(candidate.mix)
+        kept = 1.0 - prediction.host_share
         yield (
             "NO_MEASURED_GAIN",
             (
-                f"it is predicted only {region_speedup:.3f}× faster: {between:.0%} of its time runs between operators "
-                f"and {candidate.kind_share(('copy', 'sync', 'other')):.0%} in copies and other operators, work no "
-                "benchmark measured a gain for."
+                f"it is predicted only {region_speedup:.3f}× faster: {kept:.0%} of its time is work a compiled graph "
+                f"keeps (arithmetic, copies, host work beyond its {prediction.operators:.0f} operators a run), and a "
+                f"call of one costs {calibration.tuned_call_us:.0f} µs ({calibration.source})."
             ),
         )
         return
-    if dispatch_bound(candidate, domain):
+    if prediction.host_share >= HOST_BOUND_SHARE:
         if domain == "device":
-            what = f"the device is busy for {candidate.device_us / candidate.cpu_us:.0%} of its host time"
+            what = f"the device is idle for {prediction.host_share:.0%} of its time"
         else:
-            what = f"its operators average {candidate.operator_us / candidate.operators:.0f} µs on the host"
-        dispatch = MEASURED_SPEEDUPS["dispatch"]
+            what = (
+                f"{prediction.host_share:.0%} of its time is host overhead ({prediction.operators:.0f} operators a run "
+                "and the Python between them)"
+            )
         yield (
             "DISPATCH_BOUND",
             (
-                f"{what}, so dispatch, not arithmetic, dominates: predicted {dispatch.speedup:.2f}× for it, "
-                f"as {dispatch.source} gained."
+                f"{what}, which a compiled graph removes: predicted {region_speedup:.2f}× for it, at "
+                f"{calibration.tuned_op_us:.1f} µs an operator and {calibration.tuned_call_us:.0f} µs a call tuned "
+                f"against {calibration.eager_op_us:.1f} µs an operator eager ({calibration.source})."
             ),
         )
         return
@@ -177,19 +181,17 @@ def _mix(candidate: Candidate, region_speedup: float, domain: str) -> Iterable[t
             key=lambda k: -candidate.mix[k],
         )
         parts = ", ".join(f"{candidate.kind_share((k,)):.0%} {KIND_NAMES[k]}" for k in kinds)
-        measured = " and ".join(
-            f"{KIND_NAMES[k]} {MEASURED_SPEEDUPS[k].speedup:.2f}× ({MEASURED_SPEEDUPS[k].source})" for k in kinds
-        )
+        measured = " and ".join(f"{KIND_NAMES[k]} {calibration.speedup(k):.2f}×" for k in kinds)
         yield (
             "COMPUTE_HEAVY",
             (
-                f"{compute:.0%} of its time is compute ({parts}): predicted {region_speedup:.2f}× for it from the "
-                f"measured {measured}."
+                f"{compute:.0%} of its time is compute ({parts}): predicted {region_speedup:.2f}× for it, its "
+                f"arithmetic at {measured} ({calibration.source})."
             ),
         )
     fusible = candidate.kind_share(("elementwise_norm",))
     if fusible >= FUSIBLE_SHARE:
-        fused = f", counted at the {KIND_NAMES[k]} speedup" if (k := dominant_kind(candidate)) else ""
+        fused = f", counted at {calibration.speedup('elementwise_norm'):.2f}×" if dominant_kind(candidate) else ""
         yield (
             "FUSIBLE",
             (

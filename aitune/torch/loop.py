@@ -34,6 +34,7 @@ from aitune.gains import (
 )
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.calibration import ensure_calibration
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
@@ -147,7 +148,10 @@ def optimize(
     verify = functools.partial(
         _verified, function, input_data, config=config.verification, phase=phase, deadline=deadline
     )
+    calibration = ensure_calibration() if plan is None else None  # the gain model's figures for suggest
     before = capture(traces[0], phase("capture before", _calls(config)))
+    if calibration is not None:
+        before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
     if checked is not None:
         phase("apply plan", None)
         suggestions, whole, tuning = None, None, verify(_applied(obj, checked))

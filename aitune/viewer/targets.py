@@ -25,7 +25,7 @@ TITLES = {
 NOTE = (
     "share: median of the region's time ÷ the run's, with its min and max over the runs · "
     "upper bound: end to end if the region took no time · predicted: end to end (and for the region alone) "
-    "with the speedups the benchmarks measured on CPU · speedups are before ÷ after."
+    "by the gain model (host overhead removed, arithmetic sped up; docs/gain-model.md) · speedups are before ÷ after."
 )
 
 

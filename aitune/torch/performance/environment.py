@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 import aitune
+from aitune.torch.calibration import cached_calibration
 
 
 def environment() -> dict[str, Any]:
@@ -29,6 +30,8 @@ def environment() -> dict[str, Any]:
         "cuda": torch.version.cuda or "none",
         "cuda_available": cuda,
     }
+    if (calibration := cached_calibration()) is not None:  # the gain model's figures for this machine
+        env["gain_calibration"] = calibration.to_dict()
     if cuda:
         env["cudnn"] = str(torch.backends.cudnn.version())
         env["devices"] = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]

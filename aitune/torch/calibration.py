@@ -1,0 +1,289 @@
+"""The gain model's calibration on this machine: a short timing run, cached per machine and versions.
+
+``ensure_calibration()`` measures once (about a second) what ``aitune.suggest.gain`` needs and keeps
+it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700):
+
+- ``eager_op_us``: host µs per eager operator on tiny tensors (a chain of linear, add, relu and
+  layer_norm calls: dispatch, not arithmetic);
+- ``tuned_op_us`` and ``tuned_call_us``: the same chain as an ONNX Runtime graph (built with
+  ``onnx.helper``, nothing exported), on torch's thread count, spinning off as aitune's backend runs
+  it: the cost per original operator (the slope over two chain lengths) and per call (the rest,
+  plus what aitune's wrapper adds to a call: a tiny module tuned with the eager backend);
+- ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution and a chain of elementwise
+  operators large enough that dispatch does not count (at least 1: a slower backend is never kept;
+  at most `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
+
+A calibration measured on a machine busier than its cores (load average) says so, and is measured
+again by the first ``ensure_calibration()`` that finds the machine quiet.
+
+Every figure is a median over interleaved repeats. ``cached_calibration()`` only reads the cache:
+``aitune.torch.performance.environment`` puts it in every profile's ``environment.gain_calibration``,
+so that suggest, which never runs torch, predicts with this machine's figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from aitune.suggest.gain import Calibration
+
+MAX_CACHE_BYTES = 16_384
+LOADED_SUFFIX = " (a loaded machine: measured again once it is quiet)"
+MAX_ARITHMETIC_SPEEDUP = 3.0
+"""A measured arithmetic speedup is clamped here: beyond it the eager side was starved (an OpenMP team
+on a loaded machine ran a 16-channel convolution 400× slower than alone), not beaten."""
+REPEATS = 25
+TINY = 16  # features of the dispatch chain: arithmetic negligible
+CHAIN_BLOCKS = (2, 12)  # chain lengths (blocks of 4 operators) whose slope is the tuned cost per operator
+
+
+def cache_dir() -> Path:
+    """``$AITUNE_CACHE_DIR/calibration``, else ``~/.cache/aitune/calibration``."""
+    root = os.environ.get("AITUNE_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "aitune") / "calibration"
+
+
+def cache_file() -> Path:
+    """This machine's cache file: named by a hash of the processor, core count, threads and versions."""
+    facts = {
+        "machine": platform.machine(),
+        "processor": _processor(),
+        "cpus": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "onnxruntime": _version("onnxruntime"),
+    }
+    key = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"gain-{key}.json"
+
+
+def cached_calibration() -> Calibration | None:
+    """This machine's cached calibration, or None (none yet, or the file is not one): never measures."""
+    path = cache_file()
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_CACHE_BYTES:
+            return None
+        return Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_calibration() -> Calibration | None:
+    """The cached calibration, measured and cached first when there is none (or it was measured on a
+    loaded machine and this one is quiet now); None where ONNX Runtime or onnx is missing (the gain
+    model then uses its fallback table)."""
+    found = cached_calibration()
+    if found is not None and (not found.source.endswith(LOADED_SUFFIX) or _loaded()):
+        return found
+    if _version("onnxruntime") is None or _version("onnx") is None:
+        return found
+    calibration = calibrate()
+    folder = cache_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    temporary = folder / f".{cache_file().name}.{os.getpid()}"
+    temporary.write_text(json.dumps(calibration.to_dict()), encoding="utf-8")
+    temporary.replace(cache_file())
+    return calibration
+
+
+def calibrate() -> Calibration:
+    """Measure this machine's figures (see the module docstring); about a second."""
+    import onnxruntime
+
+    with torch.no_grad():
+        eager_op_us = _eager_op_us()
+        short, long = (_graph_call_us(onnxruntime, _chain_graph(blocks)) for blocks in CHAIN_BLOCKS)
+        operators = [4 * blocks for blocks in CHAIN_BLOCKS]
+        tuned_op_us = max(0.05, (long - short) / (operators[1] - operators[0]))
+        tuned_call_us = max(1.0, short - operators[0] * tuned_op_us) + _wrapper_us()
+        arithmetic = {
+            kind: min(MAX_ARITHMETIC_SPEEDUP, max(1.0, speedup(onnxruntime))) for kind, speedup in _ARITHMETIC.items()
+        }
+    arithmetic["attention"] = max(arithmetic["matmul"], arithmetic["elementwise_norm"])  # its matmuls and softmax
+    when = datetime.now(timezone.utc).date().isoformat()
+    load = f", load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores{LOADED_SUFFIX}" if _loaded() else ""
+    source = (
+        f"calibrated {when}: torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, "
+        f"{torch.get_num_threads()} thread(s){load}"
+    )
+    return Calibration(eager_op_us, tuned_op_us, tuned_call_us, arithmetic, source)
+
+
+def _eager_op_us() -> float:
+    x, layer, norm = torch.randn(1, TINY), nn.Linear(TINY, TINY), nn.LayerNorm(TINY)
+    blocks = 25
+
+    def chain() -> None:
+        h = x
+        for _ in range(blocks):
+            h = torch.relu(norm(layer(h) + x))
+
+    return _median_us(chain) / (4 * blocks)
+
+
+def _wrapper_us() -> float:
+    """What aitune's wrapper adds to each call of a tuned module (inputs matched to a graph, outputs
+    rebuilt): a tiny module wrapped and tuned with the eager backend, against the module alone."""
+    from aitune.torch.backends import EagerBackend
+    from aitune.torch.module.paths import unwrap, wrap
+    from aitune.torch.tuning.api import record, tune_recorded
+    from aitune.torch.tuning.strategies import OneBackendStrategy
+
+    holder, x = nn.Sequential(nn.Linear(TINY, TINY)).eval(), torch.randn(1, TINY)
+    plain = _median_us(lambda: holder(x))
+    wrappers = list(wrap(holder, ["0"]).values())
+    try:
+        record(holder, [x, x], wrappers)
+        tune_recorded(wrappers, strategy=OneBackendStrategy(EagerBackend()))
+        return max(0.0, _median_us(lambda: holder(x)) - plain)
+    finally:
+        unwrap(holder, ["0"])
+
+
+def _chain_graph(blocks: int) -> Any:
+    """``blocks`` × (MatMul, Add, LayerNormalization, Relu) on a 1 × `TINY` input: the eager chain's ONNX twin."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [
+        numpy_helper.from_array(np.random.default_rng(0).standard_normal((TINY, TINY)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.ones(TINY, np.float32), "scale"),
+        numpy_helper.from_array(np.zeros(TINY, np.float32), "bias"),
+    ]
+    nodes, h = [], "x"
+    for index in range(blocks):
+        names = [f"{kind}{index}" for kind in ("mm", "add", "norm", "relu")]
+        nodes += [
+            helper.make_node("MatMul", [h, "w"], [names[0]]),
+            helper.make_node("Add", [names[0], "x"], [names[1]]),
+            helper.make_node("LayerNormalization", [names[1], "scale", "bias"], [names[2]], axis=-1),
+            helper.make_node("Relu", [names[2]], [names[3]]),
+        ]
+        h = names[3]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "chain", [value("x", TensorProto.FLOAT, [1, TINY])], [value(h, TensorProto.FLOAT, [1, TINY])], weights
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _graph_call_us(onnxruntime: Any, model: Any, feed: torch.Tensor | None = None) -> float:
+    """Median µs of one call of ``model`` as aitune's backend makes it: torch in, numpy through ORT, torch out."""
+    session = _session(onnxruntime, model)
+    x = torch.randn(1, TINY) if feed is None else feed
+    name = session.get_inputs()[0].name
+
+    def call() -> None:
+        torch.from_numpy(session.run(None, {name: x.numpy()})[0])
+
+    return _median_us(call)
+
+
+def _session(onnxruntime: Any, model: Any) -> Any:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _one_node(op: str, inputs: dict[str, torch.Tensor], weights: dict[str, torch.Tensor], **attributes: Any) -> Any:
+    from onnx import TensorProto, helper, numpy_helper
+
+    value = helper.make_tensor_value_info
+    node = helper.make_node(op, [*inputs, *weights], ["y"], **attributes)
+    graph = helper.make_graph(
+        [node],
+        op,
+        [value(name, TensorProto.FLOAT, list(tensor.shape)) for name, tensor in inputs.items()],
+        [value("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(tensor.numpy(), name) for name, tensor in weights.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _matmul(onnxruntime: Any) -> float:
+    x, w = torch.randn(128, 256), torch.randn(256, 256)
+    tuned = _graph_call_us(onnxruntime, _one_node("MatMul", {"x": x}, {"w": w}), x)
+    return _median_us(lambda: torch.mm(x, w)) / tuned
+
+
+def _conv(onnxruntime: Any) -> float:
+    x, w = torch.randn(1, 16, 32, 32), torch.randn(16, 16, 3, 3)
+    tuned = _graph_call_us(onnxruntime, _one_node("Conv", {"x": x}, {"w": w}, pads=[1, 1, 1, 1]), x)
+    return _median_us(lambda: torch.nn.functional.conv2d(x, w, padding=1)) / tuned
+
+
+def _elementwise(onnxruntime: Any) -> float:
+    from onnx import TensorProto, helper
+
+    x = torch.randn(64, 1024)
+    nodes = [
+        helper.make_node("Mul", ["x", "x"], ["a"]),
+        helper.make_node("Add", ["a", "x"], ["b"]),
+        helper.make_node("Sigmoid", ["b"], ["c"]),
+        helper.make_node("Mul", ["c", "b"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "silu", [value("x", TensorProto.FLOAT, [64, 1024])], [value("y", TensorProto.FLOAT, None)]
+    )
+    tuned = _graph_call_us(onnxruntime, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), x)
+
+    def eager() -> None:
+        b = x * x + x
+        torch.sigmoid(b) * b
+
+    return _median_us(eager) / tuned
+
+
+_ARITHMETIC: dict[str, Callable[[Any], float]] = {
+    "matmul": _matmul,
+    "conv": _conv,
+    "elementwise_norm": _elementwise,
+}
+
+
+def _median_us(call: Callable[[], object]) -> float:
+    call()
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter_ns()
+        call()
+        times.append((time.perf_counter_ns() - start) / 1000)
+    return statistics.median(times)
+
+
+def _loaded() -> bool:
+    """More runnable processes than cores over the last minute: timings then measure the queue."""
+    return hasattr(os, "getloadavg") and os.getloadavg()[0] > (os.cpu_count() or 1)
+
+
+def _processor() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
+    except OSError:
+        return platform.processor()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None

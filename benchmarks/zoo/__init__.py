@@ -1,0 +1,38 @@
+"""The model zoo: small apps of model families nobody on this project wrote, built from tiny random-weight
+configs (no downloads), each the way its users run it.
+
+Every app module has ``build() -> (obj, input_data, inference_function)``, ready for
+``aitune.torch.profile(obj, input_data, inference_function)`` and ``aitune.torch.optimize`` (an
+``inference_function`` of None calls ``obj``), and ``DESCRIPTION``. Builds are seeded: two builds
+give the same weights, and the inference functions seed their own noise, so two calls give the same output.
+
+    from zoo import APPS
+    obj, input_data, infer = APPS["bert_classifier"].build()
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from zoo import (
+    bert_classifier,
+    ddpm,
+    gpt2_generate,
+    image_classifier,
+    rnn_seq2seq,
+    t5_generate,
+    text_to_image,
+    whisper_generate,
+)
+
+APPS: dict[str, ModuleType] = {
+    "image_classifier": image_classifier,
+    "bert_classifier": bert_classifier,
+    "t5_generate": t5_generate,
+    "whisper_generate": whisper_generate,
+    "gpt2_generate": gpt2_generate,
+    "text_to_image": text_to_image,
+    "ddpm": ddpm,
+    "rnn_seq2seq": rnn_seq2seq,
+}
+"""Every app by name, in the benchmark's order."""

@@ -1,0 +1,272 @@
+"""The loop on the model zoo: predicted against realised gain, the winner, correctness and whole-model torch.compile.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/zoo_benchmark.py [--models bert_classifier rnn_seq2seq]
+        [--quick] [--no-compile] [--runs 10] [--repeats 15] [--threads N] [--json results.json]
+
+For each app of ``benchmarks/zoo`` (see ``zoo/__init__.py``) three copies are built with the same
+seed: one stays eager, one goes through ``aitune.torch.optimize`` (capture, suggest, tune with the
+default min-latency strategy, capture again), one has its inference function compiled whole with
+``torch.compile`` (from an empty Inductor cache: a fresh ``TORCHINDUCTOR_CACHE_DIR`` per model).
+Reported per model, in one table:
+
+- predicted: suggest's end-to-end gain for what the loop kept tuned (the whole model's forecast when
+  it tuned the whole model), from the gain model (``docs/gain-model.md``);
+- realised: the loop's own verdict, before ÷ after run time with its 95% interval, and the
+  interleaved eager ÷ tuned median of ``--repeats`` calls (drift hits both);
+- predicted ÷ realised (interleaved): 1 is exact;
+- the backend that won per tuned path; whether the tuned output equals eager's on the app's own
+  output (leaf by leaf: integers exactly, floats within 1e-3); whether a second capture of the eager
+  copy gives suggest's same top three targets;
+- the loop's wall time, and torch.compile's speedup (interleaved) and build time (its first call).
+
+The machine's load average is printed before and after: the figures mean something on a quiet machine only.
+``--quick`` (3 measured runs, 5 repeats) checks that the script works; it is no measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune-zoo-"))
+
+import torch
+import torch.utils._pytree as pytree
+
+from aitune.errors import TuningError
+from aitune.gains import combined_speedup
+from aitune.suggest import suggest
+from aitune.torch import LoopConfig, optimize, profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zoo import APPS
+
+TOLERANCE = 1e-3
+
+
+def call(function: Callable[..., Any], input_data: Any) -> Any:
+    """``function(input_data)`` by profile's convention: a mapping as keywords, a tuple as positional arguments."""
+    if isinstance(input_data, dict):
+        return function(**input_data)
+    if isinstance(input_data, tuple):
+        return function(*input_data)
+    return function(input_data)
+
+
+def correctness(reference: Any, tuned: Any) -> str:
+    """``equal``, ``within 1e-3 (max error e)`` or ``DIFFERS (…)``: leaf by leaf, integers exactly."""
+    left, right = pytree.tree_leaves(reference), pytree.tree_leaves(tuned)
+    if len(left) != len(right):
+        return f"DIFFERS ({len(left)} against {len(right)} outputs)"
+    worst = 0.0
+    for one, other in zip(left, right, strict=True):
+        if not isinstance(one, torch.Tensor) or not isinstance(other, torch.Tensor):
+            if one != other:
+                return "DIFFERS (a non-tensor output)"
+            continue
+        if one.shape != other.shape:
+            return f"DIFFERS (shape {tuple(one.shape)} against {tuple(other.shape)})"
+        if not one.is_floating_point():
+            if not torch.equal(one, other):
+                return "DIFFERS (integer outputs, e.g. tokens)"
+            continue
+        worst = max(worst, float((one.float() - other.float()).abs().max()) if one.numel() else 0.0)
+    if worst == 0.0:
+        return "equal"
+    return f"within {TOLERANCE:g} (max error {worst:.1g})" if worst <= TOLERANCE else f"DIFFERS (max error {worst:.2g})"
+
+
+def interleaved(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median wall ms of each call, timed in turns after one warmup each."""
+    for function in calls.values():
+        function()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, function in calls.items():
+            start = time.perf_counter()
+            function()
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def top_three(doc: dict[str, Any]) -> list[str]:
+    """The top three targets suggest recommends: the ones the loop would tune."""
+    return [target.path for target in suggest(doc).recommended(3)]
+
+
+def predicted(result: Any) -> float | None:
+    """Suggest's end-to-end forecast for what the loop kept tuned."""
+    if not result.suggestions:
+        return None
+    kept = [gain for gain in result.gains if gain.tuned]
+    if any(not gain.path for gain in kept) and result.whole_model is not None:
+        return result.whole_model.predicted_speedup
+    targets = {target["path"]: target for target in result.suggestions["targets"]}
+    return combined_speedup([targets[gain.path] for gain in kept if gain.path in targets]) or 1.0
+
+
+def whole_compile(build: Callable[[], Any]) -> tuple[Callable[[], Any] | None, float | None, str]:
+    """A fresh copy's inference function under torch.compile, its first call's seconds, and a note."""
+    obj, input_data, function = build()
+    entry = function if function is not None else obj
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="aitune-zoo-compile-")
+    torch._dynamo.reset()
+    compiled = torch.compile(entry)
+    start = time.perf_counter()
+    try:
+        call(compiled, input_data)
+    except Exception as error:  # a model torch.compile cannot take is a result of its own
+        return None, None, f"failed: {type(error).__name__}"
+    return (lambda: call(compiled, input_data)), time.perf_counter() - start, "compiled"
+
+
+def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
+    build = APPS[name].build
+    eager, eager_input, eager_function = build()
+    tuned, tuned_input, tuned_function = build()
+    eager_entry = eager_function if eager_function is not None else eager
+    tuned_entry = tuned_function if tuned_function is not None else tuned
+
+    start = time.perf_counter()
+    try:
+        result = optimize(tuned, tuned_input, tuned_entry, config=LoopConfig(measured_runs=options.runs))
+    except TuningError as error:  # suggest found nothing worth tuning: the loop changed nothing, and says so
+        result, refusal = None, str(error)
+    loop_s = time.perf_counter() - start
+
+    with torch.no_grad():
+        verdict = correctness(call(eager_entry, eager_input), call(tuned_entry, tuned_input))
+    first = result.before if result is not None else capture(eager, eager_input, eager_entry, options.runs)
+    second = capture(eager, eager_input, eager_entry, options.runs)
+    if "gain_calibration" in first.get("environment", {}):  # the same figures, so only the capture differs
+        second.setdefault("environment", {})["gain_calibration"] = first["environment"]["gain_calibration"]
+    stable = top_three(first) == top_three(second)
+
+    calls = {"eager": lambda: call(eager_entry, eager_input), "tuned": lambda: call(tuned_entry, tuned_input)}
+    compiled, compile_s, compile_note = (None, None, "skipped") if options.no_compile else whole_compile(build)
+    if compiled is not None:
+        calls["compile"] = compiled
+    with torch.no_grad():
+        medians = interleaved(calls, options.repeats)
+    if result is not None:
+        value, low, high = (result.comparison()["speedup"][key] for key in ("value", "ci_low", "ci_high"))
+        result.restore()
+    else:
+        value, low, high = 1.0, None, None
+    tuned_paths = [gain for gain in result.gains if gain.tuned] if result is not None else []
+    return {
+        "model": name,
+        "description": APPS[name].DESCRIPTION,
+        "tuned": ", ".join(f"{gain.path or '(whole)'}→{gain.winner}" for gain in tuned_paths) or "none",
+        "refusal": refusal if result is None else None,
+        "predicted": predicted(result) if result is not None else 1.0,
+        "loop_speedup": value,
+        "loop_ci": (low, high),
+        "realised": medians["eager"] / medians["tuned"],
+        "correct": verdict,
+        "top_three_stable": stable,
+        "loop_s": loop_s,
+        "compile_speedup": medians["eager"] / medians["compile"] if "compile" in medians else None,
+        "compile_s": compile_s,
+        "compile_note": compile_note,
+        "medians_ms": medians,
+        "calibration": calibration_source(first),
+    }
+
+
+def capture(obj: Any, input_data: Any, function: Callable[..., Any], runs: int) -> dict[str, Any]:
+    return profile(obj, input_data, function, warmup_runs=3, measured_runs=runs).data
+
+
+def calibration_source(doc: dict[str, Any]) -> str:
+    return suggest(doc).calibration.source
+
+
+def figure(value: float | None, unit: str = "×") -> str:
+    return "-" if value is None else f"{value:.2f}{unit}"
+
+
+def load_line(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {when}: {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} cores"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| model | the loop tuned (backend) | predicted | realised, loop [95% interval] | realised, interleaved"
+        " | predicted ÷ realised | correct | top 3 stable | loop wall s | torch.compile | compile build s |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        low, high = row["loop_ci"]
+        ratio = row["predicted"] / row["realised"] if row["predicted"] and row["realised"] else None
+        compiled = figure(row["compile_speedup"]) if row["compile_speedup"] else row["compile_note"]
+        lines.append(
+            f"| {row['model']} | {row['tuned']} | {figure(row['predicted'])} | {figure(row['loop_speedup'])}"
+            f" [{figure(low)}, {figure(high)}] | {figure(row['realised'])} | {figure(ratio, '')} | {row['correct']}"
+            f" | {'yes' if row['top_three_stable'] else 'NO'} | {row['loop_s']:.0f} | {compiled}"
+            f" | {figure(row['compile_s'], '')} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """Median and worst factor between prediction and realised gain (the gain model's targets: ×1.25, ×1.5)."""
+    factors = [
+        max(row["predicted"] / row["realised"], row["realised"] / row["predicted"])
+        for row in rows
+        if row["predicted"] and row["realised"]
+    ]
+    if not factors:
+        return "no model had a prediction to check"
+    median, worst = statistics.median(factors), max(factors)
+    return f"prediction off by ×{median:.2f} (median over {len(factors)} models), ×{worst:.2f} at worst"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(APPS), choices=list(APPS))
+    parser.add_argument("--quick", action="store_true", help="3 measured runs, 5 repeats: checks the script works")
+    parser.add_argument("--no-compile", action="store_true", help="leave whole-model torch.compile out")
+    parser.add_argument("--runs", type=int, default=10, help="measured runs per capture")
+    parser.add_argument("--repeats", type=int, default=15, help="interleaved timing repeats")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
+    options = parser.parse_args()
+    if options.quick:
+        options.runs, options.repeats = 3, 5
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    print(
+        f"{platform.platform()}, {platform.processor() or platform.machine()}, torch {torch.__version__},"
+        f" {torch.get_num_threads()} thread(s)"
+    )
+    print(load_line("at the start"))
+    rows = []
+    for name in options.models:
+        rows.append(run(name, options))
+        print(f"{name}: done ({rows[-1]['loop_s']:.0f} s in the loop)", flush=True)
+    print(load_line("at the end"))
+    print(f"gain model: {rows[0]['calibration'] if rows else '-'}")
+    print()
+    print(table(rows))
+    print()
+    print(summary(rows))
+    for row in rows:
+        if row["refusal"]:
+            print(f"{row['model']}: nothing tuned: {row['refusal']}")
+    if options.json is not None:
+        options.json.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

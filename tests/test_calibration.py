@@ -1,0 +1,83 @@
+"""The gain model's calibration: measured once per machine, cached privately, carried in every profile."""
+
+import json
+import math
+import stat
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from aitune.suggest.gain import FALLBACK, Calibration  # noqa: E402
+from aitune.torch import calibration  # noqa: E402
+from aitune.torch.performance.environment import environment  # noqa: E402
+
+MEASURED = Calibration(5.0, 0.5, 20.0, {"conv": 1.4, "matmul": 1.1}, "calibrated here")
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AITUNE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    """A quiet machine, and a calibration that counts its runs instead of timing anything."""
+    runs = []
+    monkeypatch.setattr(calibration, "_loaded", lambda: False)
+    monkeypatch.setattr(calibration, "calibrate", lambda: runs.append(1) or MEASURED)
+    return runs
+
+
+def test_a_real_calibration_gives_finite_figures_in_the_gain_models_ranges():
+    measured = calibration.calibrate()
+
+    assert Calibration.from_dict(measured.to_dict()) == measured
+    assert all(math.isfinite(v) and v > 0 for v in (measured.eager_op_us, measured.tuned_op_us, measured.tuned_call_us))
+    assert set(measured.arithmetic) == {"conv", "matmul", "attention", "elementwise_norm"}
+    assert all(1.0 <= v <= calibration.MAX_ARITHMETIC_SPEEDUP for v in measured.arithmetic.values())
+    assert measured.source.startswith("calibrated ")
+
+
+def test_the_first_call_measures_and_caches_in_a_private_folder_the_next_reads_the_cache(quiet, private_cache):
+    first, second = calibration.ensure_calibration(), calibration.ensure_calibration()
+
+    assert first == second == MEASURED
+    assert len(quiet) == 1
+    folder = private_cache / "calibration"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert [path.name for path in folder.iterdir()] == [calibration.cache_file().name]
+
+
+def test_a_calibration_of_a_loaded_machine_is_measured_again_once_it_is_quiet(quiet, monkeypatch):
+    loaded = Calibration(5.0, 0.5, 20.0, {}, "calibrated on a busy day" + calibration.LOADED_SUFFIX)
+    monkeypatch.setattr(calibration, "calibrate", lambda: quiet.append(1) or (loaded if len(quiet) == 1 else MEASURED))
+    monkeypatch.setattr(calibration, "_loaded", lambda: True)
+    assert calibration.ensure_calibration() == loaded
+    assert calibration.ensure_calibration() == loaded  # still loaded: the cache serves
+
+    monkeypatch.setattr(calibration, "_loaded", lambda: False)
+
+    assert calibration.ensure_calibration() == MEASURED
+    assert len(quiet) == 2
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"eager_op_us": -1}), " " * 20_000])
+def test_a_cache_file_that_is_not_a_calibration_is_ignored(content):
+    path = calibration.cache_file()
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+
+    assert calibration.cached_calibration() is None
+
+
+def test_profiles_carry_the_cached_calibration_and_none_before_there_is_one(quiet):
+    assert "gain_calibration" not in environment()
+
+    calibration.ensure_calibration()
+
+    assert environment()["gain_calibration"] == MEASURED.to_dict()
+    assert Calibration.from_dict(environment()["gain_calibration"]) != FALLBACK
