@@ -45,6 +45,7 @@ from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.profile import profile
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.api import record, tune_recorded
+from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report
@@ -146,7 +147,13 @@ def optimize(
         checked = load_plan(plan)
         check_fits(obj, checked)
     verify = functools.partial(
-        _verified, function, input_data, config=config.verification, phase=phase, deadline=deadline
+        _verified,
+        function,
+        input_data,
+        config=config.verification,
+        phase=phase,
+        deadline=deadline,
+        budget=config.strategy.budget if config.strategy is not None else None,
     )
     calibration = ensure_calibration() if plan is None else None  # the gain model's figures for suggest
     before = capture(traces[0], phase("capture before", _calls(config)))
@@ -189,11 +196,14 @@ def _verified(
     config: VerifyConfig | None,
     phase: PhaseHook,
     deadline: float | None,
+    budget: TimeBudget | None = None,
 ) -> _Tuning:
     """Verify the tuned regions end to end and put back the ones that do not win: the tuning of what stayed,
     with the verification (joined to one made before, as when the whole model was put back first)."""
     if config is None or not tuning.tuned:
         return tuning
+    if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
+        deadline = budget.verification_deadline()
     switches = {region.path: tuning.switches[region.path] for region in tuning.tuned}
     most_runs = 2 * (config.max_rounds + 1) * (len(switches) + 1)  # see aitune.verification: bounded
     try:

@@ -77,6 +77,16 @@ def test_time_spent_before_tuning_is_kept_back_for_what_follows():
     assert (budget.reserved_s, left) == (20.0, 70.0)
 
 
+def test_verification_stops_one_capture_before_the_budget_ends():
+    clock = FakeClock()
+    budget = TimeBudget(100, clock=clock, reserve_factor=2.0)
+    assert budget.verification_deadline() is None  # nothing kept back yet: no trial has started
+    clock.advance(10)  # the before capture
+    budget.left()  # the first trial keeps back 20 s: the after capture and verification, 10 s each
+
+    assert budget.verification_deadline() == 90.0
+
+
 def test_the_cheaper_backend_is_tried_first_and_one_that_would_not_fit_says_why(wrapped):
     clock = FakeClock()
     backends = [SlowBuild("inductor", 21.0, clock), SlowBuild("onnxruntime", 3.0, clock)]

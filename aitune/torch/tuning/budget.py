@@ -68,6 +68,13 @@ class TimeBudget:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
+    def verification_deadline(self) -> float | None:
+        """The clock value by which end-to-end verification must stop: the end of the budget less the after
+        capture's time (half of what was kept back, about one capture); None before the first trial."""
+        if self.reserved_s is None:
+            return None
+        return self.started + self.total_s - self.reserved_s / 2
+
     def left(self) -> float:
         """Seconds tuning may still use: the total, less what has run and what is kept for after tuning."""
         if self.reserved_s is None:
