@@ -473,8 +473,8 @@ def test_suggest_text_shows_region_names_as_text_not_markup(tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert "a[/b]" in result.stdout
-    assert "Tune, best first:" in result.stdout
-    assert "1. a[/b] — 80.0% of the run" in result.stdout
+    assert "ANNOTATION_REGION: a[/b] takes 8.000 ms a run (80.0%)" in result.stdout  # advice, not a target
+    assert "Nothing to tune" in result.stdout
 
 
 def test_suggest_with_a_domain_the_profile_lacks_is_exit_2_with_one_sentence(tmp_path):
