@@ -1,6 +1,8 @@
 """Tuning suggestions: ranking, bounds, predictions, reasons and levels, on hand-built profiles and real captures."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -501,3 +503,51 @@ def test_a_method_that_never_calls_its_modules_forward_names_the_modules_it_call
     assert "METHOD_BYPASSES_FORWARD" in codes(suggestions, "vae")
     assert not target(suggestions, "vae").recommended
     assert [t.path for t in suggestions.recommended()] == ["unet", "vae.decoder"]
+
+
+# --- foreign traces: only wrappable paths, nested targets never combined ---
+
+
+def nested_by_tree(start, index=0):
+    """``features`` (70%) holds ``block`` (60%), whose path does not say so; ``head`` 20% beside them."""
+    t = start
+    return [
+        region("untuned_module:features", t, t + 700),
+        region("untuned_module:block", t + 50, t + 650),
+        op("aten::conv2d", t + 50, t + 650),
+        op("aten::conv2d", t + 660, t + 700),
+        region("untuned_module:head", t + 750, t + 950),
+        op("aten::conv2d", t + 750, t + 950),
+    ]
+
+
+def test_targets_nested_in_the_tree_never_combine_whatever_their_paths_say():
+    suggestions = suggest(profile(nested_by_tree))
+
+    assert target(suggestions, "block").inside == ("features",)
+    picked = [t.path for t in suggestions.recommended()]
+    assert not {"features", "block"} <= set(picked)
+    predicted, bound = suggestions.combined(suggestions.targets)  # asked for all three: the nested one is skipped
+    covered = 0.2 + max(target(suggestions, "features").share, target(suggestions, "block").share)
+    assert 1 <= predicted < bound <= 1 / (1 - covered) + 1e-9
+    assert {suggestions.verdict(t) for t in suggestions.targets} - {"tune"} <= {"inside features", "around block"}
+
+
+def test_a_with_stack_torch_profiler_trace_offers_no_annotation_as_a_target(tmp_path):
+    trace_path = tmp_path / "plain.json"
+    example = Path(__file__).parent.parent / "examples" / "plain_torch_profiler.py"
+    made = subprocess.run(
+        [sys.executable, str(example), "--with-stack", "--steps", "3", "--out", str(trace_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    doc = build_profile(read_trace(trace_path))
+
+    suggestions = suggest(doc)
+
+    assert suggestions.targets == () and suggestions.recommended() == []
+    assert suggestions.combined() == (1.0, 1.0)
+    annotations = [item for item in suggestions.advice if item.code == "ANNOTATION_REGION"]
+    assert annotations and all("aitune-profile capture" in item.message for item in annotations)
