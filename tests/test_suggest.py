@@ -11,7 +11,7 @@ from builders import kernel, launch, op, region, run, trace
 from cli_helpers import run_cli
 
 from aitune.errors import ProfileError
-from aitune.report import build_profile, combine_scenarios, load, read_trace, save, validate
+from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import MEASURED_SPEEDUPS, UPPER_BOUND_CAP, suggest
 
 AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
@@ -551,3 +551,22 @@ def test_a_with_stack_torch_profiler_trace_offers_no_annotation_as_a_target(tmp_
     assert suggestions.combined() == (1.0, 1.0)
     annotations = [item for item in suggestions.advice if item.code == "ANNOTATION_REGION"]
     assert annotations and all("aitune-profile capture" in item.message for item in annotations)
+
+
+def test_advice_and_the_headline_read_the_residual_of_the_same_measured_runs():
+    doc = profile(pipeline, regions=PIPELINE_REGIONS)
+    traced = json.loads(json.dumps(doc["runs"][0]))  # one operator run, preempted in Python between modules
+    causes = traced["residual"]["causes"]
+    causes["python"]["cpu_time_us"] = 2282.0
+    traced["residual"]["cpu_time_us"] = sum(cause["cpu_time_us"] for cause in causes.values())
+    doc["operator_runs"] = [traced]
+
+    residual = {a.code: a for a in suggest(doc).advice if a.code.startswith("RESIDUAL")}
+    headline = headline_rows(doc)[-1]
+
+    assert headline.share == pytest.approx(0.03)
+    assert set(residual) == {"RESIDUAL_PYTHON"}  # tensor operators: 200 of 2,482 µs of a 3% residual, below 1%
+    assert residual["RESIDUAL_PYTHON"].share == pytest.approx(0.03 * 2282 / 2482)
+    assert (
+        "the residual of the 3 measured run(s), split by cause as the 1 run(s)" in residual["RESIDUAL_PYTHON"].message
+    )
