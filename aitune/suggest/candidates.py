@@ -107,6 +107,19 @@ class Found:
     root_methods: dict[str, list[float]]  # name → its own time in each run (chosen domain)
     root_has_children: bool
     marks_methods: bool = False  # the profile marks entry methods (ours do, and nest a forward a method calls)
+    run_us: float = 0.0  # median run time in the chosen domain
+
+    def outside(self, candidate: Candidate) -> list[Candidate]:
+        """The targets under ``candidate``'s path that never ran inside it (topmost ones): Whisper's
+        ``model.encoder``, which ``generate`` calls through ``model.get_encoder()`` and never through
+        ``model``'s forward. A wrapper on ``candidate`` would not cover them."""
+        prefix = candidate.path + "."
+        return [
+            other
+            for other in self.candidates.values()
+            if other.path.startswith(prefix)
+            and not any(up == candidate.path or up.startswith(prefix) for up in other.ancestors(self.candidates))
+        ]
 
 
 @dataclass
@@ -127,7 +140,8 @@ class _Mix:
 def gather(doc: Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
     regions, runs, mix_runs = RegionIndex(doc), len(doc["runs"]), len(operator_runs(doc))
-    found = Found({}, defaultdict(list), {}, False, regions.marked)
+    run_us = statistics.median(run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"])
+    found = Found({}, defaultdict(list), {}, False, regions.marked, run_us)
 
     def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
         """Add ``node`` to its candidate; ``index`` None: an operator run's node, whose operator mix alone counts."""
