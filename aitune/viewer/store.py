@@ -162,7 +162,10 @@ class ProfileStore(param.Parameterized):
         def aligned() -> pd.DataFrame:
             runs = self.tree_runs(domain, run)
             docs = {side: loaded.doc for side, loaded in self.sides().items()}
-            return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
+            nodes = {side: tree.run_nodes(docs[side], runs[side], domain) for side in docs}
+            if self.is_pair:
+                nodes = tree.lined_up_nodes(docs["before"], docs["after"], nodes)
+            return tree.aligned_tree(nodes)
 
         return self._cached(("tree", domain, run), aligned)
 
