@@ -115,10 +115,11 @@ class Suggestions:
         for target in self.recommended() if targets is None else targets:
             if not any(_overlap(target, other) for other in chosen):
                 chosen.append(target)
-        if not chosen or not self.run_times:
+        runs = [(index, run) for index, run in enumerate(self.run_times) if run > 0]
+        if not chosen or not runs:
             return 1.0, 1.0
         predicted, bound = [], []
-        for index, run in enumerate(self.run_times):
+        for index, run in runs:
             covered = min(run, sum(_time(target, index) for target in chosen))
             saved = min(covered, sum(_time(target, index) * (1 - 1 / _speedup(target)) for target in chosen))
             predicted.append(run / (run - saved) if run > saved else UPPER_BOUND_CAP)
