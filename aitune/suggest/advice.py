@@ -20,7 +20,7 @@ from aitune.report.headline import headline_rows
 from aitune.suggest.candidates import Found, wrappable
 
 ADVICE_MIN_SHARE = 0.01
-"""Residual causes below this share of the run are not worth a line."""
+"""Residual causes and regions no wrapper can take below this share of the run are not worth a line."""
 FIRST_CALL_MIN_RATIO = 1.5
 """A first call this many times slower than a warm one earns a line."""
 
@@ -65,10 +65,6 @@ class Advice:
     share: float
 
 
-ANNOTATION_MIN_SHARE = 0.05
-"""A region no wrapper can take earns a line from this share of the run (the targets' `TOO_SMALL` bar)."""
-
-
 def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the first call."""
     lines = list(_annotations(doc, domain))
@@ -100,7 +96,7 @@ def _annotations(doc: Mapping[str, Any], domain: str) -> Iterable[Advice]:
     rows = [
         row
         for row in headline_rows(doc, domain)
-        if row.role == "region" and row.path and not wrappable(doc, row.label) and row.share >= ANNOTATION_MIN_SHARE
+        if row.role == "region" and row.path and not wrappable(doc, row.label) and row.share >= ADVICE_MIN_SHARE
     ]
     for row in sorted(rows, key=lambda row: -row.share):
         time = statistics.median(row.times_us)
