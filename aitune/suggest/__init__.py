@@ -226,6 +226,6 @@ def _target(candidate: Candidate, found: Found, run_times: list[float], domain: 
         predicted_speedup=end_to_end(share, region_speedup),
         recommended=not any(reason.blocking for reason in why),
         reasons=why,
-        inside=tuple(sorted(candidate.ancestors(found.candidates))),
+        inside=tuple(sorted(candidate.above)),
         times_us=tuple(candidate.times),
     )

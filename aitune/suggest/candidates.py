@@ -60,6 +60,7 @@ class Candidate:
     module_type: str | None = None
     shapes: int = 0  # distinct input-shape signatures (0: not recorded)
     examples: list[dict[str, list[int]]] = field(default_factory=list)
+    above: frozenset[str] = frozenset()  # every target path it ran inside (`ancestors`), set once all are gathered
 
     def __post_init__(self) -> None:
         self.times, self.calls = [0.0] * self.runs, [0] * self.runs
@@ -118,7 +119,7 @@ class Found:
             other
             for other in self.candidates.values()
             if other.path.startswith(prefix)
-            and not any(up == candidate.path or up.startswith(prefix) for up in other.ancestors(self.candidates))
+            and not any(up == candidate.path or up.startswith(prefix) for up in other.above)
         ]
 
 
@@ -190,6 +191,7 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
         for node in run.get("tree") or run["regions"]:
             visit(node, None, None)
     for candidate in found.candidates.values():
+        candidate.above = candidate.ancestors(found.candidates)
         _describe(candidate, regions)
         if candidate.parent is not None:
             found.children[candidate.parent].append(candidate)
