@@ -6,7 +6,12 @@ its old self. A document may name the object its paths start from (``target.root
 ``pipe``); that root is stripped from the paths of a side that names none, so an entry capture's
 ``unet`` meets a script capture's ``pipe.unet`` (and an AITune profile's ``unet``). An entry
 method's region that only one side has (``vae.decode``) lines up with its module (``vae``) when
-only the other side has that: the wrapper ``aot_module:vae`` that tuning put in its place.
+only the other side has that: the wrapper ``aot_module:vae`` that tuning put in its place; or,
+when the method bypasses its module's forward (diffusers' ``vae.decode``), with the tuned child
+under its module that only the other side has (``aot_module:vae.decoder``): one pairing rule,
+`lined_up`, that the viewer reads too. The headline looks through a region on one side only where
+the other side can look through it as well (`kept_whole`), so ``bert`` whole after tuning meets
+``bert`` whole before it.
 
 Every ratio is after ÷ before of the median over the measured runs. Its confidence interval is a
 percentile bootstrap of the ratio of medians: each side's per-run samples are resampled with
@@ -21,7 +26,7 @@ operation per side instead of thousands of Python calls.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,7 +34,7 @@ from aitune.analysis.statistics import bootstrap_ratio_interval
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id, region_path
 from aitune.report import document, ranks
-from aitune.report.headline import headline_rows
+from aitune.report.headline import headline_rows, looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.regions import RegionIndex
 
@@ -224,11 +229,11 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
     return headline_rows(doc, domain)[-1].times_us
 
 
-def region_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> Samples:
+def region_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
     """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
-    top level into a tree still lines up.
+    top level into a tree still lines up (``keep`` is the headline's: every region has a row here).
     """
     return _region_values(doc, lambda share: share.get(f"{domain}_time_us", 0.0), root)
 
@@ -253,15 +258,35 @@ def _region_values(doc: Mapping[str, Any], value_of: Callable[[Mapping[str, Any]
     return samples
 
 
-def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "") -> Samples:
-    """Per path of a headline row but the residual (see `aitune.report.headline_rows`): its label and its times (µs)."""
-    return {_relative(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain)[:-1]}
+def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
+    """Per path of a headline row but the residual (see `aitune.report.headline_rows`, which ``keep`` goes to):
+    its label and its times (µs)."""
+    return {_relative(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain, keep)[:-1]}
+
+
+def kept_whole(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """Per side, the paths its headline shows whole although it could look through them: those the other
+    side has but does not look through (a tuned wrapper has no regions inside), so the two meet as one row."""
+    roots = aligning_roots(before, after)
+    looked = [
+        {_relative(path, root) for path in looked_through(doc)}
+        for doc, root in zip((before, after), roots, strict=True)
+    ]
+    present = [set(region_samples(doc, DOMAINS[0], root)) for doc, root in zip((before, after), roots, strict=True)]
+    return tuple(  # type: ignore[return-value]
+        {_absolute(path, root) for path in looked[side] - looked[1 - side] if path in present[1 - side]}
+        for side, root in enumerate(roots)
+    )
+
+
+def _absolute(path: str, root: str) -> str:
+    return f"{root}.{path}" if root else path
 
 
 def lined_up(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
-    samples: Callable[[Mapping[str, Any], str, str], Samples],
+    samples: Callable[[Mapping[str, Any], str, str, Collection[str]], Samples],
     domain: str,
 ) -> tuple[Samples, Samples]:
     """Both sides' ``samples`` (`region_samples` or `headline_samples`) keyed by the paths they line up under.
@@ -269,11 +294,14 @@ def lined_up(
     Paths are relative to the aligning roots (`aligning_roots`). Then an entry method's region
     that one side alone has (``vae.decode``) moves to its module's path (``vae``) when the other
     side alone has that path: after tuning, the wrapper ``aot_module:vae`` replaced
-    ``untuned_module:vae.decode``, and the two are one row. A root object's own entry method
-    (``generate``, module path ``""``) has no module to meet and stays as it is.
+    ``untuned_module:vae.decode``, and the two are one row. Failing that, it moves to the largest
+    tuned (managed) path under its module that the other side alone has: a method that bypasses its
+    module's forward is tuned through a child, ``aot_module:vae.decoder``. A root object's own entry
+    method (``generate``, module path ``""``) has no module to meet and stays as it is.
     """
     old_root, new_root = aligning_roots(before, after)
-    old, new = samples(before, domain, old_root), samples(after, domain, new_root)
+    old_keep, new_keep = kept_whole(before, after)
+    old, new = samples(before, domain, old_root, old_keep), samples(after, domain, new_root, new_keep)
     return (
         _methods_moved(old, new, RegionIndex(before), old_root),
         _methods_moved(new, old, RegionIndex(after), new_root),
@@ -293,9 +321,23 @@ def _methods_moved(own: Samples, other: Samples, regions: RegionIndex, root: str
     for path, (region, _) in own.items():
         module, method = regions.module_path(region)
         module = _relative(module, root)
-        if method and module and path not in other and module in other and module not in moved:
+        if not (method and module) or path in other:
+            continue
+        if module in other and module not in moved:
             moved[module] = moved.pop(path)
+        elif (child := _tuned_child(module, own, other)) is not None and child not in moved:
+            moved[child] = moved.pop(path)
     return moved
+
+
+def _tuned_child(module: str, own: Samples, other: Samples) -> str | None:
+    """The managed path under ``module`` that only ``other`` has, the largest by median time; None when none."""
+    children = [
+        path
+        for path, (region, _) in other.items()
+        if path.startswith(module + ".") and path not in own and parse_region_id(region)[0].managed
+    ]
+    return max(children, key=lambda path: (statistics.median(other[path][1] or [0.0]), path), default=None)
 
 
 def change(before: Sequence[float], after: Sequence[float]) -> Change:

@@ -10,6 +10,7 @@ from diff_docs import profile, with_method
 
 from aitune.compare import Change, bootstrap_ratio_interval, compare_profiles, headline_paths, regressed
 from aitune.errors import ProfileError
+from aitune.report import headline_rows
 
 
 def test_regions_line_up_by_path_whatever_their_kind():
@@ -275,3 +276,65 @@ def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_reg
         "unet": "untuned_module:unet",
         "vae": "untuned_module:vae.decode",
     }
+
+
+def test_a_method_that_bypasses_forward_lines_up_with_the_child_tuned_in_its_place():
+    before = with_method(
+        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
+        "untuned_module:vae.decode",
+        "decode",
+    )
+    after = profile(
+        [{"untuned_module:unet": 100.0, "aot_module:vae.decoder": 12.0, "untuned_module:vae.post_quant_conv": 1.0}] * 2
+    )
+
+    diff = compare_profiles(before, after)
+
+    for rows in (diff.regions, diff.headline):
+        decoder = next(row for row in rows if row.path == "vae.decoder")
+        assert (decoder.before_id, decoder.after_id, decoder.status) == (
+            "untuned_module:vae.decode",
+            "aot_module:vae.decoder",
+            "both",
+        )
+        assert decoder.change.ratio == pytest.approx(0.3)
+    assert (diff.added, diff.removed) == (["vae.post_quant_conv"], [])
+    assert headline_paths(before, after)[0] == {
+        "untuned_module:unet": "unet",
+        "untuned_module:vae.decode": "vae.decoder",
+    }
+
+
+def test_an_untuned_child_never_stands_in_for_a_method():
+    before = with_method(profile([{"untuned_module:vae.decode": 40.0}] * 2), "untuned_module:vae.decode", "decode")
+    after = profile([{"untuned_module:vae.decoder": 38.0}] * 2)
+
+    assert sorted(row.status for row in compare_profiles(before, after).headline) == ["added", "removed"]
+
+
+def with_tree(doc, parent, children):
+    """``doc`` whose region ``parent`` holds ``children`` ({region id: µs}) in every run's tree."""
+    for run in doc["runs"]:
+        run["tree"] = [{**share, "cpu_self_time_us": share["cpu_time_us"], "children": []} for share in run["regions"]]
+        node = next(node for node in run["tree"] if node["region_id"] == parent)
+        node["children"] = [
+            {"region_id": rid, "calls": 1, "cpu_time_us": us, "cpu_self_time_us": us, "children": []}
+            for rid, us in children.items()
+        ]
+        node["cpu_self_time_us"] = node["cpu_time_us"] - sum(children.values())
+    return doc
+
+
+def test_the_headline_keeps_a_region_whole_where_the_other_side_cannot_look_through_it():
+    before = with_tree(
+        profile([{"untuned_module:bert": 990.0, "untuned_module:classifier": 1.0}] * 2),
+        "untuned_module:bert",
+        {"untuned_module:bert.embeddings": 90.0, "untuned_module:bert.encoder": 880.0},
+    )
+    after = profile([{"aot_module:bert": 400.0, "untuned_module:classifier": 1.0}] * 2)
+
+    diff = compare_profiles(before, after)
+
+    assert [row.path for row in headline_rows(before)][:3] == ["bert.embeddings", "bert.encoder", "bert (self)"]
+    assert [(row.path, row.status) for row in diff.headline] == [("bert", "both"), ("classifier", "both")]
+    assert [row.path for row in compare_profiles(before, before).headline][:2] == ["bert.encoder", "bert.embeddings"]

@@ -53,7 +53,7 @@ def test_the_headline_names_the_spanning_regions_self_time_and_the_residual_is_w
         assert sum(row.fractions[index] for row in rows) == pytest.approx(1)
 
 
-def test_a_region_with_a_sibling_does_not_span_the_run():
+def test_a_region_with_a_sibling_does_not_span_the_run_but_the_headline_looks_through_it():
     doc = build_profile(
         trace(
             run(0, 0, 100),
@@ -64,7 +64,7 @@ def test_a_region_with_a_sibling_does_not_span_the_run():
     )
 
     assert "spanning_regions" not in doc
-    assert [row.path for row in headline_rows(doc)] == ["unet", "vae.decode", "(residual)"]
+    assert [row.path for row in headline_rows(doc)] == ["unet.block", "unet (self)", "vae.decode", "(residual)"]
 
 
 def test_a_lone_region_below_nine_tenths_of_the_run_is_the_headline_itself():

@@ -1,6 +1,8 @@
 """Tuning suggestions: ranking, bounds, predictions, reasons and levels, on hand-built profiles and real captures."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -9,7 +11,7 @@ from builders import kernel, launch, op, region, run, trace
 from cli_helpers import run_cli
 
 from aitune.errors import ProfileError
-from aitune.report import build_profile, combine_scenarios, load, read_trace, save, validate
+from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import FALLBACK, UPPER_BOUND_CAP, suggest
 from aitune.suggest.gain import MAX_HOST_PER_OP_US, NO_MIX_SPEEDUP, PROFILER_OP_US
 
@@ -537,8 +539,8 @@ def test_suggest_text_shows_region_names_as_text_not_markup(tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert "a[/b]" in result.stdout
-    assert "Tune, best first:" in result.stdout
-    assert "1. a[/b] — 80.0% of the run" in result.stdout
+    assert "ANNOTATION_REGION: a[/b] takes 8.000 ms a run (80.0%)" in result.stdout  # advice, not a target
+    assert "Nothing to tune" in result.stdout
 
 
 def test_suggest_with_a_domain_the_profile_lacks_is_exit_2_with_one_sentence(tmp_path):
@@ -565,3 +567,70 @@ def test_a_method_that_never_calls_its_modules_forward_names_the_modules_it_call
     assert "METHOD_BYPASSES_FORWARD" in codes(suggestions, "vae")
     assert not target(suggestions, "vae").recommended
     assert [t.path for t in suggestions.recommended()] == ["unet", "vae.decoder"]
+
+
+# --- foreign traces: only wrappable paths, nested targets never combined ---
+
+
+def nested_by_tree(start, index=0):
+    """``features`` (70%) holds ``block`` (60%), whose path does not say so; ``head`` 20% beside them."""
+    t = start
+    return [
+        region("untuned_module:features", t, t + 700),
+        region("untuned_module:block", t + 50, t + 650),
+        op("aten::conv2d", t + 50, t + 650),
+        op("aten::conv2d", t + 660, t + 700),
+        region("untuned_module:head", t + 750, t + 950),
+        op("aten::conv2d", t + 750, t + 950),
+    ]
+
+
+def test_targets_nested_in_the_tree_never_combine_whatever_their_paths_say():
+    suggestions = suggest(profile(nested_by_tree))
+
+    assert target(suggestions, "block").inside == ("features",)
+    picked = [t.path for t in suggestions.recommended()]
+    assert not {"features", "block"} <= set(picked)
+    predicted, bound = suggestions.combined(suggestions.targets)  # asked for all three: the nested one is skipped
+    covered = 0.2 + max(target(suggestions, "features").share, target(suggestions, "block").share)
+    assert 1 <= predicted < bound <= 1 / (1 - covered) + 1e-9
+    assert {suggestions.verdict(t) for t in suggestions.targets} - {"tune"} <= {"inside features", "around block"}
+
+
+def test_a_with_stack_torch_profiler_trace_offers_no_annotation_as_a_target(tmp_path):
+    trace_path = tmp_path / "plain.json"
+    example = Path(__file__).parent.parent / "examples" / "plain_torch_profiler.py"
+    made = subprocess.run(
+        [sys.executable, str(example), "--with-stack", "--steps", "3", "--out", str(trace_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    doc = build_profile(read_trace(trace_path))
+
+    suggestions = suggest(doc)
+
+    assert suggestions.targets == () and suggestions.recommended() == []
+    assert suggestions.combined() == (1.0, 1.0)
+    annotations = [item for item in suggestions.advice if item.code == "ANNOTATION_REGION"]
+    assert annotations and all("aitune-profile capture" in item.message for item in annotations)
+
+
+def test_advice_and_the_headline_read_the_residual_of_the_same_measured_runs():
+    doc = profile(pipeline, regions=PIPELINE_REGIONS)
+    traced = json.loads(json.dumps(doc["runs"][0]))  # one operator run, preempted in Python between modules
+    causes = traced["residual"]["causes"]
+    causes["python"]["cpu_time_us"] = 2282.0
+    traced["residual"]["cpu_time_us"] = sum(cause["cpu_time_us"] for cause in causes.values())
+    doc["operator_runs"] = [traced]
+
+    residual = {a.code: a for a in suggest(doc).advice if a.code.startswith("RESIDUAL")}
+    headline = headline_rows(doc)[-1]
+
+    assert headline.share == pytest.approx(0.03)
+    assert set(residual) == {"RESIDUAL_PYTHON"}  # tensor operators: 200 of 2,482 µs of a 3% residual, below 1%
+    assert residual["RESIDUAL_PYTHON"].share == pytest.approx(0.03 * 2282 / 2482)
+    assert (
+        "the residual of the 3 measured run(s), split by cause as the 1 run(s)" in residual["RESIDUAL_PYTHON"].message
+    )

@@ -93,9 +93,9 @@ def test_suggestion_text_from_a_stranger_reaches_the_page_as_text():
 
     html = [part.object for part in parts if isinstance(part, views.pn.pane.HTML)]
     assert html and not any("<script>" in text for text in html)
-    grid = next(part for part in parts if "target-table" in part.css_classes)
-    assert HOSTILE in grid.value["path"].tolist()
-    assert grid.formatters["path"] == views.PLAIN_TEXT
+    grid = next(part for part in parts if "advice-table" in part.css_classes)  # not a module path: advice
+    assert any(message.startswith(HOSTILE) for message in grid.value["message"])
+    assert grid.formatters["message"] == views.WRAPPED_TEXT
 
 
 def test_a_pair_from_a_tune_folder_shows_the_gains_of_its_compare_report():

@@ -125,3 +125,17 @@ def test_the_tree_view_lists_levels_down_to_the_chosen_depth(max_depth):
     assert shown["region"].str.strip("\u00a0").tolist() == (
         ["unet", "vae.decode"] if max_depth == 0 else ["unet", "unet.blocks.0", "unet.blocks.1", "vae.decode"]
     )
+
+
+def test_a_pairs_tree_lines_a_method_up_with_the_child_tuned_in_its_place():
+    before = doc((100.0, [node("untuned_module:unet", 50.0, 50.0), node("untuned_module:vae.decode", 40.0, 40.0)]))
+    before["regions"] = [{"id": "untuned_module:vae.decode", "name": "vae.decode", "method": "decode"}]
+    after = doc((70.0, [node("untuned_module:unet", 50.0, 50.0), node("aot_module:vae.decoder", 12.0, 12.0)]))
+    store = ProfileStore(before=Loaded("before.json", before), after=Loaded("after.json", after))
+
+    table = store.tree_table("cpu", None)
+
+    assert table[["path", "before_total_us", "after_total_us"]].values.tolist() == [
+        ["unet", 50.0, 50.0],
+        ["vae.decoder", 40.0, 12.0],
+    ]

@@ -270,6 +270,8 @@ def _speedup(value: float) -> str:
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
+    if not suggestions.targets:
+        return [terminal_text("Nothing to tune: no region is named by a module path that wrap or --targets take.")]
     if not picked:
         return [terminal_text("Nothing to tune: no region passes; the Verdict column says why for each.")]
     lines = [terminal_text("Tune, best first:", style="bold")]

@@ -4,8 +4,14 @@ When regions span the whole run (the document's ``spanning_regions``, e.g. a roo
 such as ``generate``), ``runs[i].regions`` already lists the level below them, and their self time
 (sampling, cache handling) is part of the residual there, as AITune's readers expect. The headline
 names that self time in a row of its own, ``untuned_module:generate (self)``, so that its residual
-row is the time outside every region. Every summary (terminal, Markdown, viewer, compare's top
-movers) reads these rows; none decides the level for itself.
+row is the time outside every region.
+
+The headline then looks through any region that holds at least `LOOK_THROUGH_SHARE` of the run
+even when siblings share the rest (`looks_through`): timm's ``forward_features`` at 99.5% beside
+``forward_head``, or a BERT classifier's ``bert`` beside ``classifier``, show as their children and
+their own self row, while the siblings stay. The check repeats one level down. Every summary
+(terminal, Markdown, viewer, compare's top movers, suggest) reads these rows; none decides the
+level for itself.
 
 Invariant: per run and domain, the rows' times add up to the run's time, as the regions and the
 residual of ``runs[i]`` do.
@@ -13,16 +19,20 @@ residual of ``runs[i]`` do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.attribution import fraction
+from aitune.analysis.attribution import SPANS_RUN_FRACTION, fraction
 from aitune.analysis.statistics import median_share
 from aitune.markers import region_path
 
 RESIDUAL_LABEL = "(residual)"
 SELF_SUFFIX = " (self)"
+LOOK_THROUGH_SHARE = SPANS_RUN_FRACTION
+"""A region holding at least this median share of the run's CPU time is shown as its parts: the
+same figure that decides the regions spanning the run (`aitune.analysis.attribution.spanning_regions`)."""
 
 
 @dataclass(frozen=True)
@@ -31,8 +41,8 @@ class HeadlineRow:
 
     label: str  # what a table shows: the region id, "<region id> (self)" or "(residual)"
     path: str  # what compare lines rows up by: the region's path, "<path> (self)" or "(residual)"
-    role: str  # "region", "self" (a spanning region's own time) or "residual"
-    region_id: str | None  # the region (for a self row, the spanning one); None for the residual
+    role: str  # "region", "self" (a looked-through region's own time) or "residual"
+    region_id: str | None  # the region (for a self row, the looked-through one); None for the residual
     calls: list[int]
     times_us: list[float]
     fractions: list[float]  # of each run's time in the domain
@@ -43,45 +53,115 @@ class HeadlineRow:
         return median_share(self.fractions)
 
 
-def headline_rows(doc: Mapping[str, Any], domain: str = "cpu") -> list[HeadlineRow]:
-    """The regions of ``runs[i].regions`` (document order), one self row per spanning region, then the residual."""
+def looks_through(shares: Sequence[float], has_children: Sequence[bool]) -> bool:
+    """The one rule of every reader: a region is shown as its parts when it holds at least
+    `LOOK_THROUGH_SHARE` of the run (median of its CPU ``shares`` over the runs) and has regions
+    below it in every run, whatever its siblings hold.
+
+    >>> looks_through([0.995, 0.99], [True, True]), looks_through([0.995], [False]), looks_through([0.8], [True])
+    (True, False, False)
+    """
+    return bool(shares) and statistics.median(shares) >= LOOK_THROUGH_SHARE and all(has_children)
+
+
+def looked_through(doc: Mapping[str, Any]) -> list[str]:
+    """The paths of the regions the headline shows as their parts (spanning ones included), outermost first."""
+    return [row.path.removesuffix(SELF_SUFFIX) for row in headline_rows(doc) if row.role == "self"]
+
+
+def headline_rows(doc: Mapping[str, Any], domain: str = "cpu", keep: Collection[str] = ()) -> list[HeadlineRow]:
+    """The headline's rows in document order: regions (a looked-through one as its parts, then its self
+    row), one self row per spanning region, then the residual.
+
+    ``keep``: paths shown whole even where `looks_through` holds (compare keeps a region whole when
+    the other side cannot look through it, e.g. a tuned wrapper with nothing inside).
+    """
     runs = doc["runs"]
-    key = f"{domain}_time_us"
-    totals = [run["timing"].get(key, 0.0) for run in runs]
-
-    def row(
-        label: str, path: str, role: str, region: str | None, nodes: Sequence[Mapping[str, Any]], time_key: str
-    ) -> HeadlineRow:
-        times = [node.get(time_key, 0.0) for node in nodes]
-        calls = [node.get("calls", 0) for node in nodes]
-        fractions = [fraction(time, total) for time, total in zip(times, totals, strict=True)]
-        return HeadlineRow(label, path, role, region, calls, times, fractions)
-
-    by_run = [{share["region_id"]: share for share in run["regions"]} for run in runs]
-    rows = [
-        row(region, region_path(region), "region", region, [shares.get(region, {}) for shares in by_run], key)
-        for region in dict.fromkeys(region for shares in by_run for region in shares)
-    ]
+    rows = _Rows(domain, [run["timing"].get(f"{domain}_time_us", 0.0) for run in runs])
     spanning = doc.get("spanning_regions", [])
-    chains = [_spanning_nodes(run, spanning) for run in runs]
-    for depth, region in enumerate(spanning):
-        nodes = [chain[depth] if depth < len(chain) else {} for chain in chains]
-        path = region_path(region) + SELF_SUFFIX
-        rows.append(row(region + SELF_SUFFIX, path, "self", region, nodes, f"{domain}_self_time_us"))
-    named = [sum(item.times_us[index] for item in rows if item.role == "self") for index in range(len(runs))]
-    outside = [{key: max(0.0, run["residual"].get(key, 0.0) - part)} for run, part in zip(runs, named, strict=True)]
-    rows.append(row(RESIDUAL_LABEL, RESIDUAL_LABEL, "residual", None, outside, key))
-    return rows
+    split = [_spanning_nodes(run, spanning) for run in runs]
+    chains, trees = [chain for chain, _ in split], [_by_id(level) for _, level in split]
+    cpu_totals = [run["timing"].get("cpu_time_us", 0.0) for run in runs]
+    found = list(_level(rows, [_by_id(run["regions"]) for run in runs], trees, cpu_totals, keep))
+    spanning_rows = [
+        rows.make(
+            region + SELF_SUFFIX,
+            region_path(region) + SELF_SUFFIX,
+            "self",
+            region,
+            [chain[depth] if depth < len(chain) else {} for chain in chains],
+            self_time=True,
+        )
+        for depth, region in enumerate(spanning)
+    ]
+    named = [sum(item.times_us[index] for item in spanning_rows) for index in range(len(runs))]
+    outside = [
+        {rows.key: max(0.0, run["residual"].get(rows.key, 0.0) - part)} for run, part in zip(runs, named, strict=True)
+    ]
+    return [*found, *spanning_rows, rows.make(RESIDUAL_LABEL, RESIDUAL_LABEL, "residual", None, outside)]
 
 
-def _spanning_nodes(run: Mapping[str, Any], spanning: Sequence[str]) -> list[Mapping[str, Any]]:
-    """The tree nodes of the spanning chain in one run, outermost first (fewer if the tree lacks them)."""
+@dataclass(frozen=True)
+class _Rows:
+    """Builds rows of one domain from each run's node (``{}`` where the run lacks it)."""
+
+    domain: str
+    totals: list[float]
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}_time_us"
+
+    def make(
+        self,
+        label: str,
+        path: str,
+        role: str,
+        region: str | None,
+        nodes: Sequence[Mapping[str, Any]],
+        self_time: bool = False,
+    ) -> HeadlineRow:
+        key = f"{self.domain}_self_time_us" if self_time else self.key
+        times = [node.get(key, 0.0) for node in nodes]
+        fractions = [fraction(time, total) for time, total in zip(times, self.totals, strict=True)]
+        return HeadlineRow(label, path, role, region, [node.get("calls", 0) for node in nodes], times, fractions)
+
+
+def _level(
+    rows: _Rows,
+    shares: Sequence[Mapping[str, Mapping[str, Any]]],
+    trees: Sequence[Mapping[str, Mapping[str, Any]]],
+    cpu_totals: Sequence[float],
+    keep: Collection[str],
+) -> Iterable[HeadlineRow]:
+    """One level's rows: ``shares`` per run by region id give the times, ``trees`` the same level's tree nodes."""
+    for region in dict.fromkeys(region for by_id in shares for region in by_id):
+        nodes = [tree.get(region, {}) for tree in trees]
+        cpu = [fraction(node.get("cpu_time_us", 0.0), total) for node, total in zip(nodes, cpu_totals, strict=True)]
+        path = region_path(region)
+        if path in keep or not looks_through(cpu, [bool(node.get("children")) for node in nodes]):
+            yield rows.make(region, path, "region", region, [by_id.get(region, {}) for by_id in shares])
+            continue
+        below = [_by_id(node["children"]) for node in nodes]
+        yield from _level(rows, below, below, cpu_totals, keep)
+        yield rows.make(region + SELF_SUFFIX, path + SELF_SUFFIX, "self", region, nodes, self_time=True)
+
+
+def _by_id(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {node["region_id"]: node for node in nodes}
+
+
+def _spanning_nodes(
+    run: Mapping[str, Any], spanning: Sequence[str]
+) -> tuple[list[Mapping[str, Any]], Sequence[Mapping[str, Any]]]:
+    """The tree nodes of the spanning chain in one run, outermost first (fewer if the tree lacks them),
+    and the tree nodes of the level below it: those of ``runs[i].regions`` (none if the tree lacks them)."""
     nodes: list[Mapping[str, Any]] = []
     level = run.get("tree", [])
     for region in spanning:
         node = next((candidate for candidate in level if candidate["region_id"] == region), None)
         if node is None:
-            break
+            return nodes, ()
         nodes.append(node)
         level = node["children"]
-    return nodes
+    return nodes, level

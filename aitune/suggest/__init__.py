@@ -15,15 +15,19 @@ them are the targets. For each target:
 - ``reasons``: stable codes with a sentence each (`aitune.suggest.reasons`); it is recommended when
   none of them blocks it.
 
-Targets are ranked recommended first, then by predicted speedup. `Suggestions.recommended` picks
-the best recommended ones whose paths are disjoint; `Advice` covers what lies beyond modules.
+Only regions named by a module path are targets (`aitune.suggest.candidates.wrappable`): the
+annotations of a plain torch.profiler trace get advice instead. Targets are ranked recommended
+first, then by predicted speedup. `Suggestions.recommended` picks the best recommended ones that
+are disjoint, by path and by nesting (``inside``: a target that ran within another is never
+combined with it); `Suggestions.combined` predicts disjoint targets together, per run, so the
+figure is at least 1 and finite. `Advice` covers what lies beyond modules.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aitune.analysis.attribution import fraction
@@ -60,6 +64,8 @@ class Target:
     predicted_speedup: float  # end to end
     recommended: bool
     reasons: tuple[Reason, ...]
+    inside: tuple[str, ...] = ()  # the target paths it ran within (its ancestors in the region tree), sorted
+    times_us: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per run, chosen domain
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Suggestions:
     top: int | None = None  # how many targets `recommended()` gives by default (None: all)
     scenario: str | None = None
     calibration: Calibration = FALLBACK  # the gain model's figures (the profile's, else the fallback table)
+    run_times: tuple[float, ...] = ()  # each measured run's time in the domain (µs)
 
     def recommended(self, top: int | None = None) -> list[Target]:
         """The recommended targets, best first, skipping any inside (or around) one already picked."""
@@ -79,7 +86,7 @@ class Suggestions:
         for target in self.targets:
             if limit is not None and len(picked) >= limit:
                 break
-            if target.recommended and not any(_overlap(target.path, other.path) for other in picked):
+            if target.recommended and not any(_overlap(target, other) for other in picked):
                 picked.append(target)
         return picked
 
@@ -92,20 +99,34 @@ class Suggestions:
         if not target.recommended:
             return next((reason.code for reason in target.reasons if reason.blocking), "-")
         for other in picked:
-            if target.path.startswith(other.path + "."):
+            if _within(target, other):
                 return f"inside {other.path}"
-            if other.path.startswith(target.path + "."):
+            if _within(other, target):
                 return f"around {other.path}"
         return "beyond --top"
 
     def combined(self, targets: Iterable[Target] | None = None) -> tuple[float, float]:
-        """(predicted, upper bound) end-to-end speedup of tuning disjoint ``targets`` (default: `recommended`)."""
-        chosen = list(self.recommended() if targets is None else targets)
-        share = min(1.0, sum(target.share for target in chosen))
-        if share <= 0:
+        """(predicted, upper bound) end-to-end speedup of tuning ``targets`` (default: `recommended`) together.
+
+        Nested targets never combine: a target inside (or around) one taken before it is skipped. Each
+        run's saving is the sum of its targets' (capped at the run), and the medians over the runs are
+        returned: the prediction is at least 1 and finite; the bound reaches `UPPER_BOUND_CAP` only when
+        the targets fill every run.
+        """
+        chosen: list[Target] = []
+        for target in self.recommended() if targets is None else targets:
+            if not any(_overlap(target, other) for other in chosen):
+                chosen.append(target)
+        runs = [(index, run) for index, run in enumerate(self.run_times) if run > 0]
+        if not chosen or not runs:
             return 1.0, 1.0
-        region_speedup = share / sum(target.share / target.predicted_region_speedup for target in chosen)
-        return end_to_end(share, region_speedup), upper_bound(share)
+        predicted, bound = [], []
+        for index, run in runs:
+            covered = min(run, sum(_time(target, index) for target in chosen))
+            saved = min(covered, sum(_time(target, index) * (1 - 1 / _speedup(target)) for target in chosen))
+            predicted.append(run / (run - saved) if run > saved else UPPER_BOUND_CAP)
+            bound.append(upper_bound(fraction(covered, run)))
+        return min(UPPER_BOUND_CAP, max(1.0, statistics.median(predicted))), statistics.median(bound)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, with the paths `recommended` gives and their `combined` speedups."""
@@ -116,7 +137,7 @@ class Suggestions:
             "domain": self.domain,
             "scenario": self.scenario,
             "run_time_us": self.run_time_us,
-            "targets": [asdict(target) for target in self.targets],
+            "targets": [{k: v for k, v in asdict(target).items() if k != "times_us"} for target in self.targets],
             "advice": [asdict(item) for item in self.advice],
             "recommended": [target.path for target in self.recommended()],
             "recommended_predicted_speedup": predicted,
@@ -151,10 +172,11 @@ def suggest(
         domain=domain,
         run_time_us=statistics.median(run_times),
         targets=tuple(targets),
-        advice=tuple(advice(doc, found, run_times)),
+        advice=tuple(advice(doc, found, run_times, domain)),
         top=top,
         scenario=scenario,
         calibration=calibration,
+        run_times=tuple(run_times),
     )
 
 
@@ -169,9 +191,24 @@ def _domain(doc: Mapping[str, Any], asked: str | None) -> str:
     return asked
 
 
-def _overlap(path: str, other: str) -> bool:
-    """One path is the other or lies under it (``unet.blocks.0`` under ``unet``)."""
-    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
+def _within(target: Target, other: Target) -> bool:
+    """``target`` lies inside ``other``: under its path (``unet.blocks.0`` under ``unet``) or ran within it."""
+    return target.path.startswith(other.path + ".") or other.path in target.inside
+
+
+def _overlap(target: Target, other: Target) -> bool:
+    """One target is the other or lies inside it."""
+    return target.path == other.path or _within(target, other) or _within(other, target)
+
+
+def _time(target: Target, index: int) -> float:
+    """The target's time in run ``index`` (its median where the per-run times are unknown)."""
+    return target.times_us[index] if index < len(target.times_us) else target.time_per_run_us
+
+
+def _speedup(target: Target) -> float:
+    """Its own predicted speedup, never below 1 (a target is never predicted to slow its region)."""
+    return max(1.0, target.predicted_region_speedup)
 
 
 def _target(
@@ -197,4 +234,6 @@ def _target(
         predicted_speedup=end_to_end(share, region_speedup),
         recommended=not any(reason.blocking for reason in why),
         reasons=why,
+        inside=tuple(sorted(candidate.above)),
+        times_us=tuple(candidate.times),
     )

@@ -1,6 +1,10 @@
-"""Advice beyond modules: the root's entry methods, the residual by cause, and the first call's cost.
+"""Advice beyond modules: regions no wrapper can take, the root's entry methods, the residual by cause,
+and the first call's cost.
 
-Every code has one row in the README's reason table, next to the targets' reasons.
+The residual's figures are those of the measured runs, the runs the headline reads: where a
+capture traced operators in runs of its own (`aitune.report.document.operator_runs`), those runs
+only say how the residual splits by cause (median over them of each cause's part of their residual),
+and the message says so. Every code has one row in the README's reason table, next to the targets' reasons.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from typing import Any
 
 from aitune.analysis.attribution import fraction
 from aitune.report.document import operator_runs
-from aitune.suggest.candidates import Found
+from aitune.report.headline import headline_rows
+from aitune.suggest.candidates import Found, wrappable
 
 ADVICE_MIN_SHARE = 0.01
-"""Residual causes below this share of the run are not worth a line."""
+"""Residual causes and regions no wrapper can take below this share of the run are not worth a line."""
 FIRST_CALL_MIN_RATIO = 1.5
 """A first call this many times slower than a warm one earns a line."""
 
@@ -60,9 +65,10 @@ class Advice:
     share: float
 
 
-def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float]) -> list[Advice]:
-    """Root entry methods first, then the residual's causes (largest first), then the first call."""
-    lines = [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
+def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
+    """Regions named by annotations, root entry methods, the residual's causes (largest first), the first call."""
+    lines = list(_annotations(doc, domain))
+    lines += [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
     lines += sorted(_residual(doc), key=lambda item: -item.time_per_run_us)
     first = _first_call(doc.get("capture_overhead"))
     return lines + ([first] if first is not None else [])
@@ -85,12 +91,35 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
     return Advice("ENTRY_METHOD", message, time, share)
 
 
+def _annotations(doc: Mapping[str, Any], domain: str) -> Iterable[Advice]:
+    """A line per headline region no wrapper can take (a plain torch.profiler trace's annotations), largest first."""
+    rows = [
+        row
+        for row in headline_rows(doc, domain)
+        if row.role == "region" and row.path and not wrappable(doc, row.label) and row.share >= ADVICE_MIN_SHARE
+    ]
+    for row in sorted(rows, key=lambda row: -row.share):
+        time = statistics.median(row.times_us)
+        message = (
+            f"{row.path} takes {time / 1000:,.3f} ms a run ({row.share:.1%}), but its name is not a module path "
+            "that aitune.torch.wrap or --targets can take (a plain torch.profiler trace names regions by "
+            "annotations and module calls): capture the model with aitune-profile capture (or "
+            "aitune.torch.profile) to get module paths to tune."
+        )
+        yield Advice("ANNOTATION_REGION", message, time, row.share)
+
+
 def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
-    """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU)."""
-    residuals = [run["residual"] for run in operator_runs(doc)]
-    if not all("causes" in residual for residual in residuals):
-        time = statistics.median(residual["cpu_time_us"] for residual in residuals)
-        share = statistics.median(residual["cpu_time_fraction"] for residual in residuals)
+    """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU).
+
+    Time and share are the measured runs' (medians, as the headline's); separate operator runs give each
+    cause's part of the residual only.
+    """
+    measured = [run["residual"] for run in doc["runs"]]
+    time = statistics.median(residual["cpu_time_us"] for residual in measured)
+    share = statistics.median(residual["cpu_time_fraction"] for residual in measured)
+    traced = [run["residual"] for run in operator_runs(doc)]
+    if not all("causes" in residual for residual in traced):
         if share >= ADVICE_MIN_SHARE:
             message = (
                 f"{time / 1000:,.3f} ms a run ({share:.1%}) run outside every module; this profile does not split "
@@ -98,13 +127,28 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
             )
             yield Advice("RESIDUAL", message, time, share)
         return
+    separate = bool(doc.get("operator_runs"))
+    source = (
+        f"; the residual of the {len(doc['runs'])} measured run(s), split by cause as the {len(traced)} run(s) "
+        "that traced operators split theirs"
+        if separate
+        else ""
+    )
     for cause, (code, what, fix) in RESIDUAL_ADVICE.items():
-        if not all(cause in residual["causes"] for residual in residuals):
+        if not all(cause in residual["causes"] for residual in traced):
             continue  # communication: only in a trace that holds some
-        time = statistics.median(residual["causes"][cause]["cpu_time_us"] for residual in residuals)
-        share = statistics.median(residual["causes"][cause]["cpu_time_fraction"] for residual in residuals)
-        if share >= ADVICE_MIN_SHARE:
-            yield Advice(code, f"{what} {time / 1000:,.3f} ms a run ({share:.1%}): {fix}.", time, share)
+        causes = [residual["causes"][cause] for residual in traced]
+        if separate:
+            part = statistics.median(
+                fraction(c["cpu_time_us"], r["cpu_time_us"]) for c, r in zip(causes, traced, strict=True)
+            )
+            cause_us, cause_share = part * time, part * share
+        else:  # the measured runs traced their operators: their own medians
+            cause_us = statistics.median(c["cpu_time_us"] for c in causes)
+            cause_share = statistics.median(c["cpu_time_fraction"] for c in causes)
+        if cause_share >= ADVICE_MIN_SHARE:
+            message = f"{what} {cause_us / 1000:,.3f} ms a run ({cause_share:.1%}{source}): {fix}."
+            yield Advice(code, message, cause_us, cause_share)
 
 
 def _first_call(overhead: Mapping[str, Any] | None) -> Advice | None:

@@ -3,10 +3,14 @@
 A target path is what ``aitune.torch.wrap`` takes: a region's path, except that an entry method's
 region (``vae.decode``) stands for its module (``vae``), and the root object's entry methods
 (``generate``, path ``""``) stand for no module at all: their own time is kept apart for advice.
+Only a region named by a module path (`wrappable`) becomes a candidate: a plain torch.profiler
+trace names its regions by annotations and module classes (``encoder``, ``Block_3``), which
+neither ``wrap`` nor ``--targets`` can take; those get advice instead (`aitune.suggest.advice`).
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -14,8 +18,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.compare import path_of
+from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, TRACE_KIND_TORCH, UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.document import operator_runs
 from aitune.report.regions import RegionIndex
+
+WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KIND})
+"""Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.\w+)*")
+
+
+def wrappable(doc: Mapping[str, Any], region_id: str) -> bool:
+    """Whether the region's path names a module that ``aitune.torch.wrap`` and ``--targets`` can take: a
+    dotted path of a wrappable kind, in a document whose regions are module paths (not a plain
+    torch.profiler trace, whose regions are annotations and ``nn.Module: <Class>_<k>`` calls)."""
+    if doc.get("profiler", {}).get("trace_kind") == TRACE_KIND_TORCH:
+        return False
+    kind, path = parse_region_id(region_id)
+    return kind.id_prefix in WRAPPABLE_KINDS and _MODULE_PATH.fullmatch(path) is not None
 
 
 @dataclass
@@ -42,6 +61,7 @@ class Candidate:
     shapes: int = 0  # distinct input-shape signatures (0: not recorded)
     examples: list[dict[str, list[int]]] = field(default_factory=list)
     run_mixes: dict[str, RunMix] = field(default_factory=dict)  # the mix of each run it is of, apart
+    above: frozenset[str] = frozenset()  # every target path it ran inside (`ancestors`), set once all are gathered
 
     def __post_init__(self) -> None:
         self.times, self.calls = [0.0] * self.runs, [0] * self.runs
@@ -55,6 +75,17 @@ class Candidate:
     def parent(self) -> str | None:
         """The target path it ran under for most of its time; None at the top (or under a root entry method)."""
         return max(self.parent_time, key=self.parent_time.__getitem__) if self.parent_time else None
+
+    def ancestors(self, candidates: Mapping[str, Candidate]) -> frozenset[str]:
+        """Every target path it ran inside, in any run: a nested target, whatever its path says."""
+        found: set[str] = set()
+        waiting = [parent for parent in self.parent_time if parent is not None]
+        while waiting:
+            path = waiting.pop()
+            if path not in found and path in candidates:
+                found.add(path)
+                waiting += [parent for parent in candidates[path].parent_time if parent is not None]
+        return frozenset(found)
 
     @property
     def median_us(self) -> float:
@@ -87,6 +118,19 @@ class Found:
     root_methods: dict[str, list[float]]  # name → its own time in each run (chosen domain)
     root_has_children: bool
     marks_methods: bool = False  # the profile marks entry methods (ours do, and nest a forward a method calls)
+    run_us: float = 0.0  # median run time in the chosen domain
+
+    def outside(self, candidate: Candidate) -> list[Candidate]:
+        """The targets under ``candidate``'s path that never ran inside it (topmost ones): Whisper's
+        ``model.encoder``, which ``generate`` calls through ``model.get_encoder()`` and never through
+        ``model``'s forward. A wrapper on ``candidate`` would not cover them."""
+        prefix = candidate.path + "."
+        return [
+            other
+            for other in self.candidates.values()
+            if other.path.startswith(prefix)
+            and not any(up == candidate.path or up.startswith(prefix) for up in other.above)
+        ]
 
 
 @dataclass
@@ -107,7 +151,8 @@ class _Mix:
 def gather(doc: Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
     regions, runs, mix_runs = RegionIndex(doc), len(doc["runs"]), len(operator_runs(doc))
-    found = Found({}, defaultdict(list), {}, False, regions.marked)
+    run_us = statistics.median(run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"])
+    found = Found({}, defaultdict(list), {}, False, regions.marked, run_us)
     run_key = ""  # the run being walked, for `Candidate.run_mixes`
 
     def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
@@ -117,6 +162,10 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
         if "operators" in node:
             subtree.add(_Mix(defaultdict(float, node["operators"]["categories"]), node["operators"]["count"], True))
         children = node.get("children", ())
+        if path and not wrappable(doc, node["region_id"]):  # an annotation: advice, not a target
+            for child in children:
+                subtree.add(visit(child, index, parent))
+            return subtree
         if not path:  # the root object's entry method: the modules under it are the top-level targets
             if index is not None:
                 own = node.get(f"{domain}_self_time_us", node.get(f"{domain}_time_us", 0.0))
@@ -162,6 +211,7 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
         for node in run.get("tree") or run["regions"]:
             visit(node, None, None)
     for candidate in found.candidates.values():
+        candidate.above = candidate.ancestors(found.candidates)
         _describe(candidate, regions)
         if candidate.parent is not None:
             found.children[candidate.parent].append(candidate)

@@ -35,7 +35,15 @@ LISTED_KIND_SHARE = 0.01
 """Compute kinds below this share of a region are left out of its sentence."""
 
 BLOCKING = frozenset(
-    {"ALREADY_TUNED", "TOO_SMALL", "TUNE_PARENT", "DOMINANT_CHILD", "NO_MEASURED_GAIN", "METHOD_BYPASSES_FORWARD"}
+    {
+        "ALREADY_TUNED",
+        "TOO_SMALL",
+        "TUNE_PARENT",
+        "DOMINANT_CHILD",
+        "NO_MEASURED_GAIN",
+        "METHOD_BYPASSES_FORWARD",
+        "CHILD_OUTSIDE_FORWARD",
+    }
 )
 
 
@@ -69,12 +77,22 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
                 f"{candidate.path} would not run: tune the modules it calls."
             ),
         )
+    elif outside := list(_outside_forward(candidate, found)):
+        yield from outside
     elif candidate.method:
         yield (
             "ENTRY_METHOD",
             (
                 f"{candidate.path}.{candidate.method} is an entry method: the target is its module "
                 f"{candidate.path}, whose forward does the work."
+            ),
+        )
+    for parent in _escaped_from(candidate, found):
+        yield (
+            "OUTSIDE_PARENT",
+            (
+                f"it runs outside {parent}'s forward (called through {parent}'s entry methods or directly), so a "
+                f"wrapper on {parent} would not cover it: it is a target of its own."
             ),
         )
     kind = parse_region_id(candidate.region_id)[0]
@@ -113,6 +131,35 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
                 ),
             )
             break
+
+
+def _outside_forward(candidate: Candidate, found: Found) -> Iterable[tuple[str, str]]:
+    """Children that run outside the module's forward (handed out by an entry method, Whisper's
+    ``get_encoder``): a wrapper on the module would not cover them, and would keep them from being wrapped."""
+    escaped = found.outside(candidate)
+    if not escaped or sum(child.median_us for child in escaped) < MIN_SHARE * found.run_us:
+        return
+    names = ", ".join(sorted(child.path for child in escaped))
+    through = f" (handed out by {candidate.path}.{candidate.method})" if candidate.method else ""
+    yield (
+        "CHILD_OUTSIDE_FORWARD",
+        (
+            f"{names} run{'s' if len(escaped) == 1 else ''} outside {candidate.path}'s forward{through}: a wrapper "
+            f"on {candidate.path} would not cover {'it' if len(escaped) == 1 else 'them'}, so the targets are "
+            f"{names} and the modules {candidate.path}'s forward calls."
+        ),
+    )
+
+
+def _escaped_from(candidate: Candidate, found: Found) -> Iterable[str]:
+    """The targets above ``candidate``'s path whose forward it never ran inside (the innermost one)."""
+    parts = candidate.path.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        parent = found.candidates.get(".".join(parts[:end]))
+        if parent is not None:
+            if candidate in found.outside(parent):
+                yield parent.path
+            return
 
 
 def _alike(one: Candidate, other: Candidate) -> bool:

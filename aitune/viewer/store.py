@@ -106,15 +106,18 @@ class ProfileStore(param.Parameterized):
     def region_table(self, domain: str) -> pd.DataFrame:
         """Per headline row: median time and fraction per side in ``domain``; residual as its own row.
 
-        A pair's rows carry the paths `aitune.compare` lines them up under (``vae.decode`` before
-        and the wrapper ``aot_module:vae`` after are both ``vae``), so their bars stand together.
+        A pair's rows are compare's: the same regions kept whole (`aitune.compare.kept_whole`), carrying the
+        paths `aitune.compare` lines them up under (``vae.decode`` before and the wrapper ``aot_module:vae``
+        or the tuned child ``aot_module:vae.decoder`` after are one path), so their bars stand together.
         """
 
         def lined_up() -> pd.DataFrame:
-            regions = self._stacked(lambda doc: tables.region_summary(doc, domain))
             if not self.is_pair:
-                return regions
+                return self._stacked(lambda doc: tables.region_summary(doc, domain))
             docs = self.sides()
+            keep = dict(zip(SIDES, compare.kept_whole(docs["before"].doc, docs["after"].doc), strict=True))
+            frames = [tables.region_summary(docs[side].doc, domain, keep[side]).assign(side=side) for side in SIDES]
+            regions = pd.concat(frames, ignore_index=True)
             paths = dict(zip(SIDES, compare.headline_paths(docs["before"].doc, docs["after"].doc), strict=True))
             rows = regions[["side", "region_id", "path"]].itertuples(index=False)
             return regions.assign(path=[paths[side].get(label, path) for side, label, path in rows])
@@ -159,7 +162,10 @@ class ProfileStore(param.Parameterized):
         def aligned() -> pd.DataFrame:
             runs = self.tree_runs(domain, run)
             docs = {side: loaded.doc for side, loaded in self.sides().items()}
-            return tree.aligned_tree({side: tree.run_nodes(docs[side], runs[side], domain) for side in docs})
+            nodes = {side: tree.run_nodes(docs[side], runs[side], domain) for side in docs}
+            if self.is_pair:
+                nodes = tree.lined_up_nodes(docs["before"], docs["after"], nodes)
+            return tree.aligned_tree(nodes)
 
         return self._cached(("tree", domain, run), aligned)
 

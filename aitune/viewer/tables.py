@@ -8,7 +8,7 @@ belongs to `aitune.compare`, every figure of a target to `aitune.suggest`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import pandas as pd
 
@@ -78,11 +78,12 @@ def _kind(meta_kind: str | None, region_id: str) -> str:
     return "managed" if managed else "untuned"
 
 
-def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
+def region_summary(doc: ProfileDoc, domain: str, keep: Collection[str] = ()) -> pd.DataFrame:
     """Per row of the headline (`aitune.report.headline_rows`), the median over runs of its calls, time and fraction.
 
     A region missing from a run counts as 0 in that run, so a region seen once is not overstated;
-    a spanning region's self time is a row of its own, and the residual comes last.
+    a looked-through region's self time is a row of its own (``keep``: paths shown whole), and the
+    residual comes last.
     """
     kinds = {meta["id"]: meta["kind"] for meta in doc["regions"]}
     rows = [
@@ -94,7 +95,7 @@ def region_summary(doc: ProfileDoc, domain: str) -> pd.DataFrame:
             "time_us": _median(row.times_us),
             "fraction": row.share,
         }
-        for row in headline_rows(doc, domain)
+        for row in headline_rows(doc, domain, keep)
     ]
     return pd.DataFrame(rows, columns=REGION_COLUMNS)
 

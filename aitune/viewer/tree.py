@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
+from aitune import compare
 from aitune.markers import region_path
 from aitune.report import ProfileDoc
 
@@ -55,6 +56,20 @@ def _flatten(shares: Iterable[Mapping[str, Any]], domain: str, parent: str | Non
         total = share.get(f"{domain}_time_us", 0.0)
         yield Node(path, parent, share.get("calls", 0), total, share.get(f"{domain}_self_time_us", total))
         yield from _flatten(share.get("children", ()), domain, path)
+
+
+def lined_up_nodes(before: ProfileDoc, after: ProfileDoc, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
+    """A pair's nodes under the paths `aitune.compare.lined_up` gives their regions (the one pairing rule):
+    a side's root stripped, and ``vae.decode`` under the child tuned in its place (``vae.decoder``)."""
+    paired = compare.lined_up(before, after, compare.region_samples, compare.DOMAINS[0])
+    renames = [{region_path(region): path for path, (region, _) in samples.items()} for samples in paired]
+    return {
+        side: [
+            replace(node, path=rename.get(node.path, node.path), parent=rename.get(node.parent, node.parent))
+            for node in nodes
+        ]
+        for (side, nodes), rename in zip(sides.items(), renames, strict=True)
+    }
 
 
 def aligned_tree(sides: Mapping[str, list[Node]]) -> pd.DataFrame:
