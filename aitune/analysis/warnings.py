@@ -1,6 +1,7 @@
 """Warnings about the integrity of a capture, each with a stable UPPER_SNAKE code.
 
-Every code has one row in the README's warning table; messages carry the measured figures and the fix.
+Every code has one row in the warning table of docs/profile-document.md; messages carry the measured
+figures and the fix.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and the first call's cost.
 The residual's figures are those of the measured runs, the runs the headline reads: where a
 capture traced operators in runs of its own (`aitune.report.document.operator_runs`), those runs
 only say how the residual splits by cause (median over them of each cause's part of their residual),
-and the message says so. Every code has one row in the README's reason table, next to the targets' reasons.
+and the message says so. Every code has one row in the reason table of docs/commands.md, next to the targets' reasons.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Why a target is or is not recommended: stable codes, each with one sentence and its figures.
 
-Every code has one row in the README's reason table. `BLOCKING` codes keep a target from being
+Every code has one row in the reason table of docs/commands.md. `BLOCKING` codes keep a target from being
 recommended; the others say what favours it or what to watch for when tuning it.
 """
 
@@ -49,7 +49,7 @@ BLOCKING = frozenset(
 
 @dataclass(frozen=True)
 class Reason:
-    code: str  # stable UPPER_SNAKE, documented in one table in the README
+    code: str  # stable UPPER_SNAKE, documented in one table in docs/commands.md
     message: str  # one sentence with the numbers
     blocking: bool = False  # True: it keeps its target from being recommended
 
