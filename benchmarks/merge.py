@@ -32,7 +32,7 @@ from ranks import as_ranks, write_ranks  # noqa: E402
 
 import aitune.torch as ait  # noqa: E402
 from aitune.cli.outputs import write_profile  # noqa: E402
-from aitune.merge import merge_profiles, rank_profiles  # noqa: E402
+from aitune.report.merge import merge_profiles, rank_profiles  # noqa: E402
 
 
 def seconds(call: Callable[[], object]) -> float:

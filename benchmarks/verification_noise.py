@@ -25,8 +25,8 @@ import torch
 from loop_benchmark import EXAMPLES
 from tuning_benchmark import machine_line
 
+from aitune.compare.verification import VerifyConfig, compare_sets
 from aitune.torch.performance.inputs import normalize_input
-from aitune.verification import VerifyConfig, compare_sets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 

@@ -42,8 +42,8 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune
 import torch
 import torch.utils._pytree as pytree
 
+from aitune.compare.gains import combined_speedup
 from aitune.errors import TuningError
-from aitune.gains import combined_speedup
 from aitune.suggest import suggest
 from aitune.torch import LoopConfig, optimize, profile
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aitune.merge import RankProfile, merge_profiles
 from aitune.report import save
+from aitune.report.merge import RankProfile, merge_profiles
 
 ATTENTION, MLP = "untuned_module:attention", "untuned_module:mlp"
 MLP_MS = 3.0

@@ -8,7 +8,8 @@ import pytest
 from cli_helpers import run_cli
 from diff_docs import profile, with_method
 
-from aitune.compare import Change, bootstrap_ratio_interval, compare_profiles, headline_paths, regressed
+from aitune.analysis.statistics import bootstrap_ratio_interval
+from aitune.compare import Change, compare_profiles, headline_paths, regressed
 from aitune.errors import ProfileError
 from aitune.report import headline_rows
 

@@ -1,4 +1,4 @@
-"""Predicted against realised gain (`aitune.gains`) and the tune folder's compare report read back (no torch)."""
+"""Predicted against realised gain (`aitune.compare.gains`) and the tune folder's compare report read back."""
 
 import json
 
@@ -6,9 +6,9 @@ import pytest
 from diff_docs import profile, with_method
 
 from aitune.compare import compare_profiles
+from aitune.compare.gains import region_gains, speedup, weigh_whole_model
+from aitune.compare.loop_report import read_loop_report
 from aitune.errors import ProfileError
-from aitune.gains import region_gains, speedup, weigh_whole_model
-from aitune.loop_report import read_loop_report
 
 SUGGESTED = {
     "targets": [

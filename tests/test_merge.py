@@ -10,12 +10,13 @@ from cli_helpers import run_cli
 from ranks import MLP, SLOW_MLP_MS, capture_shard, rank_folder
 
 from aitune.analysis.stragglers import stragglers
-from aitune.compare import compare_profiles, region_samples, run_samples
+from aitune.compare import compare_profiles
 from aitune.errors import ProfileError
-from aitune.merge import merge_profiles, read_rank_profiles
 from aitune.report import load, render_markdown, save, validate
 from aitune.report.headline import RESIDUAL_LABEL
+from aitune.report.merge import merge_profiles, read_rank_profiles
 from aitune.report.safe_text import visible
+from aitune.report.samples import region_samples, run_samples
 from aitune.suggest import suggest
 
 
@@ -256,7 +257,7 @@ def test_merge_holds_one_rank_s_document_at_a_time_besides_the_slowest_rank_s(tm
 
     from ranks import as_ranks
 
-    from aitune.merge import RankProfile
+    from aitune.report.merge import RankProfile
 
     sample = json.loads((Path(__file__).parent.parent / "sample_traces/tuned-pipeline/before/profile.json").read_text())
     docs = as_ranks([sample] * 8)  # equal medians: the critical rank stays rank 0

@@ -8,8 +8,8 @@ import pytest
 
 from aitune import suggest
 from aitune.compare import compare_profiles
-from aitune.gains import region_gains, speedup
-from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, read_loop_report
+from aitune.compare.gains import region_gains, speedup
+from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, read_loop_report
 from aitune.report import SCHEMA_VERSION, validate
 from aitune.viewer import sources
 

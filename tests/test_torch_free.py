@@ -22,8 +22,9 @@ def test_analysis_and_report_import_without_torch():
 def test_compare_suggest_gains_the_loop_report_bundle_merge_and_the_cli_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import aitune.compare, aitune.suggest, aitune.gains, aitune.loop_report, aitune.report.bundle, aitune.cli\n"
-        "import aitune.merge\n"
+        "import aitune.compare, aitune.suggest, aitune.compare.gains, aitune.compare.loop_report, aitune.cli\n"
+        "import aitune.report.bundle\n"
+        "import aitune.report.merge\n"
         "print(sorted(name for name in sys.modules if name.startswith('torch')))\n"
     )
 

@@ -1,4 +1,4 @@
-"""End-to-end verification on synthetic timings (`aitune.verification`), untuned slowdowns, and their report (no torch).
+"""End-to-end verification on synthetic timings (`aitune.compare.verification`), untuned slowdowns and their report.
 
 A synthetic run takes ``run_us`` plus the effect of each tuned region plus a repeating jitter, so
 every verdict here is exact; the torch adapter is tested in `tests/test_loop.py`.
@@ -11,9 +11,9 @@ import pytest
 from diff_docs import profile
 
 from aitune.compare import compare_profiles
-from aitune.gains import region_gains, slowdown_line, untuned_slowdowns
-from aitune.loop_report import read_loop_report
-from aitune.verification import (
+from aitune.compare.gains import region_gains, slowdown_line, untuned_slowdowns
+from aitune.compare.loop_report import read_loop_report
+from aitune.compare.verification import (
     CONTRIBUTION,
     END_TO_END,
     PairedSpeedup,

@@ -15,7 +15,7 @@ from viewer_docs import HOSTILE, pipeline_doc, with_warning
 from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
 
 from aitune import compare
-from aitune.loop_report import read_loop_report
+from aitune.compare.loop_report import read_loop_report
 from aitune.report import dumps, load
 from aitune.suggest import suggest
 from aitune.viewer import overview, targets

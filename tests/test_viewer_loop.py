@@ -14,7 +14,7 @@ from bokeh.models import HoverTool
 from viewer_docs import HOSTILE, pipeline_doc
 
 from aitune import compare
-from aitune.loop_report import read_loop_report
+from aitune.compare.loop_report import read_loop_report
 from aitune.report import load
 from aitune.suggest import suggest
 from aitune.viewer import figures, overview, tables, targets, views

@@ -1,7 +1,7 @@
 """Stragglers among the ranks of one distributed run: pure functions over each rank's per-run samples (µs).
 
 A sample set is a mapping rank → that rank's time in each measured run (the same steps on every
-rank). Used by `aitune.merge`; nothing here reads a file or a document.
+rank). Used by `aitune.report.merge`; nothing here reads a file or a document.
 """
 
 from __future__ import annotations

@@ -402,7 +402,7 @@ def merge(
     """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
     from aitune.cli import outputs
     from aitune.cli.render import profile_summary, ranks_view, warnings_table
-    from aitune.merge import MERGED_FOLDER, merge_profiles, rank_profiles
+    from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profiles
 
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
     target = out or folder / MERGED_FOLDER

@@ -18,8 +18,8 @@ from rich.table import Table
 
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
 from aitune.cli.render import MISSING, ms
-from aitune.gains import slowdown_line, speedup
-from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
+from aitune.compare.gains import slowdown_line, speedup
+from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
 from aitune.report.io import write_atomic

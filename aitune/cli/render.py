@@ -13,13 +13,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from aitune.compare import Change, ProfileDiff, run_samples
-from aitune.gains import speedup
+from aitune.compare import Change, ProfileDiff
+from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
+from aitune.report.samples import run_samples
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
 MISSING = "-"
@@ -199,7 +200,7 @@ def diff_view(diff: ProfileDiff) -> Group:
 
 
 def speedup_line(change: Change) -> str:
-    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.gains`' convention,
+    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
     worded as the viewer words it."""
     value, low, high = speedup(change)
     if value is None:

@@ -1,7 +1,7 @@
 """What every reader shows of a merged document's ``ranks`` block: one row per rank, one per region across ranks.
 
 The terminal, the Markdown and the viewer read these rows, so a rank's figures read the same in
-each; `aitune.merge` writes the block.
+each; `aitune.report.merge` writes the block.
 """
 
 from __future__ import annotations

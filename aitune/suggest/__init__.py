@@ -32,8 +32,8 @@ from typing import Any
 
 from aitune.analysis.attribution import fraction
 from aitune.analysis.statistics import median_share
-from aitune.compare import DOMAINS, run_samples, select_scenario
 from aitune.errors import ProfileError
+from aitune.report.samples import DOMAINS, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitune.compare import path_of
 from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, TRACE_KIND_TORCH, UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.document import operator_runs
 from aitune.report.regions import RegionIndex
+from aitune.report.samples import path_of
 
 WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KIND})
 """Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""

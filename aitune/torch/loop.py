@@ -2,7 +2,7 @@
 
 Every decision is made by the parts it joins: `aitune.suggest` ranks the regions, `aitune.torch.tune`
 records and tunes them behind the correctness gate, `aitune.compare` measures the gain and
-`aitune.gains` sets it beside the forecast. A region whose tuning fails, loses or fails the gate is
+`aitune.compare.gains` sets it beside the forecast. A region whose tuning fails, loses or fails the gate is
 put back as it was (its wrapper removed), so the after capture shows it untouched.
 
 Before the after capture, the tuned regions are verified end to end (`aitune.torch.tuning.verify`):
@@ -22,8 +22,7 @@ from typing import Any
 from torch import nn
 
 from aitune.compare import ProfileDiff, compare_profiles
-from aitune.errors import TuningError
-from aitune.gains import (
+from aitune.compare.gains import (
     RegionGain,
     Slowdown,
     WholeModel,
@@ -32,6 +31,8 @@ from aitune.gains import (
     untuned_slowdowns,
     weigh_whole_model,
 )
+from aitune.compare.verification import Verification, VerifyConfig
+from aitune.errors import TuningError
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.calibration import ensure_calibration
@@ -51,7 +52,6 @@ from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_p
 from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.verify import Switch, aot_switch, jit_switch, verify_tuned
-from aitune.verification import Verification, VerifyConfig
 
 Tick = Callable[[], None]
 PhaseHook = Callable[[str, int | None], Tick]
@@ -205,7 +205,7 @@ def _verified(
     if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
         deadline = budget.verification_deadline()
     switches = {region.path: tuning.switches[region.path] for region in tuning.tuned}
-    most_runs = 2 * (config.max_rounds + 1) * (len(switches) + 1)  # see aitune.verification: bounded
+    most_runs = 2 * (config.max_rounds + 1) * (len(switches) + 1)  # see aitune.compare.verification: bounded
     try:
         verification = verify_tuned(
             function, input_data, switches, config, deadline=deadline, tick=phase("verify", most_runs)

@@ -12,7 +12,7 @@ from pathlib import Path
 import panel as pn
 import param
 
-from aitune.loop_report import AFTER_FOLDER
+from aitune.compare.loop_report import AFTER_FOLDER
 from aitune.viewer import views
 from aitune.viewer.overview import Overview, TunedRegions
 from aitune.viewer.selection import Selection

@@ -7,8 +7,8 @@ from __future__ import annotations
 import panel as pn
 
 from aitune.compare import Change, ProfileDiff
-from aitune.gains import speedup
-from aitune.loop_report import LoopReport
+from aitune.compare.gains import speedup
+from aitune.compare.loop_report import LoopReport
 from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import tables
 from aitune.viewer.store import ProfileStore

@@ -17,8 +17,15 @@ from typing import Any
 
 from aitune.analysis import TraceEvents
 from aitune.analysis.trace_json import trace_events_from_json
+from aitune.compare.loop_report import (
+    AFTER_FOLDER,
+    BEFORE_FOLDER,
+    COMPARE_REPORT,
+    REPORT_FILES,
+    LoopReport,
+    read_loop_report,
+)
 from aitune.errors import ProfileError
-from aitune.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, LoopReport, read_loop_report
 from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
 from aitune.report.validate import shortened

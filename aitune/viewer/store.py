@@ -15,8 +15,8 @@ import param
 
 from aitune import compare
 from aitune.analysis import TraceEvents
+from aitune.compare.loop_report import LoopReport
 from aitune.errors import ProfileError
-from aitune.loop_report import LoopReport
 from aitune.report import scenario_names
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree

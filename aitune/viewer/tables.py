@@ -14,7 +14,7 @@ import pandas as pd
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
-from aitune.loop_report import LoopReport
+from aitune.compare.loop_report import LoopReport
 from aitune.markers import (
     REGION_SPAN_PREFIX,
     parse_region_id,

@@ -1,6 +1,6 @@
 """The torch side of end-to-end verification: switch tuned regions off and on, time whole runs, put losers back.
 
-`aitune.verification` decides (pure, over timings); this adapter only times ``function(input)``
+`aitune.compare.verification` decides (pure, over timings); this adapter only times ``function(input)``
 with a chosen set of regions running their tuned backends and the others their original forward
 (an AOT wrapper's `Module.original_forward`, a JIT-patched module's forward uninstalled for the
 run), then puts back every region that did not win: its wrapper removed or its JIT patch detached.
@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
+from aitune.compare.verification import Verification, VerifyConfig, verify_regions
 from aitune.torch.jit.patched_module import PatchedModule
 from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.inputs import normalize_input
-from aitune.verification import Verification, VerifyConfig, verify_regions
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def verify_tuned(
 ) -> Verification:
     """Weigh the tuned regions of ``switches`` end to end on ``function(input_data)`` and put back the losers.
 
-    ``deadline`` is a `time.monotonic` value (see `aitune.verification.verify_regions`); ``tick`` is
+    ``deadline`` is a `time.monotonic` value (see `aitune.compare.verification.verify_regions`); ``tick`` is
     called after every timed run (a progress bar).
     """
     verification = verify_regions(list(switches), _timer(function, input_data, switches, tick), config, deadline)

@@ -32,17 +32,23 @@ from typing import Any
 
 from aitune.analysis.statistics import bootstrap_ratio_interval
 from aitune.errors import ProfileError
-from aitune.markers import parse_region_id, region_path
+from aitune.markers import parse_region_id
 from aitune.report import document, ranks
-from aitune.report.headline import headline_rows, looked_through
+from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.regions import RegionIndex
+from aitune.report.samples import (
+    DOMAINS,
+    Samples,
+    headline_samples,
+    region_samples,
+    relative_path,
+    residual_samples,
+    run_samples,
+    select_scenario,
+)
 
-DOMAINS = ("cpu", "device")
 TOP_OPERATORS = 10
-
-Samples = dict[str, tuple[str, list[float]]]
-"""Per path: the region id (or headline label) found there and its time in each run (µs)."""
 
 
 @dataclass(frozen=True)
@@ -182,24 +188,6 @@ def regressed(diff: ProfileDiff, pct: float) -> bool:
     return run.ci_low is None or run.ci_low > 1
 
 
-def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
-    """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
-    if scenario is not None and not document.scenario_names(doc):  # type: ignore[arg-type]
-        raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
-    try:
-        return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
-    except KeyError as error:
-        raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
-
-
-def path_of(region_id: str, root: str = "") -> str:
-    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``), relative to ``root``.
-
-    ``path_of("untuned_module:pipe.unet", "pipe") == "unet"``; a path outside ``root`` stays as it is.
-    """
-    return _relative(region_path(region_id), root)
-
-
 def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, str]:
     """The root to strip from each side's paths so that the two sides line up; ``""``: none.
 
@@ -211,65 +199,12 @@ def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
     return ("" if roots[0] else roots[1], "" if roots[1] else roots[0])
 
 
-def _relative(path: str, root: str) -> str:
-    return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
-
-
-def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
-    """Each measured run's time in ``domain`` (µs)."""
-    return [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
-
-
-def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
-    """Each measured run's time outside every region in ``domain`` (µs): the headline's residual.
-
-    Below regions that span the run, that leaves out their self time, which the document's own
-    ``runs[i].residual`` (at the level below them) holds.
-    """
-    return headline_rows(doc, domain)[-1].times_us
-
-
-def region_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
-    """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
-
-    Nested regions (the run's ``tree``) count under their own path, so a region that moved from
-    top level into a tree still lines up (``keep`` is the headline's: every region has a row here).
-    """
-    return _region_values(doc, lambda share: share.get(f"{domain}_time_us", 0.0), root)
-
-
-def region_communication_samples(doc: Mapping[str, Any]) -> Samples:
-    """Per region path, as `region_samples`: its CPU time with communication in flight in each run (µs; 0 without)."""
-    return _region_values(doc, communication_us)
-
-
-def communication_us(share: Mapping[str, Any]) -> float:
-    """The CPU time with communication in flight of a region, a run or a residual (µs; 0 when it has none)."""
-    return (share.get("communication") or {}).get("cpu_time_us", 0.0)
-
-
-def _region_values(doc: Mapping[str, Any], value_of: Callable[[Mapping[str, Any]], float], root: str = "") -> Samples:
-    samples: Samples = {}
-    for index, run in enumerate(doc["runs"]):
-        for share in _walk(run.get("tree") or run["regions"]):
-            path = path_of(share["region_id"], root)
-            _, values = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
-            values[index] += value_of(share)
-    return samples
-
-
-def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
-    """Per path of a headline row but the residual (see `aitune.report.headline_rows`, which ``keep`` goes to):
-    its label and its times (µs)."""
-    return {_relative(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain, keep)[:-1]}
-
-
 def kept_whole(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[set[str], set[str]]:
     """Per side, the paths its headline shows whole although it could look through them: those the other
     side has but does not look through (a tuned wrapper has no regions inside), so the two meet as one row."""
     roots = aligning_roots(before, after)
     looked = [
-        {_relative(path, root) for path in looked_through(doc)}
+        {relative_path(path, root) for path in looked_through(doc)}
         for doc, root in zip((before, after), roots, strict=True)
     ]
     present = [set(region_samples(doc, DOMAINS[0], root)) for doc, root in zip((before, after), roots, strict=True)]
@@ -320,7 +255,7 @@ def _methods_moved(own: Samples, other: Samples, regions: RegionIndex, root: str
     moved = dict(own)
     for path, (region, _) in own.items():
         module, method = regions.module_path(region)
-        module = _relative(module, root)
+        module = relative_path(module, root)
         if not (method and module) or path in other:
             continue
         if module in other and module not in moved:
@@ -397,12 +332,6 @@ def _one_sided_warnings(
     return [dict(w) for w in before if w["code"] not in new_codes], [
         dict(w) for w in after if w["code"] not in old_codes
     ]
-
-
-def _walk(shares: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
-    for share in shares:
-        yield share
-        yield from _walk(share.get("children", ()))
 
 
 def _check_has_domain(doc: Mapping[str, Any], domain: str, side: str) -> None:

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aitune.compare import Change, ProfileDiff, path_of
+from aitune.compare import Change, ProfileDiff
+from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
-from aitune.verification import RegionCheck
+from aitune.report.samples import path_of
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 ``<folder>/before/profile.json`` and ``<folder>/after/profile.json`` (each with its Markdown and
 trace) sit beside `REPORT_FILES`. `COMPARE_REPORT` holds `aitune.compare.ProfileDiff.to_dict()`
-plus the end-to-end ``speedup``, the ``tuned_regions`` (`aitune.gains.RegionGain.to_dict()`, each with
-the ``check`` of the end-to-end verification), the ``verification`` (`aitune.verification.Verification`)
+plus the end-to-end ``speedup``, the ``tuned_regions`` (`aitune.compare.gains.RegionGain.to_dict()`, each with
+the ``check`` of the end-to-end verification), the ``verification`` (`aitune.compare.verification.Verification`)
 and the ``untuned_slowdowns``; `read_loop_report` checks the parts a reader shows and gives them back
 as objects.
 """
@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from aitune.compare import DOMAINS
+from aitune.compare.gains import RegionGain
+from aitune.compare.verification import RegionCheck
 from aitune.errors import ProfileError
-from aitune.gains import RegionGain
+from aitune.report.samples import DOMAINS
 from aitune.report.validate import shortened
-from aitune.verification import RegionCheck
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
 COMPARE_REPORT = "compare.json"

@@ -29,11 +29,17 @@ from typing import Any
 from aitune.analysis.statistics import summarize
 from aitune.analysis.stragglers import Straggler, imbalance, slowest, stragglers
 from aitune.analysis.warnings import ProfileWarning, rank_straggler, warning
-from aitune.compare import communication_us, region_communication_samples, region_samples, residual_samples, run_samples
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.io import load
+from aitune.report.samples import (
+    communication_us,
+    region_communication_samples,
+    region_samples,
+    residual_samples,
+    run_samples,
+)
 
 DOMAIN = "cpu"
 PROFILE_NAME = "profile.json"

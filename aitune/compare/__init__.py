@@ -1,0 +1,27 @@
+"""Two documents in, what changed out (no torch).
+
+`diff` lines two profiles up region by region and gives each change with a confidence interval;
+`gains` sets each tuned region's realised gain beside suggest's forecast; `verification` decides, from
+timings of runs with and without the tuned regions, which ones stay tuned; `loop_report` reads the
+reports a tune folder holds. The per-run samples all of them read come from `aitune.report.samples`.
+"""
+
+from aitune.compare.diff import (
+    Change,
+    OperatorChange,
+    ProfileDiff,
+    RegionChange,
+    compare_profiles,
+    headline_paths,
+    regressed,
+)
+
+__all__ = [
+    "Change",
+    "OperatorChange",
+    "ProfileDiff",
+    "RegionChange",
+    "compare_profiles",
+    "headline_paths",
+    "regressed",
+]

@@ -1,0 +1,100 @@
+"""Readers of a document's samples: each measured run's time, the residual and each region's time per run.
+
+Every later stage (compare, suggest, merge, the loop's report, the terminal and the viewer) reads a
+profile's per-run numbers through these, so a region's path and its times mean one thing everywhere.
+A region's *path* is its id without the kind prefix (``aot_module:unet`` → ``unet``), relative to the
+root object a document names (``target.root``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+from aitune.errors import ProfileError
+from aitune.markers import region_path
+from aitune.report import document
+from aitune.report.headline import headline_rows
+
+DOMAINS = ("cpu", "device")
+
+Samples = dict[str, tuple[str, list[float]]]
+"""Per path: the region id (or headline label) found there and its time in each run (µs)."""
+
+
+def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
+    """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
+    if scenario is not None and not document.scenario_names(doc):  # type: ignore[arg-type]
+        raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
+    try:
+        return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
+    except KeyError as error:
+        raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
+
+
+def path_of(region_id: str, root: str = "") -> str:
+    """The region's path: its id without the kind prefix (``aot_module:unet`` → ``unet``), relative to ``root``.
+
+    ``path_of("untuned_module:pipe.unet", "pipe") == "unet"``; a path outside ``root`` stays as it is.
+    """
+    return relative_path(region_path(region_id), root)
+
+
+def relative_path(path: str, root: str) -> str:
+    """``path`` relative to ``root`` (``pipe.unet`` → ``unet`` under ``pipe``); a path outside ``root`` stays."""
+    return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
+
+
+def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+    """Each measured run's time in ``domain`` (µs)."""
+    return [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+
+
+def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+    """Each measured run's time outside every region in ``domain`` (µs): the headline's residual.
+
+    Below regions that span the run, that leaves out their self time, which the document's own
+    ``runs[i].residual`` (at the level below them) holds.
+    """
+    return headline_rows(doc, domain)[-1].times_us
+
+
+def region_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
+    """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
+
+    Nested regions (the run's ``tree``) count under their own path, so a region that moved from
+    top level into a tree still lines up (``keep`` is the headline's: every region has a row here).
+    """
+    return _region_values(doc, lambda share: share.get(f"{domain}_time_us", 0.0), root)
+
+
+def region_communication_samples(doc: Mapping[str, Any]) -> Samples:
+    """Per region path, as `region_samples`: its CPU time with communication in flight in each run (µs; 0 without)."""
+    return _region_values(doc, communication_us)
+
+
+def communication_us(share: Mapping[str, Any]) -> float:
+    """The CPU time with communication in flight of a region, a run or a residual (µs; 0 when it has none)."""
+    return (share.get("communication") or {}).get("cpu_time_us", 0.0)
+
+
+def _region_values(doc: Mapping[str, Any], value_of: Callable[[Mapping[str, Any]], float], root: str = "") -> Samples:
+    samples: Samples = {}
+    for index, run in enumerate(doc["runs"]):
+        for share in _walk(run.get("tree") or run["regions"]):
+            path = path_of(share["region_id"], root)
+            _, values = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
+            values[index] += value_of(share)
+    return samples
+
+
+def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
+    """Per path of a headline row but the residual (see `aitune.report.headline_rows`, which ``keep`` goes to):
+    its label and its times (µs)."""
+    return {relative_path(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain, keep)[:-1]}
+
+
+def _walk(shares: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for share in shares:
+        yield share
+        yield from _walk(share.get("children", ()))
