@@ -389,3 +389,33 @@ def test_a_tuned_wrapper_runs_its_original_forward_inside_original_forward_and_t
     assert isinstance(after.__self__, Module)  # the dispatch again
     assert wrapper.state.value == "passthrough" and "forward" not in vars(module)
     assert torch.allclose(original, tuned)
+
+
+class Translator(nn.Module):
+    """Its entry method calls the children; its own forward never runs (as a hand-written seq2seq's ``translate``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(8, 8)
+        self.decoder = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise AssertionError("translate never calls forward")
+
+    def translate(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.encoder(x))
+
+
+def test_a_root_whose_forward_never_runs_is_not_tuned_whole_and_its_parts_are():
+    from aitune.torch.loop import _silent, _tune_aot, _tune_whole_first
+
+    model = Translator().eval()
+    config = LoopConfig(strategy=SKIP_OR_STALL, **UNVERIFIED)
+
+    paths = ["encoder", "decoder"]
+    tuning = _tune_whole_first(model, model.translate, X8, paths, config, _silent, _tune_aot, lambda tuned: tuned)
+    tuning.undo()
+
+    assert "never reached" in tuning.outcomes[""][1]
+    assert {"encoder", "decoder"} <= set(tuning.outcomes)
+    assert not isinstance(model.encoder, Module) and not isinstance(model.decoder, Module)

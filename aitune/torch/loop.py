@@ -267,9 +267,14 @@ def _tune_whole_first(
     tune_paths: Callable[..., _Tuning],
     verify: Callable[[_Tuning], _Tuning],
 ) -> _Tuning:
-    """Tune ``obj`` whole; if no backend wins for it, or the run is not faster with it, tune the separate
+    """Tune ``obj`` whole; if no backend wins for it, or the run is not faster with it, or the workload
+    never calls its forward (an entry method such as ``translate`` calls its children), tune the separate
     ``paths`` instead."""
-    whole = verify(tune_paths(obj, function, input_data, [WHOLE], config, phase))
+    try:
+        whole = verify(tune_paths(obj, function, input_data, [WHOLE], config, phase))
+    except TuningError as error:  # nothing was left wrapped: tune_paths unwraps before it raises
+        separate = tune_paths(obj, function, input_data, paths, config, phase)
+        return verify(replace(separate, outcomes={WHOLE: ("eager", f"not tuned whole: {error}"), **separate.outcomes}))
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
