@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import tracemalloc
 
 import pytest
 from builders import region, run, trace
@@ -24,7 +25,7 @@ from hostile.make_rank_corpus import RANKS, corpus, plant
 from aitune.cli.outputs import LOCK_NAME, output_folder
 from aitune.errors import CaptureError, OutputError, ProfileError
 from aitune.report import build_profile, dumps
-from aitune.report.io import read_json, read_trace_file_events, write_atomic
+from aitune.report.io import read_json, read_regular, read_trace_file_events, write_atomic
 from aitune.report.safe_text import html_text, shown_name
 
 PEAK_MB = 400
@@ -99,6 +100,19 @@ def test_a_rank_profile_that_is_no_regular_file_is_refused_before_it_is_opened(c
     assert "not a regular file; copy the data into a file" in sentence
     assert ("FIFO" in sentence) == (case == "fifo-rank") and peak_mb < PEAK_MB
     assert not (folder / "merged").exists()
+
+
+def test_a_small_file_costs_its_size_to_read_not_the_limit(tmp_path):
+    small = tmp_path / "small.json"
+    small.write_bytes(b'{"a": 1}')
+    tracemalloc.start()
+
+    data = read_regular(small, max_bytes=1 << 30)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+
+    assert data == b'{"a": 1}'
+    assert peak < 1 << 16  # a read of the whole 1 GiB limit allocated it all, then truncated
 
 
 def test_report_of_a_fifo_does_not_hang(tmp_path):

@@ -190,6 +190,9 @@ def _kind(mode: int) -> str:
     return next((words for test, words in _FILE_KINDS if test(mode)), "not a regular file")
 
 
+_READ_CHUNK = 1 << 20
+
+
 def read_regular(
     path: str | Path,
     max_bytes: int = MAX_JSON_BYTES,
@@ -219,7 +222,13 @@ def read_regular(
                 raise ProfileError(_not_regular(shown, opened.st_mode))
             if opened.st_size > max_bytes:
                 raise ProfileError(_too_big(shown, opened.st_size, max_bytes, fix, whose=whose))
-            data = stream.read(max_bytes + 1)
+            # Sized by the file, not by the limit: a read of max_bytes + 1 would allocate the whole limit.
+            data = stream.read(min(opened.st_size, max_bytes) + 1)
+            while opened.st_size < len(data) <= max_bytes:  # it grew: read on in chunks, stopping past the limit
+                more = stream.read(min(_READ_CHUNK, max_bytes + 1 - len(data)))
+                if not more:
+                    break
+                data += more
     except FileNotFoundError:
         raise ProfileError(f"{shown}: no such file; check the path.") from None
     except OSError as error:
