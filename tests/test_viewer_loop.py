@@ -107,10 +107,12 @@ def test_a_pair_from_a_tune_folder_shows_the_gains_of_its_compare_report():
     assert report == read_loop_report(written, "compare.json")
     rows = tables.gain_table(report)
     assert rows[["path", "winner"]].values.tolist() == [[g["path"], g["winner"]] for g in written["tuned_regions"]]
-    for row, gain in zip(rows.itertuples(), written["tuned_regions"], strict=True):
+    for row, gain, read in zip(rows.itertuples(), written["tuned_regions"], report.regions, strict=True):
         shown = gain["realised_speedup"] if gain["tuned"] else None  # a region kept as it was: noise, not a gain
         assert (None if pd.isna(row.realised_speedup) else row.realised_speedup) == shown
-        assert row.note == (gain["reason"] or ("" if gain["tuned"] else "kept as it was"))
+        assert row.note == read.note  # the gain's own words: a verified region's check, else why it stayed
+    assert all(gain["check"]["kept"] for gain in written["tuned_regions"])  # the showcase's regions passed the check
+    assert [row.note.split(":")[0] for row in rows.itertuples()] == ["kept"] * len(rows)
     assert overview.format_gain(report.speedup, report.ci_low, report.ci_high) in overview.tuned_line(report)
 
 

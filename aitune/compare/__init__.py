@@ -13,6 +13,9 @@ from aitune.compare.diff import (
     RegionChange,
     compare_profiles,
     headline_paths,
+    kept_whole,
+    lined_up,
+    operator_changes,
     regressed,
 )
 
@@ -23,5 +26,8 @@ __all__ = [
     "RegionChange",
     "compare_profiles",
     "headline_paths",
+    "kept_whole",
+    "lined_up",
+    "operator_changes",
     "regressed",
 ]

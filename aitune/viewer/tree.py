@@ -16,6 +16,7 @@ import pandas as pd
 from aitune import compare
 from aitune.markers import region_path
 from aitune.report import ProfileDoc
+from aitune.report.samples import DOMAINS, region_samples
 
 INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
 NODE_COLUMNS = ["calls", "total_us", "self_us"]
@@ -61,7 +62,7 @@ def _flatten(shares: Iterable[Mapping[str, Any]], domain: str, parent: str | Non
 def lined_up_nodes(before: ProfileDoc, after: ProfileDoc, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
     """A pair's nodes under the paths `aitune.compare.lined_up` gives their regions (the one pairing rule):
     a side's root stripped, and ``vae.decode`` under the child tuned in its place (``vae.decoder``)."""
-    paired = compare.lined_up(before, after, compare.region_samples, compare.DOMAINS[0])
+    paired = compare.lined_up(before, after, region_samples, DOMAINS[0])
     renames = [{region_path(region): path for path, (region, _) in samples.items()} for samples in paired]
     return {
         side: [
