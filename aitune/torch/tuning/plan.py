@@ -117,7 +117,8 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
         "aitune_version": aitune.__version__,
         "target": {"type": target_type},
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
-        "environment": environment(),
+        # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
+        "environment": {key: value for key, value in environment().items() if key != "gain_calibration"},
         "regions": regions,
     }
 
