@@ -67,5 +67,8 @@ def test_an_entry_method_that_hands_out_a_child_names_the_child_as_the_target():
     )
     assert not any("whose forward does the work" in r.message for r in model.reasons)
     assert "OUTSIDE_PARENT" in [r.code for r in encoder.reasons]
-    assert encoder.inside == () and "model.encoder" in [t.path for t in suggestions.recommended()]
+    # Nothing about where it runs holds the encoder back (whether its predicted gain clears the bar is the
+    # gain model's, which a cached calibration of the machine decides).
+    gain_only = {"NO_MEASURED_GAIN", "TOO_SMALL"}
+    assert encoder.inside == () and not [r.code for r in encoder.reasons if r.blocking and r.code not in gain_only]
     assert "model" not in [t.path for t in suggestions.recommended()]

@@ -1,6 +1,10 @@
 """Nested regions, root entry methods, dynamic nesting, residual causes and scenarios on real captures."""
 
+import functools
+import os
 import statistics
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -13,10 +17,32 @@ from aitune.report import headline_rows, render_markdown, select_scenario, valid
 FAST = {"warmup_runs": 1, "measured_runs": 3}
 
 
+def in_a_fresh_process(test):
+    """Run ``test`` in a pytest process of its own. It compares the shares a capture gives with the times the
+    modules measured themselves; in the whole suite (over a thousand tests before it in one process) those
+    two drifted apart by 0.1–0.3 of the run in CI while each test alone, and both under load, stayed within 0.03."""
+
+    @functools.wraps(test)
+    def in_its_own_process():
+        if os.environ.get("AITUNE_FRESH_TEST") == test.__name__:
+            return test()
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", f"{__file__}::{test.__name__}", "-q", "-p", "no:cacheprovider"],
+            env={**os.environ, "AITUNE_FRESH_TEST": test.__name__},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stdout[-4000:]
+
+    return in_its_own_process
+
+
 def node_by_id(nodes, region):
     return next(node for node in nodes if node["region_id"] == region)
 
 
+@in_a_fresh_process
 def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
     """Against the times the modules measured themselves, so a busy machine cannot fail it."""
     model = TwoLevelModel()
@@ -83,6 +109,7 @@ class Generator(nn.Module):
         return x
 
 
+@in_a_fresh_process
 def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
     model = Generator()
 
