@@ -1,7 +1,8 @@
 """A private place for Inductor's generated code, set only while aitune builds.
 
-torch's default is ``torchinductor_<user>`` in the system's temporary folder: a predictable shared path that torch uses even when
-another user made it first (mode 0777), so that user could plant the code this process then loads.
+torch's default is ``torchinductor_<user>`` in the system's temporary folder: a predictable shared path
+that torch uses even when another user made it first (mode 0777), so that user could plant the code
+this process then loads.
 aitune builds into ``$XDG_CACHE_HOME/aitune/inductor`` (else ``~/.cache/aitune/inductor``), created
 mode 0700 and checked before each use; one that is a link, owned by someone else or writable by group
 or others is not used, and a fresh private temporary folder stands in for it.
