@@ -12,7 +12,7 @@ pytest.importorskip("onnx")
 
 from aitune.suggest.gain import FALLBACK, Calibration  # noqa: E402
 from aitune.torch import calibration  # noqa: E402
-from aitune.torch.performance.environment import environment  # noqa: E402
+from aitune.torch.performance.environment import environment, profile_environment  # noqa: E402
 
 MEASURED = Calibration(5.0, 0.5, 20.0, {"conv": 1.4, "matmul": 1.1}, "calibrated here")
 
@@ -75,9 +75,15 @@ def test_a_cache_file_that_is_not_a_calibration_is_ignored(content):
 
 
 def test_profiles_carry_the_cached_calibration_and_none_before_there_is_one(quiet):
-    assert "gain_calibration" not in environment()
+    assert "gain_calibration" not in profile_environment()
 
     calibration.ensure_calibration()
 
-    assert environment()["gain_calibration"] == MEASURED.to_dict()
-    assert Calibration.from_dict(environment()["gain_calibration"]) != FALLBACK
+    assert profile_environment()["gain_calibration"] == MEASURED.to_dict()
+    assert Calibration.from_dict(profile_environment()["gain_calibration"]) != FALLBACK
+
+
+def test_plans_and_tuning_reports_record_the_environment_without_the_calibration(quiet):
+    calibration.ensure_calibration()
+
+    assert "gain_calibration" not in environment()

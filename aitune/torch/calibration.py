@@ -17,8 +17,9 @@ A calibration measured on a machine busier than its cores (load average) says so
 again by the first ``ensure_calibration()`` that finds the machine quiet.
 
 Every figure is a median over interleaved repeats. ``cached_calibration()`` only reads the cache:
-``aitune.torch.performance.environment`` puts it in every profile's ``environment.gain_calibration``,
-so that suggest, which never runs torch, predicts with this machine's figures.
+``aitune.torch.performance.environment.profile_environment`` puts it in every captured profile's
+``environment.gain_calibration``, so that suggest, which never runs torch, predicts with this
+machine's figures.
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ from aitune.torch.calibration import cached_calibration
 
 
 def environment() -> dict[str, Any]:
-    """Python, OS, torch/CUDA/cuDNN versions, device names and thread counts of this process."""
+    """Python, OS, torch/CUDA/cuDNN versions, device names and thread counts of this process.
+
+    A capture adds the gain model's figures itself (`profile_environment`); a plan or a tuning report
+    records only this."""
     cuda = torch.cuda.is_available()
     env: dict[str, Any] = {
         "aitune_version": aitune.__version__,
@@ -30,9 +33,17 @@ def environment() -> dict[str, Any]:
         "cuda": torch.version.cuda or "none",
         "cuda_available": cuda,
     }
-    if (calibration := cached_calibration()) is not None:  # the gain model's figures for this machine
-        env["gain_calibration"] = calibration.to_dict()
     if cuda:
         env["cudnn"] = str(torch.backends.cudnn.version())
         env["devices"] = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
+    return env
+
+
+def profile_environment() -> dict[str, Any]:
+    """`environment()` plus this machine's cached gain calibration (``gain_calibration``), when there
+    is one: what a captured profile carries so that suggest, which never runs torch, predicts with this
+    machine's figures."""
+    env = environment()
+    if (calibration := cached_calibration()) is not None:
+        env["gain_calibration"] = calibration.to_dict()
     return env

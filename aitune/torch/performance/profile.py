@@ -32,7 +32,7 @@ from aitune.torch.performance.capture import (
     resolve_operator_runs,
 )
 from aitune.torch.performance.distributed import rank_path, rank_session
-from aitune.torch.performance.environment import environment
+from aitune.torch.performance.environment import profile_environment
 from aitune.torch.performance.inputs import input_summary, normalize_input
 from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, discover_targets, qualified_type
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
@@ -160,7 +160,7 @@ def profile(
             else {"mode": FULL_MODE, "activities": [activity.name for activity in profiler_activities()]}
         ),
         "regions": region_metadata(targets),
-        "environment": environment(),
+        "environment": profile_environment(),
     }
     options = {
         "warmup_runs": warmup_runs,

@@ -50,7 +50,7 @@ from aitune.markers import (
 from aitune.report import profile_from_events
 from aitune.torch.performance.capture import export_trace, profiler_activities, without_cycle_warning
 from aitune.torch.performance.distributed import RankSession, is_distributed, stopped_by_sigterm, trace_distributed_info
-from aitune.torch.performance.environment import environment
+from aitune.torch.performance.environment import profile_environment
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.profile import PerformanceProfile, collecting_profiles
 from aitune.torch.performance.regions import is_compiled, qualified_type
@@ -256,7 +256,7 @@ def _metadata(
         "input": {"args_count": 0, "kwargs": [], "signature": []},
         "profiler": {"activities": [activity.name for activity in activities]},
         "regions": regions,
-        "environment": environment(),
+        "environment": profile_environment(),
         "warnings": [
             warning(
                 SINGLE_RUN_SCRIPT_CAPTURE,

@@ -118,7 +118,7 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
         "target": {"type": target_type},
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
-        "environment": {key: value for key, value in environment().items() if key != "gain_calibration"},
+        "environment": environment(),
         "regions": regions,
     }
 
