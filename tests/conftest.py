@@ -17,6 +17,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))  # the test workloads, importable by name
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # the zoo's tiny configs
 
 TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
 NO_TORCH = "needs torch, which is not installed"

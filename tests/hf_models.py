@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 from torch import nn
+from zoo.tiny_configs import VOCAB, bert_config, t5_config
 
 NEW_TOKENS = 4
-VOCAB = 96
 
 
 def _tokens(length: int = 8) -> torch.Tensor:
@@ -49,39 +49,19 @@ def llama_decoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], t
 
 def t5_encoder_decoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """A 2+2-layer T5-style encoder-decoder; ``generate`` decodes `NEW_TOKENS` tokens greedily."""
-    from transformers import T5Config, T5ForConditionalGeneration
+    from transformers import T5ForConditionalGeneration
 
     torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=VOCAB,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=4,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-    )
-    model = T5ForConditionalGeneration(config).eval()
+    model = T5ForConditionalGeneration(t5_config()).eval()
     return model, _tokens(), lambda ids: model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
 
 
 def bert_encoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """A 2-layer BERT-style encoder, profiled through its forward (the output: the last hidden state)."""
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    model = BertModel(config).eval()
+    model = BertModel(bert_config()).eval()
     return model, _tokens(), lambda ids: model(ids).last_hidden_state
 
 

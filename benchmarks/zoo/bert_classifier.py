@@ -7,24 +7,16 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from zoo.tiny_configs import VOCAB, bert_config
+
 DESCRIPTION = "BertForSequenceClassification, 2 layers, hidden 32, 1 × 16 tokens"
-VOCAB = 96
 
 
 def build() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        num_labels=3,
-    )
-    model = BertForSequenceClassification(config).eval()
+    model = BertForSequenceClassification(bert_config(num_labels=3)).eval()
     ids = torch.randint(3, VOCAB, (1, 16), generator=torch.Generator().manual_seed(1))
 
     @torch.no_grad()

@@ -8,28 +8,17 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from zoo.tiny_configs import VOCAB, t5_config
+
 DESCRIPTION = "T5ForConditionalGeneration, 2 + 2 layers, d_model 32, 12 tokens in, 8 generated greedily"
-VOCAB = 96
 NEW_TOKENS = 8
 
 
 def build() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
-    from transformers import T5Config, T5ForConditionalGeneration
+    from transformers import T5ForConditionalGeneration
 
     torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=VOCAB,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=4,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-    )
-    model = T5ForConditionalGeneration(config).eval()
+    model = T5ForConditionalGeneration(t5_config()).eval()
     ids = torch.randint(3, VOCAB, (1, 12), generator=torch.Generator().manual_seed(1))
 
     def generate(input_ids: torch.Tensor) -> torch.Tensor:
