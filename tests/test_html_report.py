@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
+import stat
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
@@ -211,3 +213,14 @@ def test_the_same_profile_gives_the_same_page():
     doc = load(SAMPLES / "scenarios-batch.profile.json")
 
     assert profile_page(doc) == profile_page(doc)
+
+
+def test_an_output_that_is_no_regular_file_is_refused_and_left_as_it_was(tmp_path):
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+
+    result = invoke_cli("report", str(TUNED / "before" / "profile.json"), "--format", "html", "-o", str(pipe))
+
+    assert result.returncode == 2
+    assert f"{pipe} is not a regular file (a device, a pipe or a folder)" in result.stderr
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
