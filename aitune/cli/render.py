@@ -14,14 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff
-from aitune.compare.gains import speedup
+from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
-from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
+from aitune.suggest import Suggestions, Target
+from aitune.suggest.gain import speedup_text
 
 MISSING = "-"
 TOP_REGIONS = 10
@@ -33,15 +34,6 @@ PIPE_WIDTH = 200
 def ms(value_us: float | None) -> str:
     """Microseconds as milliseconds, ``-`` when absent."""
     return MISSING if value_us is None else f"{value_us / 1000:,.3f}"
-
-
-def ratio_text(change: Change) -> str:
-    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
-    if change.ratio is None:
-        return MISSING
-    if change.ci_low is None or change.ci_high is None:
-        return f"{change.ratio:.3f}×"
-    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
 
 
 def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
@@ -199,16 +191,6 @@ def diff_view(diff: ProfileDiff) -> Group:
     return Group(*parts)
 
 
-def speedup_line(change: Change) -> str:
-    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
-    worded as the viewer words it."""
-    value, low, high = speedup(change)
-    if value is None:
-        return f"speedup {MISSING}"
-    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
-    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
-
-
 def merged_line(world_sizes: tuple[int | None, int | None]) -> str:
     """What a comparison of merged documents compares: each side's step time is its slowest rank's."""
     sides = " → ".join(f"{size} ranks merged" if size else "one process" for size in world_sizes)
@@ -257,17 +239,13 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
             f"{target.share:.1%}",
             ms(target.time_per_run_us),
             f"{target.calls_per_run:g}",
-            _speedup(target.upper_bound_speedup),
-            _speedup(target.predicted_speedup),
+            speedup_text(target.upper_bound_speedup),
+            speedup_text(target.predicted_speedup),
             terminal_text(suggestions.verdict(target, picked)),
         )
     if len(suggestions.targets) > limit:
         table.add_row(terminal_text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
     return Group(table, *_recommendation_lines(suggestions, picked), *_advice_lines(suggestions))
-
-
-def _speedup(value: float) -> str:
-    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
@@ -281,13 +259,13 @@ def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> lis
             terminal_text(
                 f"{rank}. {target.path} — {target.share:.1%} of the run, {ms(target.time_per_run_us)} ms a run in "
                 f"{target.calls_per_run:g} call(s): predicted {target.predicted_speedup:.3f}× end to end "
-                f"({target.predicted_region_speedup:.2f}× for it), at most {_speedup(target.upper_bound_speedup)}."
+                f"({target.predicted_region_speedup:.2f}× for it), at most {speedup_text(target.upper_bound_speedup)}."
             )
         )
         lines += [terminal_text(f"   {reason.code}: {reason.message}") for reason in target.reasons]
     predicted, bound = suggestions.combined(picked)
     if len(picked) > 1:
-        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {_speedup(bound)}."
+        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {speedup_text(bound)}."
         lines.append(terminal_text(together))
     return lines
 

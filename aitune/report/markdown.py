@@ -145,7 +145,7 @@ def _summary(doc: ProfileDoc) -> str:
     # The headline's rows: the level where the run's time splits, a spanning region's self time named.
     region_rows = [
         (_label(row.label, row.role), *_spread(summarize(row.fractions), percent))
-        for domain in _domains(doc)
+        for domain in time_domains(doc)
         for row in headline_rows(doc, domain)
         if domain == "cpu" or row.role != "residual"
     ]
@@ -154,7 +154,8 @@ def _summary(doc: ProfileDoc) -> str:
     return "\n\n".join(parts)
 
 
-def _domains(doc: ProfileDoc) -> list[str]:
+def time_domains(doc: ProfileDoc) -> list[str]:
+    """``cpu``, and ``device`` when a run has device time."""
     return ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
 
 
@@ -256,7 +257,7 @@ def _tree(doc: ProfileDoc) -> str:
     runs = [run for run in doc["runs"] if run.get("tree")]
     if not runs:
         return ""
-    run = _median_run(runs)
+    run = median_run(runs)
     rows: list[Sequence[Any]] = []
     stack = [(node, 0) for node in reversed(run["tree"])]
     while stack:
@@ -285,7 +286,8 @@ def _tree(doc: ProfileDoc) -> str:
     return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
 
 
-def _median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+def median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The run of median CPU time (the lower middle one of an even count; ties by run index)."""
     ordered = sorted(runs, key=lambda run: (run["timing"]["cpu_time_us"], run["run_index"]))
     return ordered[(len(ordered) - 1) // 2]
 
@@ -321,7 +323,7 @@ def _regions(doc: ProfileDoc) -> str:
 
 def _attribution(doc: ProfileDoc) -> str:
     """Each run's headline rows: its regions, the spanning regions' self time, and its residual."""
-    device = "device" in _domains(doc)
+    device = "device" in time_domains(doc)
     cpu_rows = headline_rows(doc, "cpu")
     device_rows = headline_rows(doc, "device") if device else [None] * len(cpu_rows)
     rows: list[Sequence[Any]] = [
