@@ -273,6 +273,13 @@ def suggest(
         str | None, typer.Option(help="Time domain: cpu or device (default: device when the profile has it).")
     ] = None,
     scenario: Annotated[str | None, typer.Option(help="Suggest for this scenario of a multi-scenario profile.")] = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(
+            help="Also forecast each target at bf16 or int8 on this machine, and flag the regions likely to fail "
+            "the task gate (softmax/normalisation-heavy)."
+        ),
+    ] = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -284,7 +291,7 @@ def suggest(
 
     if top is not None and top < 1:
         fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
-    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario)
+    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario, precision=precision)
     if as_json:
         outputs.print_json(suggestions.to_dict())
     else:
@@ -319,6 +326,22 @@ def tune(
         ),
     ] = None,
     plan: Annotated[Path | None, typer.Option(help="Apply this plan.json instead of searching.")] = None,
+    precision: Annotated[
+        str,
+        typer.Option(
+            help="fp32 (default), bf16 or int8: a reduced precision brings its backends (bf16 weights cast once; "
+            "int8 dynamic quantization of the linear layers), refused where this machine cannot run it fast, and "
+            "keeps a region only if the workload's final output passes the task gate (see --quality).",
+        ),
+    ] = "fp32",
+    quality: Annotated[
+        str | None,
+        typer.Option(
+            help="The task gate's bar at a reduced precision, METRIC>=VALUE: top1_agreement, token_agreement, "
+            "psnr_db or cosine (default: chosen from the output's kind, see docs/tuning.md).",
+            metavar="METRIC>=VALUE",
+        ),
+    ] = None,
     obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
     input_name: Annotated[str | None, typer.Option("--input", help="Global holding the input.")] = None,
     warmup: Annotated[int, typer.Option(help="Unmeasured warmup calls per capture.")] = 3,
@@ -347,6 +370,7 @@ def tune(
     _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
     from aitune.cli import outputs
     from aitune.cli.loop import loop_view, tune_entry_into
+    from aitune.compare.quality import check_precision, parse_bar
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
     from aitune.torch.tuning.plan import load_plan
@@ -363,11 +387,15 @@ def tune(
         fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
+    check_precision(precision)
+    bar = parse_bar(quality) if quality is not None else None
     config = LoopConfig(
         top=top,
         targets=tuple(_words(targets)) or None,
         mode=mode,
-        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), budget=budget),
+        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), budget=budget, precision=precision),
+        precision=precision,
+        quality=bar,
         warmup_runs=warmup,
         measured_runs=runs,
         record_calls=record,

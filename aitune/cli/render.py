@@ -245,7 +245,25 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
         )
     if len(suggestions.targets) > limit:
         table.add_row(terminal_text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
-    return Group(table, *_recommendation_lines(suggestions, picked), *_advice_lines(suggestions))
+    return Group(
+        table, *_recommendation_lines(suggestions, picked), *_precision_lines(suggestions), *_advice_lines(suggestions)
+    )
+
+
+def _precision_lines(suggestions: Suggestions) -> list[Text]:
+    """``bf16: encoder 2.10× (region); likely to fail the task gate: …`` per target, or why it is refused."""
+    if not suggestions.precision:
+        return []
+    refused = suggestions.precision[0].refused
+    if refused is not None:
+        return [terminal_text(f"{suggestions.precision[0].precision} brings nothing here: {refused}.")]
+    lines = []
+    for item in suggestions.precision[:TOP_TARGETS]:
+        risk = f"; {item.risk}" if item.risk else ""
+        lines.append(
+            terminal_text(f"{item.precision}: {item.path} {item.predicted_region_speedup:.2f}× (region){risk}")
+        )
+    return lines
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
