@@ -27,6 +27,7 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from aitune.analysis.attribution import fraction, run_index_of
@@ -198,7 +199,7 @@ def _token_pattern(lengths: Sequence[int | None]) -> str | None:
     assert first is not None
     if first > max(rest):
         return f"{max(rest)} in each later one (a cache): the first call is the prefill, the later ones decode"
-    if all(later == earlier + 1 for earlier, later in zip(lengths, lengths[1:], strict=False)):  # type: ignore[operator]
+    if all(later == earlier + 1 for earlier, later in pairwise(lengths)):  # type: ignore[operator]
         return "one more in each later one (no cache: each call reads the whole sequence again)"
     return None
 
@@ -304,7 +305,7 @@ def decode_token_times(step_starts: Sequence[float], end_us: float) -> list[floa
     [10.0, 12.0, 8.0]
     """
     bounds = [*step_starts[1:], max(end_us, step_starts[-1])] if step_starts else []
-    return [max(0.0, later - earlier) for earlier, later in zip(bounds, bounds[1:], strict=False)]
+    return [max(0.0, later - earlier) for earlier, later in pairwise(bounds)]
 
 
 def recorded_lengths(regions: Sequence[Mapping[str, Any]]) -> dict[str, list[int | None]]:
