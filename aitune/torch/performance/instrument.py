@@ -218,8 +218,13 @@ class InputShapes:
         }
 
     def call_lengths(self) -> dict[str, list[int | None]]:
-        """Per top-level region that was called: the tokens of each call in order (None: no token argument)."""
-        return {region: list(lengths) for region, lengths in self._lengths.items() if lengths}
+        """Per top-level region called more than once with a token argument: the tokens of each call in order
+        (None: that call had none). A region called once is no step of a loop, so it is left out."""
+        return {
+            region: list(lengths)
+            for region, lengths in self._lengths.items()
+            if len(lengths) > 1 and any(length is not None for length in lengths)
+        }
 
     def _recorder(self, region: str, top_level: bool = False) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
         seen = self._seen.setdefault(region, {})
