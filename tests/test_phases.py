@@ -2,11 +2,13 @@
 with time to first token and per output token that agree with a plain timing of the same calls."""
 
 import functools
+import io
 import time
 
 import pytest
 import torch
 from hf_models import NEW_TOKENS, llama_decoder, t5_encoder_decoder
+from rich.console import Console
 
 import aitune.torch as ait
 from aitune.analysis.phases import (
@@ -20,10 +22,20 @@ from aitune.analysis.phases import (
     generation_figures,
     split_run,
 )
-from aitune.report import build_profile, validate
+from aitune.cli.render import profile_view
+from aitune.report import build_profile, render_markdown, validate
+from aitune.report.headline import phase_rows
 from aitune.report.io import read_trace_file_events
 
 GENERATE = "untuned_module:generate"
+
+
+def render_text(renderable):
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
 MODEL, HEAD, ENCODER = "untuned_module:model", "untuned_module:lm_head", "untuned_module:encoder"
 
 
@@ -267,3 +279,37 @@ def test_a_saved_trace_reanalysed_gives_the_same_phases(tmp_path):
     again = build_profile(read_trace_file_events(trace))
     assert again["phase_split"] == prof.data["phase_split"]
     assert again["runs"][0]["phases"] == prof.data["runs"][0]["phases"]
+
+
+# ---- the views ------------------------------------------------------------------------------------------
+
+
+def test_the_phase_headline_adds_up_to_one_per_run_in_every_phase():
+    doc, _ = captured("t5")
+
+    for name in doc["phase_split"]["phases"]:
+        rows = phase_rows(doc, name)
+        assert rows[-1].role == "residual"
+        for index in range(len(doc["runs"])):
+            assert sum(row.fractions[index] for row in rows) == pytest.approx(1)
+
+
+def test_markdown_and_the_terminal_report_show_the_phases_and_token_figures():
+    doc, _ = captured("llama")
+
+    markdown = render_markdown(doc)
+    terminal = render_text(profile_view(doc))
+
+    assert "## Phases" in markdown and "| prefill |" in markdown and "| decode |" in markdown
+    for text in (markdown, terminal):
+        assert "time to first token" in text and "per output token" in text
+        assert "decided by input lengths" in text
+
+
+def test_a_profile_that_is_not_a_generate_shows_no_phases():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    doc = ait.profile(model, torch.randn(2, 4), warmup_runs=0, measured_runs=2, mode="lite").data
+
+    assert "phase_split" not in doc and all("phases" not in run for run in doc["runs"])
+    assert "## Phases" not in render_markdown(doc) and phase_rows(doc, "decode") == []

@@ -17,7 +17,8 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
-from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
+from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
@@ -123,6 +124,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         ),
     ]
     parts: list[Any] = [*overview, profile_summary(doc)]
+    phases = phases_view(doc)
+    if phases is not None:
+        parts.append(phases)
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
@@ -132,6 +136,25 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
+
+
+def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | None:
+    """A generate-like profile's phases: each phase's time and share of the run, its largest regions, the
+    token figures and how the split was decided (medians per run); None for other profiles."""
+    figures = phase_figures(doc)
+    if not figures:
+        return None
+    table = Table(title=terminal_text("Phases (cpu, median per run)"))
+    for header in ("Phase", "Median (ms)", "Share", "Tokens", "Largest regions (share of the phase)"):
+        table.add_column(header, justify="right" if header in ("Median (ms)", "Share", "Tokens") else "left")
+    for figure in figures:
+        rows = sorted(phase_rows(doc, figure.name), key=lambda row: -row.share)
+        largest = ", ".join(f"{row.path} {row.share:.0%}" for row in rows[:3])
+        table.add_row(
+            figure.name, ms(figure.median_us), f"{figure.share:.1%}", str(figure.steps), terminal_text(largest)
+        )
+    lines = [terminal_text(line) for line in (tokens_line(doc), split_line(doc)) if line]
+    return Group(table, *lines)
 
 
 def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
