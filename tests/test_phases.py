@@ -23,6 +23,7 @@ from aitune.analysis.phases import (
     split_run,
 )
 from aitune.cli.render import profile_view
+from aitune.compare import compare_profiles
 from aitune.report import build_profile, render_markdown, validate
 from aitune.report.headline import phase_rows
 from aitune.report.io import read_trace_file_events
@@ -313,3 +314,18 @@ def test_a_profile_that_is_not_a_generate_shows_no_phases():
 
     assert "phase_split" not in doc and all("phases" not in run for run in doc["runs"])
     assert "## Phases" not in render_markdown(doc) and phase_rows(doc, "decode") == []
+
+
+def test_compare_lines_up_the_phases_both_sides_have_with_their_regions_and_token_figures():
+    llama, _ = captured("llama")
+    t5, _ = captured("t5")
+
+    same = compare_profiles(llama, llama)
+    across = compare_profiles(llama, t5)
+
+    assert [phase.name for phase in same.phases] == ["prefill", "decode"]
+    assert all(phase.change.ratio == pytest.approx(1) for phase in same.phases)
+    assert [row.path for row in same.phases[1].regions] == ["model", "lm_head", "(residual)"]
+    assert [token.figure for token in same.tokens] == ["ttft_us", "per_output_token_us"]
+    assert [phase.name for phase in across.phases] == ["prefill", "decode"]  # the encoder phase is t5's only
+    assert "phases" in same.to_dict()

@@ -213,6 +213,8 @@ def diff_view(diff: ProfileDiff) -> Group:
     parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
     if any(diff.world_sizes):
         parts.append(terminal_text(merged_line(diff.world_sizes)))
+    if diff.phases:
+        parts.append(_phase_table(diff))
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -220,6 +222,21 @@ def diff_view(diff: ProfileDiff) -> Group:
         if warnings is not None:
             parts.append(warnings)
     return Group(*parts)
+
+
+def _phase_table(diff: ProfileDiff) -> Table:
+    """Each phase both sides have, its regions and residual below it, then the token figures."""
+    table = Table(title=terminal_text("Phases before → after (cpu, median per run)"))
+    for header in ("Phase", "Before (ms)", "After (ms)", "Ratio [95% CI]"):
+        table.add_column(header, justify="left" if header == "Phase" else "right")
+    for phase in diff.phases:
+        table.add_row(terminal_text(phase.name, style="bold"), *_change_cells(phase.change))
+        for region in phase.regions:
+            table.add_row(terminal_text(f"  {region.path}"), *_change_cells(region.change))
+    names = {"ttft_us": "time to first token", "per_output_token_us": "per output token"}
+    for token in diff.tokens:
+        table.add_row(terminal_text(names[token.figure], style="italic"), *_change_cells(token.change))
+    return table
 
 
 def speedup_line(change: Change) -> str:
