@@ -27,6 +27,8 @@ from aitune.compare import compare_profiles
 from aitune.report import build_profile, render_markdown, validate
 from aitune.report.headline import phase_rows
 from aitune.report.io import read_trace_file_events
+from aitune.suggest import suggest
+from aitune.suggest.phase_advice import phase_advice
 
 GENERATE = "untuned_module:generate"
 
@@ -329,3 +331,58 @@ def test_compare_lines_up_the_phases_both_sides_have_with_their_regions_and_toke
     assert [token.figure for token in same.tokens] == ["ttft_us", "per_output_token_us"]
     assert [phase.name for phase in across.phases] == ["prefill", "decode"]  # the encoder phase is t5's only
     assert "phases" in same.to_dict()
+
+
+# ---- suggest, per phase -----------------------------------------------------------------------------------
+
+
+def synthetic_doc(prefill_us, decode_us, gap_us, lengths=(8, 1, 1, 1)):
+    """A document whose two runs are hand-built step calls (a prefill call, then decode calls ``gap_us`` apart)."""
+    calls, at = [], 0.0
+    for duration in (prefill_us, decode_us, decode_us, decode_us):
+        calls.append(Call(MODEL, at, at + duration))
+        at += duration + gap_us
+    run = RunCalls(0, 0.0, at, at, tuple(calls))
+    split = find_split([run], [], {MODEL: list(lengths)})
+    phases = [phase.to_dict(at) for phase in split_run(run, split)]
+    runs = [
+        {"run_index": i, "timing": {"cpu_time_us": at}, "phases": phases, "generation": generation_figures(run, split)}
+        for i in range(2)
+    ]
+    return {"runs": runs, "phase_split": split.to_dict(), "regions": [{"id": MODEL, "call_lengths": list(lengths)}]}
+
+
+def codes(doc):
+    return [code for code, *_ in phase_advice(doc)]
+
+
+def test_a_decode_call_costing_nearly_the_prompts_is_dominated_by_dispatch():
+    assert codes(synthetic_doc(prefill_us=100.0, decode_us=80.0, gap_us=1.0)) == ["PHASE_DECODE_DISPATCH"]
+    assert codes(synthetic_doc(prefill_us=800.0, decode_us=100.0, gap_us=1.0)) == []
+
+
+def test_time_between_decode_steps_is_the_loops_own_work():
+    assert "PHASE_DECODE_OUTSIDE" in codes(synthetic_doc(prefill_us=800.0, decode_us=100.0, gap_us=60.0))
+
+
+def test_a_step_that_rereads_the_growing_sequence_has_no_cache():
+    doc = synthetic_doc(prefill_us=800.0, decode_us=900.0, gap_us=1.0, lengths=(8, 9, 10, 11))
+
+    assert "PHASE_NO_CACHE" in codes(doc)
+    assert "PHASE_DECODE_DISPATCH" not in codes(doc)  # a decode call reads 9+ tokens, not one
+
+
+def test_suggest_carries_the_phase_findings_of_a_captured_loop_without_cache():
+    model, ids, _ = llama_decoder()
+
+    @torch.no_grad()
+    def no_cache(prompt):
+        for _ in range(NEW_TOKENS):
+            prompt = torch.cat([prompt, model(prompt, use_cache=False).logits[:, -1:].argmax(-1)], dim=1)
+        return prompt
+
+    doc = ait.profile(model, ids, no_cache, warmup_runs=0, measured_runs=2, mode="lite").data
+
+    assert doc["phase_split"]["method"] == BY_INPUT_LENGTHS
+    assert "one more in each later one" in doc["phase_split"]["basis"]
+    assert "PHASE_NO_CACHE" in [line.code for line in suggest(doc).advice]

@@ -293,9 +293,23 @@ def generation_figures(run: RunCalls, split: PhaseSplit) -> dict[str, Any]:
             "median": statistics.median(token_times),
             "p90": percentile(token_times, 90),
         }
+        if len(token_times) >= 2:
+            figures["time_per_output_token_us"]["growth"] = growth(token_times)
         decode_us = run.end_us - starts[1]
         figures["decode_tokens_per_second"] = len(token_times) / decode_us * 1e6 if decode_us > 0 else 0.0
     return figures
+
+
+def growth(token_times: Sequence[float]) -> float:
+    """The later half of the decode tokens' median time ÷ the earlier half's (1: steady; above: a growing cost
+    per token, such as attention over a growing cache); 0 when the earlier half took no time.
+
+    >>> growth([10.0, 10.0, 20.0, 20.0])
+    2.0
+    """
+    half = len(token_times) // 2
+    early, late = statistics.median(token_times[:half]), statistics.median(token_times[len(token_times) - half :])
+    return late / early if early > 0 else 0.0
 
 
 def decode_token_times(step_starts: Sequence[float], end_us: float) -> list[float]:
