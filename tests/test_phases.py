@@ -26,9 +26,10 @@ from aitune.cli.render import profile_view
 from aitune.compare import compare_profiles
 from aitune.report import build_profile, render_markdown, validate
 from aitune.report.headline import phase_rows
-from aitune.report.io import read_trace_file_events
+from aitune.report.io import read_trace_file_events, save
 from aitune.suggest import suggest
 from aitune.suggest.phase_advice import phase_advice
+from aitune.viewer.store import ProfileStore
 
 GENERATE = "untuned_module:generate"
 
@@ -386,3 +387,19 @@ def test_suggest_carries_the_phase_findings_of_a_captured_loop_without_cache():
     assert doc["phase_split"]["method"] == BY_INPUT_LENGTHS
     assert "one more in each later one" in doc["phase_split"]["basis"]
     assert "PHASE_NO_CACHE" in [line.code for line in suggest(doc).advice]
+
+
+def test_the_viewer_store_lists_each_phase_then_its_regions_and_residual(tmp_path):
+    doc, _ = captured("t5")
+    path = tmp_path / "t5.profile.json"
+    save(doc, path)
+    store = ProfileStore(runs_dir=tmp_path)
+
+    assert store.open_names(path.name), store.problem
+
+    phases = store.phase_table()
+    assert list(phases.loc[phases["row"] == "(phase)", "phase"]) == ["encoder", "prefill", "decode"]
+    for name in ("encoder", "prefill", "decode"):
+        parts = phases[(phases["phase"] == name) & (phases["row"] != "(phase)")]
+        assert parts["row"].iloc[-1] == "(residual)"
+    assert any("time to first token" in line for line in store.phase_lines())
