@@ -130,13 +130,8 @@ def test_time_to_first_token_ends_where_the_second_step_starts_and_decode_tokens
     assert figures["tokens_per_second"] == pytest.approx(4 / 88 * 1e6)
 
 
-def test_a_single_step_is_all_prefill_with_no_per_token_figures():
-    run = loop_run(1)
-    split = find_split([run], [GENERATE], {})
-
-    assert split is not None
-    assert [phase.name for phase in split_run(run, split)] == ["prefill"]
-    assert "time_per_output_token_us" not in generation_figures(run, split)
+def test_a_run_that_makes_one_token_is_not_split():
+    assert find_split([loop_run(1)], [GENERATE], {}) is None
 
 
 # ---- real captures: Hugging Face generate and a hand-written loop -------------------------------------

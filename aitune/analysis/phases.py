@@ -150,13 +150,16 @@ def find_split(
     tie: ``model`` before ``lm_head``). The runs are generate-like when its calls' token counts
     (``call_lengths``, one per call of a run) show a prompt read first and then one token at a time
     (a cache), or a sequence growing by one token per call (no cache), or else when the steps run
-    under a ``generate`` method; a loop whose calls all take the same input (a denoising loop) is not.
+    under a ``generate`` method; a loop whose calls all take the same input (a denoising loop) is not,
+    nor a run that makes one token.
     """
     step = _step_region(runs)
     if step is None:
         return None
     within = spanning[-1] if spanning else None
     counts = {len(run.of(step)) for run in runs}
+    if min(counts) < 2:  # one token: nothing to split, the run is its own time to first token
+        return None
     lengths = list(call_lengths.get(step, ()))
     pattern = _token_pattern(lengths) if counts == {len(lengths)} else None
     name = region_path(step)
