@@ -17,7 +17,8 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
-from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
+from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
@@ -115,6 +116,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         ),
     ]
     parts: list[Any] = [*overview, profile_summary(doc)]
+    phases = phases_view(doc)
+    if phases is not None:
+        parts.append(phases)
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
@@ -124,6 +128,25 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
+
+
+def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | None:
+    """A generate-like profile's phases: each phase's time and share of the run, its largest regions, the
+    token figures and how the split was decided (medians per run); None for other profiles."""
+    figures = phase_figures(doc)
+    if not figures:
+        return None
+    table = Table(title=terminal_text("Phases (cpu, median per run)"))
+    for header in ("Phase", "Median (ms)", "Share", "Tokens", "Largest regions (share of the phase)"):
+        table.add_column(header, justify="right" if header in ("Median (ms)", "Share", "Tokens") else "left")
+    for figure in figures:
+        rows = sorted(phase_rows(doc, figure.name), key=lambda row: -row.share)
+        largest = ", ".join(f"{row.path} {row.share:.0%}" for row in rows[:3])
+        table.add_row(
+            figure.name, ms(figure.median_us), f"{figure.share:.1%}", str(figure.steps), terminal_text(largest)
+        )
+    lines = [terminal_text(line) for line in (tokens_line(doc), split_line(doc)) if line]
+    return Group(table, *lines)
 
 
 def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
@@ -182,6 +205,8 @@ def diff_view(diff: ProfileDiff) -> Group:
     parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
     if any(diff.world_sizes):
         parts.append(terminal_text(merged_line(diff.world_sizes)))
+    if diff.phases:
+        parts.append(_phase_table(diff))
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -189,6 +214,21 @@ def diff_view(diff: ProfileDiff) -> Group:
         if warnings is not None:
             parts.append(warnings)
     return Group(*parts)
+
+
+def _phase_table(diff: ProfileDiff) -> Table:
+    """Each phase both sides have, its regions and residual below it, then the token figures."""
+    table = Table(title=terminal_text("Phases before → after (cpu, median per run)"))
+    for header in ("Phase", "Before (ms)", "After (ms)", "Ratio [95% CI]"):
+        table.add_column(header, justify="left" if header == "Phase" else "right")
+    for phase in diff.phases:
+        table.add_row(terminal_text(phase.name, style="bold"), *_change_cells(phase.change))
+        for region in phase.regions:
+            table.add_row(terminal_text(f"  {region.path}"), *_change_cells(region.change))
+    names = {"ttft_us": "time to first token", "per_output_token_us": "per output token"}
+    for token in diff.tokens:
+        table.add_row(terminal_text(names[token.figure], style="italic"), *_change_cells(token.change))
+    return table
 
 
 def merged_line(world_sizes: tuple[int | None, int | None]) -> str:

@@ -16,8 +16,9 @@ from aitune.report.document import (
     scenario_names,
     select_scenario,
 )
-from aitune.report.headline import headline_rows
+from aitune.report.headline import headline_rows, phase_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
 
@@ -41,6 +42,7 @@ def render_markdown(doc: ProfileDoc) -> str:
             sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
             _summary(view),
+            _phases(view),
             _ranks(view),
             _residual_causes(view),
             _communication(view),
@@ -151,6 +153,32 @@ def _summary(doc: ProfileDoc) -> str:
     ]
     if region_rows:
         parts.append(table(["Region (CPU share, then device share)", "Median", "p10", "p90", "CV"], region_rows))
+    return "\n\n".join(parts)
+
+
+def _phases(doc: ProfileDoc) -> str:
+    """A generate-like document's phases: how they were found, the token figures, each phase's time,
+    and each region's share of every phase (medians over the runs)."""
+    figures = phase_figures(doc)
+    if not figures:
+        return ""
+    parts = ["## Phases", markdown_text(split_line(doc) or ""), markdown_text(tokens_line(doc) or "")]
+    rows = [(figure.name, ms(figure.median_us), percent(figure.share), figure.steps) for figure in figures]
+    parts.append(table(["Phase", "Median (ms)", "Share of run", "Tokens"], rows))
+    by_phase = {figure.name: {(row.role, row.label): row for row in phase_rows(doc, figure.name)} for figure in figures}
+    keys = dict.fromkeys(key for rows_of in by_phase.values() for key in rows_of)
+    region_rows = [
+        (
+            _label(label, role),
+            *(
+                percent(rows_of[role, label].share) if (role, label) in rows_of else MISSING
+                for rows_of in by_phase.values()
+            ),
+        )
+        for role, label in sorted(keys, key=lambda key: key[0] == "residual")  # the residual last
+    ]
+    parts.append(table(["Region (CPU share of the phase)", *by_phase], region_rows))
+    parts.append("The residual of a phase is its time outside these regions: the spanning call's own work included.")
     return "\n\n".join(parts)
 
 
