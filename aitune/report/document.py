@@ -14,6 +14,7 @@ from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.communication import Communication, communication
 from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
+from aitune.analysis.memory import MEASURED_RUNS, MEMORY_KEY, OPERATOR_RUNS, memory_section
 from aitune.analysis.operators import key_averages
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.residual import ResidualCauses, residual_causes
@@ -167,6 +168,7 @@ class ProfileDoc(TypedDict, total=False):
     warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
     operator_runs: list[RunDoc]  # runs of their own that traced operators, when `runs` were clock-timed
+    memory: dict[str, Any]  # bytes allocated, freed and peak live per run, region and device: see analysis.memory
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
     distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
 
@@ -240,6 +242,8 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     )
     if separate is not None and separate.runs:
         doc["operator_runs"] = _traced_run_docs(operators, _below(separate, spanning), spanning)
+    if operators is not None:
+        doc["memory"] = _memory(operators, traced)
     if spanning:
         doc["spanning_regions"] = spanning
     if runs:
@@ -260,6 +264,16 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         if run["run_index"] < len(waits):
             run["barrier_wait_us"] = waits[run["run_index"]]
     return doc
+
+
+def _memory(operators: TraceEvents, traced: bool) -> dict[str, Any]:
+    """The ``memory`` section: a memory run's, carried in the metadata, else that of the runs that traced
+    operators (the operator runs of a clock-timed capture, or the measured runs of a trace recorded
+    with memory by another tool; ``event_count`` 0 when none was)."""
+    carried = operators.metadata.get(MEMORY_KEY)
+    if isinstance(carried, Mapping):
+        return dict(carried)
+    return memory_section(operators, MEASURED_RUNS if traced else OPERATOR_RUNS)
 
 
 def _common_prefix(first: list[str], second: list[str]) -> list[str]:
@@ -422,6 +436,7 @@ def _warnings(
 
 SCENARIO_KEYS = (
     "input",
+    "memory",
     "runs",
     "operator_runs",
     "profiler",
