@@ -18,6 +18,7 @@ from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
@@ -109,6 +110,30 @@ def communication_table(doc: Mapping[str, Any]) -> Table | None:
     return table
 
 
+def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
+    """Bytes allocated, freed and peak live per region and device (highest peaks first), with where they come
+    from; one line saying why when the document has none; None for a lite one (its summary says so)."""
+    if is_lite(doc):
+        return None
+    rows = memory_rows(doc)
+    if not rows:
+        return terminal_text(f"memory: {memory_note(doc)}")
+    shown, hidden = top_memory_rows(rows, limit)
+    table = Table(title=terminal_text("Memory (allocated, freed: median per run; peaks: highest run)"))
+    for header in ("Region", "Device", "Allocated", "Freed", "Peak live", "Allocator peak"):
+        table.add_column(header, justify="left" if header in ("Region", "Device") else "right")
+    for row in shown:
+        table.add_row(
+            terminal_text(row.label, style="italic" if row.role == "run" else ""),
+            terminal_text(row.device),
+            *(format_bytes(value) for value in (row.allocated_bytes, row.freed_bytes, row.peak_live_bytes)),
+            format_bytes(row.allocator_peak_bytes),
+        )
+    if hidden:
+        table.add_row(terminal_text(f"… {hidden} more region row(s)"), "", "", "", "", "")
+    return Group(table, terminal_text(memory_source(doc) or ""))
+
+
 def profile_view(doc: Mapping[str, Any]) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
     config, target = doc.get("config", {}), doc.get("target", {})
@@ -126,6 +151,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
+    memory = memory_view(doc)
+    if memory is not None:
+        parts.append(memory)
     if is_merged(doc):
         parts.append(ranks_view(doc))
     warnings = warnings_table(doc.get("warnings", []))

@@ -38,7 +38,8 @@ LITE_MODE = "lite"
 document has no operator table (``profiler.key_averages``), residual causes or operator mixes."""
 
 LITE_LACKS = (
-    "runs and regions timed by a clock, without the profiler: no operator table, residual causes or operator mixes"
+    "runs and regions timed by a clock, without the profiler: no operator table, residual causes, operator mixes "
+    "or memory"
 )
 """What a lite document lacks, in the words every reader shows."""
 
