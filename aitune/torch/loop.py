@@ -48,6 +48,7 @@ from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
@@ -159,11 +160,13 @@ def optimize(
     before = capture(traces[0], phase("capture before", _calls(config)))
     if calibration is not None:
         before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
+    rss_before = process_rss_bytes()
     if checked is not None:
         phase("apply plan", None)
         suggestions, whole, tuning = None, None, verify(_applied(obj, checked))
     else:
         suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase, verify)
+    memory = process_memory(rss_before, process_rss_bytes())  # what tuning left in the process, measured
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
     except BaseException:
@@ -171,9 +174,9 @@ def optimize(
         raise
     # Made from what stayed tuned after the end-to-end check: a plan holds verified wins only.
     if checked is None:
-        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict(), memory)
     else:
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked)
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, memory)
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
@@ -182,6 +185,8 @@ def optimize(
     report = tuning.report
     if report is not None and verification is not None:
         report = {**report, "verification": verification.to_dict()}
+    if report is not None and memory is not None:
+        report = {**report, "process_memory": memory}
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns,

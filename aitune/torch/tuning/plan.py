@@ -40,6 +40,7 @@ from aitune.torch.module.paths import module_at, replace_modules
 from aitune.torch.module.wrapper import Module, check_restorable
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.report import region_held_memory
 
 PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -96,8 +97,17 @@ class AppliedPlan:
     environment_differences: list[str]
 
 
-def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out."""
+def make_plan(
+    target_type: str,
+    tuned: Sequence[TunedRegion],
+    tolerance: Mapping[str, Any],
+    process_memory: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out.
+
+    Each region's ``held_memory`` is what its winning backends were measured to hold beside its module
+    (`region_held_memory`); ``process_memory`` the process's resident bytes before and after tuning.
+    """
     regions = [
         {
             "path": region.path,
@@ -105,6 +115,7 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
             "module_type": qualified_type(region.module),
             "backends": region.backends,
             "speedup_vs_eager": _best_speedup(region.report or {}),
+            **({"held_memory": held} if (held := region_held_memory(region.report)) is not None else {}),
             "wrapper": region.saved,
         }
         for region in tuned
@@ -119,6 +130,7 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
         "environment": environment(),
+        **({"process_memory": dict(process_memory)} if process_memory else {}),
         "regions": regions,
     }
 
@@ -159,14 +171,20 @@ def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
         "target": {key: value for key, value in plan.get("target", {}).items() if key == "type"},
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         "environment": dict(plan.get("environment", {})),
+        **({"process_memory": dict(plan["process_memory"])} if "process_memory" in plan else {}),
         "regions": [_normalised_region(region) for region in plan["regions"]],
     }
 
 
-def replayed_plan(target_type: str, tuned: Sequence[TunedRegion], applied: Mapping[str, Any]) -> dict[str, Any]:
+def replayed_plan(
+    target_type: str,
+    tuned: Sequence[TunedRegion],
+    applied: Mapping[str, Any],
+    process_memory: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
     (never a copy of the file), with the tolerance and speedups ``applied`` gave."""
-    made = make_plan(target_type, tuned, applied["tolerance"])
+    made = make_plan(target_type, tuned, applied["tolerance"], process_memory)
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
         region["speedup_vs_eager"] = claimed.get(region["path"])
@@ -334,6 +352,7 @@ def _normalised_region(region: Mapping[str, Any]) -> dict[str, Any]:
         "module_type": region["module_type"],
         "backends": {key: value for key, value in tuned.items() if value["name"] != "eager"},
         "speedup_vs_eager": region.get("speedup_vs_eager"),
+        **({"held_memory": dict(region["held_memory"])} if "held_memory" in region else {}),
         "wrapper": {
             "type": wrapper["type"],
             "name": wrapper["name"],
