@@ -79,6 +79,68 @@ class Launch(NamedTuple):
     correlation: int
 
 
+class MemoryEvent(NamedTuple):
+    """One allocation (``bytes`` > 0) or free (``bytes`` < 0) the profiler recorded with ``profile_memory``.
+
+    ``device`` names the allocator's device (`memory_device`: ``cpu``, ``cuda:0``); ``allocator_total``
+    is the allocator's own count of live bytes after the event (its ``Total Allocated``), None when the
+    event does not give one.
+    """
+
+    time_us: float
+    bytes: int
+    allocator_total: int | None
+    device: str
+    thread: ThreadKey
+
+
+MEMORY_EVENT_NAME = "[memory]"
+"""The name torch's profiler gives its memory instant events (category ``cpu_instant_event``)."""
+
+MEMORY_CATEGORY = "cpu_instant_event"
+
+_DEVICE_TYPES = {0: "cpu", 1: "cuda", 2: "mkldnn", 9: "mps", 12: "meta", 13: "hpu", 20: "xpu", 21: "privateuseone"}
+"""c10's DeviceType numbers a memory event's ``Device Type`` gives, by name; others read as ``device_type_<n>``."""
+
+MAX_MEMORY_DEVICES = 16
+"""Most distinct devices whose memory events a trace is read for: a machine has a CPU and a few
+accelerators; a hostile trace naming thousands cannot grow the document by one entry per name."""
+
+_BYTES_LIMIT = 2**62
+"""A memory event's byte counts beyond this are not an allocation's (and would not stay exact in floats)."""
+
+
+def memory_device(device_type: Any, device_id: Any) -> str | None:
+    """The name of the device of a memory event's ``Device Type`` and ``Device Id``, ``cpu`` or ``cuda:0``;
+    None when they are not small integers.
+
+    >>> memory_device(0, -1), memory_device(1, 0), memory_device("1", 0)
+    ('cpu', 'cuda:0', None)
+    """
+    if (
+        type(device_type) is not int
+        or type(device_id) is not int
+        or not (0 <= device_type < 256 and -1 <= device_id < 4096)
+    ):
+        return None
+    name = _DEVICE_TYPES.get(device_type, f"device_type_{device_type}")
+    return name if device_id < 0 else f"{name}:{device_id}"
+
+
+def memory_event(time_us: float, thread: ThreadKey, args: Any) -> MemoryEvent | None:
+    """The `MemoryEvent` of a ``[memory]`` instant event's ``args`` (untrusted); None when they do not give
+    an integer ``Bytes`` and a device: such an event is skipped, never read as zero."""
+    if not isinstance(args, Mapping):
+        return None
+    size, total = args.get("Bytes"), args.get("Total Allocated")
+    device = memory_device(args.get("Device Type"), args.get("Device Id", -1))
+    if type(size) is not int or abs(size) > _BYTES_LIMIT or device is None:
+        return None
+    if type(total) is not int or not 0 <= total <= _BYTES_LIMIT:
+        total = None
+    return MemoryEvent(float(time_us), size, total, device, thread)
+
+
 class DeviceActivity(NamedTuple):
     """Work that ran on the device, linked to its launch by the correlation id."""
 
@@ -205,6 +267,7 @@ class TraceEvents:
     module_calls: tuple[Span, ...] = ()  # "nn.Module: <Class>_<k>" events of with_stack traces
     communication: tuple[CommunicationSpan, ...] = ()  # CPU-side; c10d ops are in ``ops`` too
     communication_kernels: tuple[DeviceActivity, ...] = ()  # the device activities that are NCCL kernels
+    memory: tuple[MemoryEvent, ...] = ()  # the profiler's allocations and frees (profile_memory), in trace order
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
     threads: Mapping[ThreadKey, ThreadView] = field(default_factory=dict)
     device_of: Mapping[int, tuple[DeviceActivity, ...]] = field(default_factory=dict)
@@ -236,6 +299,8 @@ class EventsBuilder:
         self.annotations: list[Span] = []
         self.module_calls: list[Span] = []
         self.communication: list[CommunicationSpan] = []
+        self.memory: list[MemoryEvent] = []
+        self._memory_devices: set[str] = set()
 
     def add(
         self,
@@ -284,6 +349,18 @@ class EventsBuilder:
         moved = message_bytes(bytes_from, args) if bytes_from is not None else None
         self.communication.append(CommunicationSpan(name, start_us, duration_us, thread, moved, bytes_from))
 
+    def add_memory(self, time_us: float, thread: ThreadKey, args: Any) -> None:
+        """File one ``[memory]`` instant event from its ``args`` (untrusted; see `memory_event`); an event
+        of a device past the first `MAX_MEMORY_DEVICES` is dropped."""
+        event = memory_event(time_us, thread, args)
+        if event is None:
+            return
+        if event.device not in self._memory_devices:
+            if len(self._memory_devices) >= MAX_MEMORY_DEVICES:
+                return
+            self._memory_devices.add(event.device)
+        self.memory.append(event)
+
     def build(self, metadata: Mapping[str, Any]) -> TraceEvents:
         """The frozen, indexed model of the events added, with ``metadata`` as its aitune metadata.
 
@@ -316,6 +393,7 @@ class EventsBuilder:
             communication_kernels=tuple(
                 activity for activity in self.device if activity.name.startswith(DEVICE_PREFIXES)
             ),
+            memory=tuple(self.memory),
             trace_kind=kind,
             threads=MappingProxyType(threads),
             device_of=MappingProxyType({key: tuple(work) for key, work in device_of.items()}),
@@ -338,7 +416,7 @@ def _thread_views(
             if lists is None:
                 lists = groups[thread] = dict.fromkeys(("ops", "runs", "regions", "launches"), _NO_INDICES)
             lists[kind] = indices
-    for spans in (builder.annotations, builder.module_calls, builder.communication):  # hashable too: read by thread
+    for spans in (builder.annotations, builder.module_calls, builder.communication, builder.memory):  # read by thread
         set(span.thread for span in spans)
     views: dict[ThreadKey, ThreadView] = {}
     for thread, lists in groups.items():
@@ -408,7 +486,9 @@ communication; the rest of the ``cpu_op`` events it appends straight to the buil
 def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     """Read a Chrome trace document (``{"traceEvents": [...], "aitune": {...}}``) into `TraceEvents`.
 
-    One pass over the events; events other than complete ones ("ph": "X") are skipped. A trace that
+    One pass over the events; events other than complete ones ("ph": "X") are skipped, except the
+    profiler's memory instant events (``[memory]``, "ph": "i"; one without a numeric ``ts`` or usable
+    args is skipped, see `memory_event`). A trace that
     another tool wrote has its run and region markers translated into aitune's (see `detect_trace_kind`);
     one without any run marker comes back with no runs.
 
@@ -427,6 +507,8 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     try:
         for raw in raw_events:
             if raw.get("ph") != "X":
+                if raw.get("name") == MEMORY_EVENT_NAME and raw.get("ph") == "i" and _is_number(raw.get("ts")):
+                    builder.add_memory(raw["ts"], (raw.get("pid"), raw.get("tid")), raw.get("args"))
                 continue
             category = raw.get("cat", "")
             name = raw.get("name", "")
@@ -453,10 +535,14 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
     return builder.build(metadata)
 
 
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and value == value and abs(value) != float("inf")
+
+
 _WALL_TIMES = ("run_wall_times_us", "warmup_wall_times_us", OPERATOR_RUN_WALLS_KEY)
 _METADATA_SHAPE = {
     **dict.fromkeys(("created_at", "aitune_version"), str),
-    **dict.fromkeys(("config", "target", "input", "environment", "profiler"), dict),
+    **dict.fromkeys(("config", "target", "input", "environment", "profiler", "memory"), dict),
     **dict.fromkeys(("regions", "warnings", *_WALL_TIMES), list),
 }
 _METADATA_ITEMS = {

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from aitune.analysis.events import (
+    MEMORY_EVENT_NAME,
     NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
@@ -156,6 +157,10 @@ def _typed(trace: _Trace, metadata: Mapping[str, Any]) -> TraceEvents:
             builder.add_communication(event.name, event.ts, event.dur, thread, args)
         else:
             builder.add(event.cat, event.name, event.ts, event.dur, thread, correlation, args)
+    for event in trace.traceEvents:
+        if event.ph == "i" and event.name == MEMORY_EVENT_NAME and event.ts is not None:
+            args = msgspec.json.decode(event.args) if event.args is not _NOTHING else None
+            builder.add_memory(event.ts, (event.pid, event.tid), args)
     return builder.build(metadata)
 
 

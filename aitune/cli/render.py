@@ -18,6 +18,7 @@ from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
+from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
@@ -102,6 +103,30 @@ def communication_table(doc: Mapping[str, Any]) -> Table | None:
     return table
 
 
+def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
+    """Bytes allocated, freed and peak live per region and device (highest peaks first), with where they come
+    from; one line saying why when the document has none; None for a lite one (its summary says so)."""
+    if is_lite(doc):
+        return None
+    rows = memory_rows(doc)
+    if not rows:
+        return terminal_text(f"memory: {memory_note(doc)}")
+    shown, hidden = top_memory_rows(rows, limit)
+    table = Table(title=terminal_text("Memory (allocated, freed: median per run; peaks: highest run)"))
+    for header in ("Region", "Device", "Allocated", "Freed", "Peak live", "Allocator peak"):
+        table.add_column(header, justify="left" if header in ("Region", "Device") else "right")
+    for row in shown:
+        table.add_row(
+            terminal_text(row.label, style="italic" if row.role == "run" else ""),
+            terminal_text(row.device),
+            *(format_bytes(value) for value in (row.allocated_bytes, row.freed_bytes, row.peak_live_bytes)),
+            format_bytes(row.allocator_peak_bytes),
+        )
+    if hidden:
+        table.add_row(terminal_text(f"… {hidden} more region row(s)"), "", "", "", "", "")
+    return Group(table, terminal_text(memory_source(doc) or ""))
+
+
 def profile_view(doc: Mapping[str, Any]) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
     config, target = doc.get("config", {}), doc.get("target", {})
@@ -122,6 +147,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
+    memory = memory_view(doc)
+    if memory is not None:
+        parts.append(memory)
     if is_merged(doc):
         parts.append(ranks_view(doc))
     warnings = warnings_table(doc.get("warnings", []))
@@ -209,6 +237,7 @@ def diff_view(diff: ProfileDiff) -> Group:
         parts.append(_phase_table(diff))
     if diff.operators:
         parts.append(_operator_table(diff))
+    parts += _memory_diff(diff)
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
         warnings = warnings_table(items, title=f"Warnings only {side}")
         if warnings is not None:
@@ -235,6 +264,31 @@ def merged_line(world_sizes: tuple[int | None, int | None]) -> str:
     """What a comparison of merged documents compares: each side's step time is its slowest rank's."""
     sides = " → ".join(f"{size} ranks merged" if size else "one process" for size in world_sizes)
     return f"comparing merged documents ({sides}): each run is its step's slowest rank, as `merge` wrote it"
+
+
+def _memory_diff(diff: ProfileDiff, limit: int = TOP_REGIONS) -> list[Any]:
+    """Peak live and allocated bytes per region and device before → after, and a line for a side without memory."""
+    parts: list[Any] = []
+    for side, note in zip(("before", "after"), diff.memory_notes, strict=True):
+        if note is not None:
+            parts.append(terminal_text(f"memory {side}: {note}"))
+    if not diff.memory:
+        return parts
+    table = Table(title="Memory (peak live: highest run; allocated: median per run)")
+    for header in ("Region", "Device", "Peak before", "Peak after", "Δ peak", "Allocated before", "Allocated after"):
+        table.add_column(header, justify="left" if header in ("Region", "Device") else "right")
+    for row in diff.memory[: limit + 1]:
+        delta = row.peak_delta_bytes
+        table.add_row(
+            terminal_text(row.path, style="italic" if row.path == WHOLE_RUN else ""),
+            terminal_text(row.device),
+            format_bytes(row.before_peak_bytes),
+            format_bytes(row.after_peak_bytes),
+            MISSING if delta is None else ("+" if delta > 0 else "") + format_bytes(delta),
+            format_bytes(row.before_allocated_bytes),
+            format_bytes(row.after_allocated_bytes),
+        )
+    return [table, *parts]
 
 
 def _operator_table(diff: ProfileDiff) -> Table:

@@ -8,6 +8,7 @@ reports a tune folder holds. The per-run samples all of them read come from `ait
 
 from aitune.compare.diff import (
     Change,
+    MemoryChange,
     OperatorChange,
     ProfileDiff,
     RegionChange,
@@ -21,6 +22,7 @@ from aitune.compare.diff import (
 
 __all__ = [
     "Change",
+    "MemoryChange",
     "OperatorChange",
     "ProfileDiff",
     "RegionChange",

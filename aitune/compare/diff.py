@@ -37,6 +37,7 @@ from aitune.markers import parse_region_id
 from aitune.report import document, ranks
 from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
+from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -109,6 +110,25 @@ class OperatorChange:
 
 
 @dataclass(frozen=True)
+class MemoryChange:
+    """One region path's (or the whole run's) memory on one device, before and after (`aitune.report.memory`
+    rows: allocated a median per run, peak live the highest run); ``None`` on a side without it."""
+
+    path: str  # the lined-up region path, or aitune.report.memory.WHOLE_RUN
+    device: str
+    before_peak_bytes: int | None
+    after_peak_bytes: int | None
+    before_allocated_bytes: float | None
+    after_allocated_bytes: float | None
+
+    @property
+    def peak_delta_bytes(self) -> int | None:
+        if self.before_peak_bytes is None or self.after_peak_bytes is None:
+            return None
+        return self.after_peak_bytes - self.before_peak_bytes
+
+
+@dataclass(frozen=True)
 class ProfileDiff:
     """Everything `compare_profiles` found; `to_dict` is its JSON form."""
 
@@ -125,6 +145,8 @@ class ProfileDiff:
     world_sizes: tuple[int | None, int | None] = (None, None)  # ranks each side merged; None: one process
     phases: list[PhaseChange] = field(default_factory=list)  # per phase, when both sides are generate-like (CPU)
     tokens: list[TokenChange] = field(default_factory=list)  # time to first token, per output token
+    memory: list[MemoryChange] = field(default_factory=list)  # whole run first, then regions by highest peak
+    memory_notes: tuple[str | None, str | None] = (None, None)  # per side, why it has no memory (memory_note)
 
     @property
     def added(self) -> list[str]:
@@ -146,6 +168,8 @@ class ProfileDiff:
                 row["change"]["beyond_noise"] = region.change.beyond_noise
         for row, operator in zip(data["operators"], self.operators, strict=True):
             row["delta_us"] = operator.delta_us
+        for row, memory in zip(data["memory"], self.memory, strict=True):
+            row["peak_delta_bytes"] = memory.peak_delta_bytes
         data["added"], data["removed"] = self.added, self.removed
         return data
 
@@ -179,7 +203,44 @@ def compare_profiles(
         world_sizes=(ranks.world_size(old), ranks.world_size(new)),
         phases=phase_changes(old, new, change) if domain == "cpu" else [],
         tokens=token_changes(old, new, change) if domain == "cpu" else [],
+        memory=memory_changes(old, new),
+        memory_notes=(memory_note(old), memory_note(new)),
     )
+
+
+def memory_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[MemoryChange]:
+    """Each region path's memory per device on either side (paths relative to the aligning roots, as the
+    time rows are), the whole run first, then by the higher peak of the two sides; [] when neither side has any."""
+    roots = aligning_roots(before, after)
+    sides = [
+        {
+            (row.label if row.role == "run" else relative_path(row.label, root), row.device): row
+            for row in memory_rows(doc)
+        }
+        for doc, root in zip((before, after), roots, strict=True)
+    ]
+    rows = []
+    for key in sides[0].keys() | sides[1].keys():
+        old, new = sides[0].get(key), sides[1].get(key)
+        rows.append(
+            MemoryChange(
+                key[0],
+                key[1],
+                old.peak_live_bytes if old else None,
+                new.peak_live_bytes if new else None,
+                old.allocated_bytes if old else None,
+                new.allocated_bytes if new else None,
+            )
+        )
+    rows.sort(
+        key=lambda row: (
+            row.path != WHOLE_RUN,
+            -max(row.before_peak_bytes or 0, row.after_peak_bytes or 0),
+            row.path,
+            row.device,
+        )
+    )
+    return rows
 
 
 def regressed(diff: ProfileDiff, pct: float) -> bool:

@@ -14,6 +14,7 @@ from aitune.analysis import attribution, warnings
 from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.communication import Communication, communication
 from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
+from aitune.analysis.memory import MEASURED_RUNS, MEMORY_KEY, OPERATOR_RUNS, memory_section
 from aitune.analysis.operators import key_averages
 from aitune.analysis.phases import run_phases
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
@@ -38,7 +39,8 @@ LITE_MODE = "lite"
 document has no operator table (``profiler.key_averages``), residual causes or operator mixes."""
 
 LITE_LACKS = (
-    "runs and regions timed by a clock, without the profiler: no operator table, residual causes or operator mixes"
+    "runs and regions timed by a clock, without the profiler: no operator table, residual causes, operator mixes "
+    "or memory"
 )
 """What a lite document lacks, in the words every reader shows."""
 
@@ -170,6 +172,7 @@ class ProfileDoc(TypedDict, total=False):
     warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
     scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
     operator_runs: list[RunDoc]  # runs of their own that traced operators, when `runs` were clock-timed
+    memory: dict[str, Any]  # bytes allocated, freed and peak live per run, region and device: see analysis.memory
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
     distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
     phase_split: dict[str, Any]  # generate-like runs: how they split into phases, and on what evidence
@@ -244,6 +247,8 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     )
     if separate is not None and separate.runs:
         doc["operator_runs"] = _traced_run_docs(operators, _below(separate, spanning), spanning)
+    if operators is not None:
+        doc["memory"] = _memory(operators, traced)
     if spanning:
         doc["spanning_regions"] = spanning
     _add_phases(doc, timing, spanning)
@@ -275,6 +280,16 @@ def _add_phases(doc: ProfileDoc, timing: TraceEvents, spanning: list[str]) -> No
     doc["phase_split"] = split.to_dict()
     for run in doc["runs"]:
         run.update(by_run.get(run["run_index"], {}))  # type: ignore[typeddict-item]
+
+
+def _memory(operators: TraceEvents, traced: bool) -> dict[str, Any]:
+    """The ``memory`` section: a memory run's, carried in the metadata, else that of the runs that traced
+    operators (the operator runs of a clock-timed capture, or the measured runs of a trace recorded
+    with memory by another tool; ``event_count`` 0 when none was)."""
+    carried = operators.metadata.get(MEMORY_KEY)
+    if isinstance(carried, Mapping):
+        return dict(carried)
+    return memory_section(operators, MEASURED_RUNS if traced else OPERATOR_RUNS)
 
 
 def _common_prefix(first: list[str], second: list[str]) -> list[str]:
@@ -437,6 +452,7 @@ def _warnings(
 
 SCENARIO_KEYS = (
     "input",
+    "memory",
     "runs",
     "operator_runs",
     "profiler",

@@ -18,6 +18,7 @@ from aitune.report.document import (
 )
 from aitune.report.headline import headline_rows, phase_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
@@ -46,6 +47,7 @@ def render_markdown(doc: ProfileDoc) -> str:
             _ranks(view),
             _residual_causes(view),
             _communication(view),
+            _memory(view),
             _tree(view),
             _runs(view),
             _regions(view),
@@ -279,6 +281,39 @@ def _communication(doc: ProfileDoc) -> str:
             f"({percent(summary.device_overlap_fraction)} of their time)."
         )
     return text
+
+
+MEMORY_ROWS = 25
+"""Regions the memory table shows, highest peak first: a pipeline captured deep has hundreds."""
+
+
+def _memory(doc: ProfileDoc) -> str:
+    """Bytes allocated, freed and peak live per region and device; a lite document's overview says it has none."""
+    if is_lite(doc):
+        return ""
+    rows = memory_rows(doc)
+    if not rows:
+        return f"## Memory\n\n{markdown_text(memory_note(doc) or '')}"
+    shown, hidden = top_memory_rows(rows, MEMORY_ROWS)
+    cells = [
+        (
+            Markup(f"_{row.label}_") if row.role == "run" else row.label,
+            row.device,
+            format_bytes(row.allocated_bytes),
+            format_bytes(row.freed_bytes),
+            format_bytes(row.peak_live_bytes),
+            format_bytes(row.allocator_peak_bytes),
+        )
+        for row in shown
+    ]
+    more = f"\n\n… {hidden} more region row(s) with lower peaks." if hidden else ""
+    return (
+        f"## Memory\n\n{markdown_text(memory_source(doc) or '')}. Allocated and freed: median per run; peak live: "
+        "the most bytes a region's own allocations held at once, highest run; allocator peak: the allocator's own "
+        "live total at its highest while the region ran.\n\n"
+        + table(["Region", "Device", "Allocated", "Freed", "Peak live", "Allocator peak"], cells)
+        + more
+    )
 
 
 def _tree(doc: ProfileDoc) -> str:

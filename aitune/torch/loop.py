@@ -57,6 +57,7 @@ from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
+from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
@@ -178,11 +179,13 @@ def optimize(
     before = capture(traces[0], phase("capture before", _calls(config)))
     if calibration is not None:
         before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
+    rss_before = process_rss_bytes()
     if checked is not None:
         phase("apply plan", None)
         suggestions, whole, tuning = None, None, verify(_applied(obj, checked))
     else:
         suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase, verify)
+    memory = process_memory(rss_before, process_rss_bytes())  # what tuning left in the process, measured
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
     except BaseException:
@@ -191,9 +194,9 @@ def optimize(
     # Made from what stayed tuned after the end-to-end check: a plan holds verified wins only.
     judgment = tuning.judgment
     if checked is None:
-        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict(), precision, judgment)
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict(), precision, judgment, memory)
     else:
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, judgment)
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, judgment, memory)
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
@@ -205,6 +208,8 @@ def optimize(
     if report is not None:
         gate = judgment.to_dict() if judgment is not None else None
         report = {**report, "precision": precision, "task_gate": gate, "memory": weight_memory(tuning.tuned)}
+    if report is not None and memory is not None:
+        report = {**report, "process_memory": memory}
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment,

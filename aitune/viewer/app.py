@@ -163,6 +163,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         ("Phases", views.Phases(**context)),
         ("Ranks", views.Ranks(**context)),
         ("Operators", views.Operators(**context)),
+        ("Memory", views.Memory(**context)),
         ("Warnings", views.Warnings(**context)),
         ("Timeline", views.Timeline(**context)),
         dynamic=True,

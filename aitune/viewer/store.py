@@ -18,6 +18,7 @@ from aitune.analysis import TraceEvents
 from aitune.compare.loop_report import LoopReport
 from aitune.errors import ProfileError
 from aitune.report import scenario_names
+from aitune.report.memory import memory_note, memory_source
 from aitune.report.phases import split_line, tokens_line
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
@@ -214,6 +215,16 @@ class ProfileStore(param.Parameterized):
                 return None
 
         return self._cached("tune report", read)
+
+    def memory_table(self) -> pd.DataFrame:
+        """Every side's memory rows (`tables.memory_table`) with a ``side`` column."""
+        return self._cached("memory", lambda: self._stacked(tables.memory_table))
+
+    def memory_notes(self) -> list[str]:
+        """Per side, where its memory comes from, or why it has none (`aitune.report.memory`), named."""
+        return [
+            f"{loaded.name}: {memory_source(loaded.doc) or memory_note(loaded.doc)}" for loaded in self.sides().values()
+        ]
 
     def warning_table(self) -> pd.DataFrame:
         """Every warning with a ``status``: ``present`` (one profile), or ``new``, ``gone``, ``persisting``."""

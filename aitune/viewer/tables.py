@@ -25,6 +25,7 @@ from aitune.markers import (
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
+from aitune.report.memory import format_bytes, memory_rows
 from aitune.report.phases import phase_figures
 from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
@@ -37,6 +38,7 @@ REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
 RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
 OPERATOR_COLUMNS = ["key", "device_type", "count", "self_cpu_time_total_us", "cpu_time_total_us"]
 WARNING_COLUMNS = ["code", "message", "source"]
+MEMORY_COLUMNS = ["path", "device", "peak_live", "allocated", "freed", "allocator_peak", "peak_live_bytes"]
 RANK_COLUMNS = ["rank", "median_us", "min_us", "max_us", "barrier_wait_us", "slowest_steps", "straggler_region"]
 RANK_REGION_COLUMNS = ["region_id", "rank", "median_us", "slowest_rank", "imbalance"]
 RUN_TIME = "(run time)"
@@ -155,6 +157,24 @@ def operator_table(doc: ProfileDoc) -> pd.DataFrame:
     """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
     frame = pd.DataFrame(operator_rows(doc))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
+
+
+def memory_table(doc: ProfileDoc) -> pd.DataFrame:
+    """Per region (and the whole run) and device: bytes allocated and freed (median per run), peak live and the
+    allocator's peak (highest run), in words and ``peak_live_bytes`` to sort by; empty when the document has none."""
+    rows = [
+        (
+            row.label,
+            row.device,
+            format_bytes(row.peak_live_bytes),
+            format_bytes(row.allocated_bytes),
+            format_bytes(row.freed_bytes),
+            format_bytes(row.allocator_peak_bytes),
+            row.peak_live_bytes,
+        )
+        for row in memory_rows(doc)
+    ]
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
 def warning_table(doc: ProfileDoc) -> pd.DataFrame:

@@ -303,6 +303,20 @@ class Phases(StoreView):
         return pn.Column(*lines, grid, sizing_mode="stretch_width")
 
 
+class Memory(StoreView):
+    """Bytes allocated, freed and peak live per region and device, each side's rows marked; where they come from."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self.rendered()
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        note = text_block("\n".join(self.store.memory_notes()))
+        memory = self.store.memory_table()
+        if memory.empty:
+            return note
+        return pn.Column(note, table(memory, ["path", "device", "side"], "memory-table"), sizing_mode="stretch_width")
+
+
 class Warnings(StoreView):
     """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 

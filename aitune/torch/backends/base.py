@@ -43,11 +43,13 @@ def _nothing() -> None:
 class Built:
     """A built candidate: ``run`` takes the module's arguments; ``release`` frees what the build holds;
     ``details`` (JSON-ready) says what the build chose, such as ONNX Runtime's providers, and goes into
-    the tuning report as the candidate's ``build_details``."""
+    the tuning report as the candidate's ``build_details``; ``held``, when the backend measured it, the
+    memory what it keeps holds (else the trial measures the whole build)."""
 
     run: Callable[..., Any]
     release: Callable[[], None] = _nothing
     details: dict[str, Any] = field(default_factory=dict)
+    held: Any = None  # a HeldMemory the backend measured around what it keeps (aitune.torch.tuning.held_memory)
 
 
 class Backend(ABC):

@@ -55,13 +55,17 @@ class OnnxRuntimeBackend(Backend):
     def build(self, context: BuildContext) -> Built:
         import onnxruntime
 
+        from aitune.torch.tuning.held_memory import measuring, prime_onnxruntime
+
         spec = output_spec(context.reference_outputs[0])
         with tempfile.TemporaryDirectory(prefix="aitune-ort-") as directory:  # the session keeps what it loaded
-            session = onnxruntime.InferenceSession(
-                str(export_onnx(context, Path(directory))),
-                self._options(onnxruntime),
-                providers=_providers(context.device),
-            )
+            exported = export_onnx(context, Path(directory))
+            prime_onnxruntime()
+            # Around the session only: its copy of the weights, not the exporter's leftovers.
+            with measuring(context.device) as held:
+                session = onnxruntime.InferenceSession(
+                    str(exported), self._options(onnxruntime), providers=_providers(context.device)
+                )
         names = [node.name for node in session.get_inputs()]
         device = context.device
         used = session.get_session_options()
@@ -79,7 +83,7 @@ class OnnxRuntimeBackend(Backend):
             "intra_op_threads": used.intra_op_num_threads,
             "inter_op_threads": used.inter_op_num_threads,
         }
-        return Built(run=run, details=details)
+        return Built(run=run, details=details, held=held)
 
     def _options(self, onnxruntime: Any) -> Any:
         threads = self.threads()

@@ -40,6 +40,7 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from aitune.analysis.events import TraceEvents, read_trace_events
+from aitune.analysis.memory import MEMORY_KEY, MEMORY_RUN, memory_section
 from aitune.analysis.stamps import TIMED_SPANS_KEY, StampedSpan, stamp_table, stamped_trace
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
 from aitune.analysis.warnings import off_thread_region_calls
@@ -149,7 +150,8 @@ def capture_trace(
     warmup_walls = _warm_up(call, synchronize, warmup_runs, session.all_steady if session else _alone)
     align = _Alignment(session, measured_runs)
     if on_warmed_up is not None:  # +1: the profiler's (or the stamps') warmup; an operator pass has its own
-        on_warmed_up(len(warmup_walls) + 1 + measured_runs + (1 + operator_runs if operator_runs else 0))
+        extra = 1 + operator_runs if operator_runs else (1 if operator_runs is None else 0)  # or the memory run
+        on_warmed_up(len(warmup_walls) + 1 + measured_runs + extra)
     meta = {**metadata, "warmup_wall_times_us": warmup_walls}
     if operator_runs is None:
         return _capture_traced(
@@ -173,8 +175,12 @@ def _capture_traced(
     operator_pass: bool = False,
 ) -> TraceEvents:
     """``measured_runs`` runs under the profiler, after its warmup. An ``operator_pass`` follows
-    stamped runs (`_capture_stamped`): its wall µs go in `OPERATOR_RUN_WALLS_KEY`, and neither the
-    input shapes nor the calls on other threads are recorded again."""
+    stamped runs (`_capture_stamped`): its wall µs go in `OPERATOR_RUN_WALLS_KEY`, neither the
+    input shapes nor the calls on other threads are recorded again, and its session records memory
+    (``profile_memory``: the measured runs never pay for it). Measured runs under the profiler get
+    their memory from one run of its own before them instead (`memory_run`, `MEMORY_KEY`)."""
+    if not operator_pass:
+        metadata = {**metadata, MEMORY_KEY: memory_run(call, targets, synchronize)}
     with (
         without_profiler_lines(),  # Kineto's profiler_start/stop lines: the CLI drops them, so does the API
         without_cycle_warning(),
@@ -184,6 +190,7 @@ def _capture_traced(
             schedule=schedule(wait=0, warmup=1, active=measured_runs, repeat=1),
             record_shapes=record_shapes,
             with_stack=with_stack,
+            profile_memory=operator_pass,
             experimental_config=trace_only_config(),
         ) as profiler,
     ):
@@ -211,6 +218,24 @@ def _capture_traced(
     align.finish()
     exported = export_trace(profiler, trace_path) if trace_path is not None else None
     return events_from_profiler(profiler, meta, exported)
+
+
+def memory_run(
+    call: Callable[[], Any], targets: Sequence[RegionTarget], synchronize: Callable[[], None]
+) -> dict[str, Any]:
+    """The document's ``memory`` section from one run of its own under a profiler session that records
+    memory and nothing else: a capture whose measured runs are the profiler's (with CUDA, under
+    torch.distributed) must not pay for it, and the section travels in their metadata (`MEMORY_KEY`)."""
+    with (
+        without_profiler_lines(),
+        without_cycle_warning(),
+        Instrumented(targets),
+        profile(
+            activities=profiler_activities(), profile_memory=True, experimental_config=trace_only_config()
+        ) as session,
+    ):
+        _timed(call, synchronize, "memory run", span=run_span_name(0))
+    return memory_section(events_from_profiler(session, {}), MEMORY_RUN)
 
 
 def export_trace(profiler: profile, path: Path) -> bytes:

@@ -27,6 +27,8 @@ from aitune.analysis.collectives import communication_kind
 from aitune.analysis.events import (
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,
+    MEMORY_CATEGORY,
+    MEMORY_EVENT_NAME,
     NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
@@ -83,6 +85,10 @@ def events_from_profiler(
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
     for index in (index for index, name in enumerate(names) if name in special or not operator[index]):
         activity, category, name = activities[index], categories[index], names[index]
+        if category == MEMORY_CATEGORY:
+            if name == MEMORY_EVENT_NAME:  # profile_memory's allocations and frees, args as the export writes them
+                builder.add_memory(starts[index], threads[index], _metadata_args(activity))
+            continue
         if operator[index]:
             builder.add_communication(
                 name, starts[index], durations[index], threads[index], _sized_args(activity, name)
@@ -134,6 +140,11 @@ def _sized_args(activity: Any, name: str) -> dict[str, Any] | None:
     kind = communication_kind(name)
     if kind is None or kind.bytes_from is None:
         return None
+    return _metadata_args(activity)
+
+
+def _metadata_args(activity: Any) -> dict[str, Any] | None:
+    """The args the exported trace shows for ``activity``; None when kineto's text does not parse."""
     try:
         args = json.loads("{" + (activity.metadata_json() or "") + "}")  # kineto writes the object's inside
     except ValueError:

@@ -43,6 +43,7 @@ from aitune.torch.module.wrapper import Module, check_restorable
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.precision import precision_unavailable
+from aitune.torch.tuning.report import region_held_memory
 
 PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -105,9 +106,14 @@ def make_plan(
     tolerance: Mapping[str, Any],
     precision: str = "fp32",
     task_gate: TaskJudgment | None = None,
+    process_memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out. ``precision`` is the
-    level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept)."""
+    level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept).
+
+    Each region's ``held_memory`` is what its winning backends were measured to hold beside its module
+    (`region_held_memory`); ``process_memory`` the process's resident bytes before and after tuning.
+    """
     regions = [
         {
             "path": region.path,
@@ -115,6 +121,7 @@ def make_plan(
             "module_type": qualified_type(region.module),
             "backends": region.backends,
             "speedup_vs_eager": _best_speedup(region.report or {}),
+            **({"held_memory": held} if (held := region_held_memory(region.report)) is not None else {}),
             "wrapper": region.saved,
         }
         for region in tuned
@@ -131,6 +138,7 @@ def make_plan(
         "task_gate": _task_gate(task_gate.to_dict()) if task_gate is not None else None,
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
         "environment": environment(),
+        **({"process_memory": dict(process_memory)} if process_memory else {}),
         "regions": regions,
     }
 
@@ -173,17 +181,22 @@ def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
         "precision": plan.get("precision", "fp32"),
         "task_gate": _task_gate(plan["task_gate"]) if plan.get("task_gate") is not None else None,
         "environment": dict(plan.get("environment", {})),
+        **({"process_memory": dict(plan["process_memory"])} if "process_memory" in plan else {}),
         "regions": [_normalised_region(region) for region in plan["regions"]],
     }
 
 
 def replayed_plan(
-    target_type: str, tuned: Sequence[TunedRegion], applied: Mapping[str, Any], task_gate: TaskJudgment | None = None
+    target_type: str,
+    tuned: Sequence[TunedRegion],
+    applied: Mapping[str, Any],
+    task_gate: TaskJudgment | None = None,
+    process_memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
-    (never a copy of the file), with the tolerance, precision and speedups ``applied`` gave and the task
-    gate's verdict of this run (``task_gate``)."""
-    made = make_plan(target_type, tuned, applied["tolerance"], applied["precision"], task_gate)
+    (never a copy of the file), with the tolerance, precision and speedups ``applied`` gave, the task
+    gate's verdict of this run (``task_gate``) and the process memory it measured."""
+    made = make_plan(target_type, tuned, applied["tolerance"], applied["precision"], task_gate, process_memory)
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
         region["speedup_vs_eager"] = claimed.get(region["path"])
@@ -358,6 +371,7 @@ def _normalised_region(region: Mapping[str, Any]) -> dict[str, Any]:
         "module_type": region["module_type"],
         "backends": {key: value for key, value in tuned.items() if value["name"] != "eager"},
         "speedup_vs_eager": region.get("speedup_vs_eager"),
+        **({"held_memory": dict(region["held_memory"])} if "held_memory" in region else {}),
         "wrapper": {
             "type": wrapper["type"],
             "name": wrapper["name"],

@@ -2,12 +2,12 @@
 
 Keys are stable: every key is always present, with null where a figure does not apply (a skipped
 candidate has no build time). ``schema_version`` changes when a key's meaning does; keys added since
-(``speedup_interval``, ``verdict``, ``thread_budget``) are additive.
+(``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``) are additive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ def candidate_entry(candidate: Candidate) -> dict[str, Any]:
         "reason": candidate.reason,
         "build_time_s": _rounded(candidate.build_s, 3),
         "build_details": candidate.build_details,
+        "held_memory": candidate.held.to_dict() if candidate.held is not None else None,
         "latency_median_us": _rounded(latency.median_us if latency else None, 1),
         "latency_cv": _rounded(latency.cv if latency else None, 4),
         "eager_latency_median_us": _rounded(candidate.eager.median_us if candidate.eager else None, 1),
@@ -94,6 +95,24 @@ def save_tuning_report(report: dict[str, Any], path: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     return target
+
+
+def region_held_memory(entry: Mapping[str, Any] | None) -> dict[str, int | None] | None:
+    """What a tuned region's winning backends hold beside its module: the sum of each graph's winner's
+    ``held_memory`` (host and device bytes); None without a report entry or a measure."""
+    winners = [
+        candidate.get("held_memory")
+        for graph in (entry or {}).get("graphs", ())
+        for candidate in graph.get("candidates", ())
+        if candidate.get("status") == "winner" and candidate.get("backend") != "eager"
+    ]
+    measured = [held for held in winners if held]
+    if not measured:
+        return None
+    return {
+        key: sum(held[key] for held in measured) if all(held.get(key) is not None for held in measured) else None
+        for key in ("host_bytes", "device_bytes")
+    }
 
 
 def _rounded(value: float | None, digits: int) -> float | None:

@@ -21,6 +21,7 @@ from aitune.torch.backends import Backend, BuildContext, Built
 from aitune.torch.backends.threads import same_threads
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_calls
 from aitune.torch.tuning.decision import Decision, decide
+from aitune.torch.tuning.held_memory import HeldMemory, measuring
 from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -44,6 +45,7 @@ class Candidate:
     built: Built | None = None
     build_details: dict[str, Any] = field(default_factory=dict)  # kept after a rejection releases ``built``
     decision: Decision | None = None  # against eager on the paired rounds, when timed for a margin
+    held: HeldMemory | None = None  # the memory what it built holds beside the original module, measured
 
     @property
     def passed(self) -> bool:
@@ -124,7 +126,7 @@ class Trial:
         self._settled = _decided(margin) if margin is not None else None
         start = time.perf_counter()
         try:
-            with same_threads():  # a build that changed torch's threads would be timed on another budget
+            with same_threads(), measuring(self.context.device) as held:  # same threads: timed on one budget
                 candidate.built = backend.build(_for_build(self.context))
         except Exception as error:  # a backend failing to build is an expected outcome, kept in the report
             _raise_if_out_of_disk(error, candidate)
@@ -133,6 +135,7 @@ class Trial:
             return candidate
         candidate.build_s = time.perf_counter() - start
         candidate.build_details = candidate.built.details
+        candidate.held = candidate.built.held or held  # the backend's narrower measure when it made one
         self._check_and_time(candidate)
         if margin is not None and candidate.latency is not None and candidate.eager is not None:
             candidate.decision = decide(candidate.eager.times_us, candidate.latency.times_us, margin)
