@@ -194,9 +194,12 @@ def optimize(
     # Made from what stayed tuned after the end-to-end check: a plan holds verified wins only.
     judgment = tuning.judgment
     if checked is None:
-        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict(), precision, judgment, memory)
+        tolerance = config.tolerance.to_dict()
+        saved = make_plan(
+            qualified_type(obj), tuning.tuned, tolerance, precision=precision, task_gate=judgment, process_memory=memory
+        )
     else:
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, judgment, memory)
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, task_gate=judgment, process_memory=memory)
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None

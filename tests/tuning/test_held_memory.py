@@ -57,7 +57,9 @@ def plan():
         wrapper = wrappers["encoder"]
         region = TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.tuning_report)
         memory = process_memory(1_000_000, 3_000_000)
-        return make_plan("loop_app.Pipeline", [region], {"rtol": None, "atol": None}, memory), wrapper.tuning_report
+        return make_plan(
+            "loop_app.Pipeline", [region], {"rtol": None, "atol": None}, process_memory=memory
+        ), wrapper.tuning_report
     finally:
         unwrap(pipe, ["encoder"])
 

@@ -104,6 +104,7 @@ def make_plan(
     target_type: str,
     tuned: Sequence[TunedRegion],
     tolerance: Mapping[str, Any],
+    *,
     precision: str = "fp32",
     task_gate: TaskJudgment | None = None,
     process_memory: Mapping[str, Any] | None = None,
@@ -190,13 +191,21 @@ def replayed_plan(
     target_type: str,
     tuned: Sequence[TunedRegion],
     applied: Mapping[str, Any],
+    *,
     task_gate: TaskJudgment | None = None,
     process_memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
     (never a copy of the file), with the tolerance, precision and speedups ``applied`` gave, the task
     gate's verdict of this run (``task_gate``) and the process memory it measured."""
-    made = make_plan(target_type, tuned, applied["tolerance"], applied["precision"], task_gate, process_memory)
+    made = make_plan(
+        target_type,
+        tuned,
+        applied["tolerance"],
+        precision=applied["precision"],
+        task_gate=task_gate,
+        process_memory=process_memory,
+    )
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
         region["speedup_vs_eager"] = claimed.get(region["path"])
