@@ -24,6 +24,7 @@ from aitune.report import (
     save,
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
+from aitune.torch.peaks import ensure_peaks
 from aitune.torch.performance.capture import (
     ALL_RUNS,
     capture_trace,
@@ -162,6 +163,8 @@ def profile(
         "regions": region_metadata(targets),
         "environment": profile_environment(),
     }
+    if mode != LITE_MODE:  # the roofs the regions' work is placed against (measured once per machine, cached)
+        metadata["environment"]["machine_peaks"] = ensure_peaks()
     options = {
         "warmup_runs": warmup_runs,
         "measured_runs": measured_runs,
