@@ -168,3 +168,21 @@ def test_a_trace_without_recorded_shapes_has_no_work_keys_and_says_so():
 
     assert "work" not in doc["runs"][0]["regions"][0]
     assert "No operator shapes recorded in this profile" in render_markdown(doc)
+
+
+def test_the_viewer_draws_the_regions_on_the_roofline_and_lists_their_work():
+    from aitune.viewer import figures, views
+    from aitune.viewer.selection import Selection
+    from aitune.viewer.sources import Loaded
+    from aitune.viewer.store import ProfileStore
+
+    store = ProfileStore(before=Loaded("synthetic.json", build_profile(_device_trace())))
+
+    regions = store.efficiency_table()
+    plot = figures.roofline(regions, store.machine_peaks())
+    shown = views.Efficiency(store=store, selection=Selection())._render()
+
+    assert regions[["region_id", "domain", "flops"]].values.tolist() == [["untuned_module:block", "device", 65536.0]]
+    assert (plot.x_scale.__class__.__name__, plot.y_scale.__class__.__name__) == ("LogScale", "LogScale")
+    assert [item.label["value"] for item in plot.legend.items] == ["before cuda float32"]
+    assert len(shown) == 3  # the note, the roofline, the table

@@ -162,6 +162,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         ("Run timing", views.RunTiming(**context)),
         ("Ranks", views.Ranks(**context)),
         ("Operators", views.Operators(**context)),
+        ("Efficiency", views.Efficiency(**context)),
         ("Warnings", views.Warnings(**context)),
         ("Timeline", views.Timeline(**context)),
         dynamic=True,

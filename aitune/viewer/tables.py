@@ -23,6 +23,7 @@ from aitune.markers import (
     run_span_name,
 )
 from aitune.report import ProfileDoc, headline_rows
+from aitune.report.efficiency import region_efficiencies
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.key_averages import operator_rows
 from aitune.report.ranks import rank_rows, regions_across_ranks
@@ -124,6 +125,17 @@ def operator_table(doc: ProfileDoc) -> pd.DataFrame:
     """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
     frame = pd.DataFrame(operator_rows(doc))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
+
+
+EFFICIENCY_COLUMNS = [
+    "region_id", "domain", "flops", "bytes", "counted_us", "uncounted_us", "flops_per_s", "bytes_per_s",
+    "intensity", "fraction_of_roof", "bound", "mostly_uncounted",
+]  # fmt: skip
+
+
+def efficiency_table(doc: ProfileDoc) -> pd.DataFrame:
+    """Each region with work: FLOPs, bytes, achieved rates, its place under the roofs (`aitune.report.efficiency`)."""
+    return pd.DataFrame([item.to_dict() for item in region_efficiencies(doc)], columns=EFFICIENCY_COLUMNS)
 
 
 def warning_table(doc: ProfileDoc) -> pd.DataFrame:
