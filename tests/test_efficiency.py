@@ -4,17 +4,20 @@ capture still working."""
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 import time
 
 import pytest
 import torch
+from rich.console import Console
 from torch import nn
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
 import aitune.torch
+from aitune.cli.render import profile_view
 from aitune.compare.diff import compare_profiles
 from aitune.report import render_markdown
 from aitune.report.efficiency import has_work, region_efficiencies
@@ -161,3 +164,14 @@ def test_the_peaks_are_measured_once_and_cached_privately(tmp_path, monkeypatch)
     assert first == second
     assert stat.S_IMODE(peaks_file("cpu").parent.stat().st_mode) == 0o700
     assert json.loads(peaks_file("cpu").read_text())["copy_bytes_per_s"] == first["cpu"]["copy_bytes_per_s"]
+
+
+def test_the_terminal_report_lists_flops_achieved_rate_and_percent_of_roof(captured):
+    console = Console(file=io.StringIO(), width=200)
+
+    console.print(profile_view(captured.data))
+    text = console.file.getvalue()
+
+    assert "Work and efficiency" in text
+    assert "untuned_module:proj" in text and "2.56 kFLOP" in text
+    assert "(mostly)" in text  # the norm: its time has no formula

@@ -17,7 +17,9 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
+from aitune.report.efficiency import region_efficiencies
 from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.markdown import percent, si
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
@@ -128,10 +130,34 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         parts.append(communication)
     if is_merged(doc):
         parts.append(ranks_view(doc))
+    efficiency = efficiency_table(doc)
+    if efficiency is not None:
+        parts.append(efficiency)
     warnings = warnings_table(doc.get("warnings", []))
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
+
+
+def efficiency_table(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Table | None:
+    """Each region's work and place under the roofs (`aitune.report.efficiency`); None without work."""
+    found = region_efficiencies(doc)
+    if not found:
+        return None
+    table = Table(title="Work and efficiency (operator runs; uncounted time has no formula, not zero work)")
+    for header in ("Region", "FLOPs", "Achieved", "% of roof", "Bound", "Uncounted (ms)"):
+        table.add_column(header, justify="left" if header in ("Region", "Bound") else "right")
+    for item in found[:limit]:
+        uncounted = ms(item.uncounted_us) + (" (mostly)" if item.mostly_uncounted else "")
+        table.add_row(
+            terminal_text(item.region_id),
+            si(item.flops, "FLOP"),
+            si(item.flops_per_s, "FLOP/s") if item.flops else MISSING,
+            percent(item.fraction_of_roof),
+            item.bound or MISSING,
+            uncounted,
+        )
+    return table
 
 
 def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
