@@ -186,3 +186,23 @@ def test_the_viewer_draws_the_regions_on_the_roofline_and_lists_their_work():
     assert (plot.x_scale.__class__.__name__, plot.y_scale.__class__.__name__) == ("LogScale", "LogScale")
     assert [item.label["value"] for item in plot.legend.items] == ["before cuda float32"]
     assert len(shown) == 3  # the note, the roofline, the table
+
+
+def test_a_regions_work_includes_its_childrens_and_an_operator_is_counted_once_at_its_outermost_formula():
+    mm = ([[8, 4], [4, 2]], ["float", "float"])
+    doc = build_profile(
+        trace(
+            run(0, 0, 1000),
+            region("untuned_module:outer", 10, 900),
+            shaped("aten::linear", 20, 100, [[8, 4], [2, 4]], ["float", "float"]),
+            shaped("aten::addmm", 30, 90, [[2], [8, 4], [4, 2], [], []], ["float"] * 3 + ["Scalar"] * 2),
+            region("untuned_module:outer.inner", 200, 400),
+            shaped("aten::mm", 210, 300, *mm),
+        )
+    )
+
+    found = {item.region_id: item for item in region_efficiencies(doc)}
+
+    assert found["untuned_module:outer.inner"].flops == 2 * 8 * 4 * 2
+    assert found["untuned_module:outer"].flops == 2 * (2 * 8 * 4 * 2)  # its linear once, and its child's mm
+    assert found["untuned_module:outer"].counted_us == 80 + 90

@@ -119,38 +119,46 @@ def _thread_work(
             work.uncounted[name] = work.uncounted.get(name, 0.0) + left
     if events.has_device_data:
         _device_work(events, view, regions, keys, counted_spans, counted_keys, works)
+        for work in works.values():  # every node of a device trace carries both device keys
+            work.counted_device_us = work.counted_device_us or 0.0
+            work.uncounted_device_us = work.uncounted_device_us or 0.0
 
 
 def _topmost_ancestor(view: ThreadView) -> np.ndarray:
-    """For each operator of ``view``, the position of its topmost enclosing operator; -1 for a topmost one."""
-    top = np.full(len(view.ops), -1, dtype=np.intp)
-    for position in view.op_order.tolist():  # parents before children
-        parent = int(view.op_parents[position])
-        if parent >= 0:
-            top[position] = parent if top[parent] < 0 else top[parent]
-    return top
+    """For each operator of ``view``, the position of its topmost enclosing operator; -1 for a topmost one.
+
+    One numpy step per nesting level (pointer jumping), not a Python step per operator.
+    """
+    parents = view.op_parents
+    top = parents.copy()
+    while True:
+        deeper = top >= 0
+        deeper[deeper] = parents[top[deeper]] >= 0
+        if not deeper.any():
+            return top
+        top[deeper] = parents[top[deeper]]
 
 
 def _outermost_counted(events: TraceEvents, view: ThreadView) -> list[tuple[int, OpWork]]:
     """(position in ``view``, its work) of each operator with a work that no operator with a work
-    encloses, in nesting order."""
+    encloses, in nesting order. Only the operators with recorded inputs are visited, each walking up
+    its few enclosing operators."""
     names, inputs = events.ops.names, events.op_inputs
-    work_of: dict[int, OpWork] = {}
-    for position, op in enumerate(view.ops.tolist()):
-        if op in inputs and (found := operator_work(names[op], inputs[op])) is not None:
-            work_of[position] = found
-    if not work_of:
-        return []
-    covered = np.zeros(len(view.ops), dtype=bool)  # inside a counted operator, or one itself
-    chosen = []
-    for position in view.op_order.tolist():
+    ops = view.ops
+    candidates = np.flatnonzero(np.isin(ops, np.fromiter(inputs, dtype=np.intp, count=len(inputs))))
+    rank = np.empty(len(ops), dtype=np.intp)
+    rank[view.op_order] = np.arange(len(ops))
+    chosen: dict[int, OpWork] = {}
+    for position in sorted(candidates.tolist(), key=rank.__getitem__):  # parents before children
+        found = operator_work(names[ops[position]], inputs[int(ops[position])])
+        if found is None:
+            continue
         parent = int(view.op_parents[position])
-        if parent >= 0 and covered[parent]:
-            covered[position] = True
-        elif position in work_of:
-            covered[position] = True
-            chosen.append((position, work_of[position]))
-    return chosen
+        while parent >= 0 and parent not in chosen:
+            parent = int(view.op_parents[parent])
+        if parent < 0:
+            chosen[position] = found
+    return list(chosen.items())
 
 
 def _device_work(

@@ -173,7 +173,7 @@ def _add(total: dict[str, Any], work: Mapping[str, Any]) -> dict[str, Any]:
 def _efficiency(
     region_id: str, works: list[dict[str, Any]], peaks: Mapping[str, Mapping[str, Any]]
 ) -> RegionEfficiency:
-    device = all("counted_device_time_us" in work for work in works) and "cuda" in peaks
+    device = any("counted_device_time_us" in work for work in works) and "cuda" in peaks
     domain, backend = ("device", "cuda") if device else ("cpu", "cpu")
     prefix = "device" if device else "cpu"
 
