@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python benchmarks/zoo_benchmark.py [--models bert_classifier rnn_seq2seq]
         [--quick] [--no-compile] [--runs 10] [--repeats 15] [--threads N] [--json results.json]
+        [--precision fp32|bf16|int8]
 
 For each app of ``benchmarks/zoo`` (see ``zoo/__init__.py``) three copies are built with the same
 seed: one stays eager, one goes through ``aitune.torch.optimize`` (capture, suggest, tune with the
@@ -17,7 +18,10 @@ Reported per model, in one table:
 - the backend that won per tuned path; whether the tuned output equals eager's on the app's own
   output (leaf by leaf: integers exactly, floats within 1e-3); whether a second capture of the eager
   copy gives suggest's same top three targets;
-- the loop's wall time, and torch.compile's speedup (interleaved) and build time (its first call).
+- the loop's wall time, and torch.compile's speedup (interleaved) and build time (its first call);
+- with ``--precision bf16`` or ``int8``, the loop tunes at that precision: the task gate's figure
+  (``docs/tuning.md``, "Reduced precision") is the last column, and "correct" compares with eager's
+  fp32 output, so it says DIFFERS wherever the reduced precision changed any number.
 
 The machine's load average is printed before and after: the figures mean something on a quiet machine only.
 ``--quick`` (3 measured runs, 5 repeats) checks that the script works; it is no measurement.
@@ -138,7 +142,8 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
 
     start = time.perf_counter()
     try:
-        result = optimize(tuned, tuned_input, tuned_entry, config=LoopConfig(measured_runs=options.runs))
+        config = LoopConfig(measured_runs=options.runs, precision=options.precision)
+        result = optimize(tuned, tuned_input, tuned_entry, config=config)
     except TuningError as error:  # suggest found nothing worth tuning: the loop changed nothing, and says so
         result, refusal = None, str(error)
     loop_s = time.perf_counter() - start
@@ -180,7 +185,18 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
         "compile_note": compile_note,
         "medians_ms": medians,
         "calibration": calibration_source(first),
+        "precision": options.precision,
+        "task_gate": task_gate(result),
     }
+
+
+def task_gate(result: Any) -> str:
+    """The task gate's figure, ``token_agreement 1.0000 (>= 0.95)``; ``-`` at fp32 or where nothing was judged."""
+    gate = result.task_gate if result is not None else None
+    if gate is None:
+        return "-"
+    figure = "?" if gate.value is None else f"{gate.value:.4f}"
+    return f"{gate.metric} {figure} (>= {gate.minimum:g}){'' if gate.passed else ' refused'}"
 
 
 def capture(obj: Any, input_data: Any, function: Callable[..., Any], runs: int) -> dict[str, Any]:
@@ -203,8 +219,9 @@ def load_line(when: str) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| model | the loop tuned (backend) | predicted | realised, loop [95% interval] | realised, interleaved"
-        " | predicted ÷ realised | correct | top 3 stable | loop wall s | torch.compile | compile build s |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |",
+        " | predicted ÷ realised | correct | top 3 stable | loop wall s | torch.compile | compile build s"
+        " | precision | task gate |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- | --- |",
     ]
     for row in rows:
         low, high = row["loop_ci"]
@@ -214,7 +231,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['model']} | {row['tuned']} | {figure(row['predicted'])} | {figure(row['loop_speedup'])}"
             f" [{figure(low)}, {figure(high)}] | {figure(row['realised'])} | {figure(ratio, '')} | {row['correct']}"
             f" | {'yes' if row['top_three_stable'] else 'NO'} | {row['loop_s']:.0f} | {compiled}"
-            f" | {figure(row['compile_s'], '')} |"
+            f" | {figure(row['compile_s'], '')} | {row['precision']} | {row['task_gate']} |"
         )
     return "\n".join(lines)
 
@@ -241,6 +258,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15, help="interleaved timing repeats")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
+    parser.add_argument(
+        "--precision", default="fp32", choices=["fp32", "bf16", "int8"], help="tune at this precision (task-gated)"
+    )
     options = parser.parse_args()
     if options.quick:
         options.runs, options.repeats = 3, 5

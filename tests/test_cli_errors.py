@@ -57,7 +57,7 @@ CASES = {
     ),
     "unknown report format": (
         ["report", "{bad}/future.json", "--format", "xml"],
-        "unknown --format 'xml'; choose md, text or json.",
+        "unknown --format 'xml'; choose md, text, json or html.",
     ),
     "zero measured runs": (
         ["capture", "examples/pipeline_app.py:infer", "--runs", "0"],

@@ -121,7 +121,18 @@ def test_the_committed_corpus_is_what_the_script_makes():
 
 # --- the viewer leg: the page built in-process, as `panel serve viewer/` builds it per session ---
 
-TAB_NAMES = ["Regions", "Suggestions", "Region tree", "Run timing", "Ranks", "Operators", "Warnings", "Timeline"]
+TAB_NAMES = [
+    "Regions",
+    "Suggestions",
+    "Region tree",
+    "Run timing",
+    "Phases",
+    "Ranks",
+    "Operators",
+    "Efficiency",
+    "Warnings",
+    "Timeline",
+]
 HOSTILE_QUERY_VALUES = {
     "nul": b"\x00",
     "over-long": b"a" * 5000,

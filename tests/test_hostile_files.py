@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -197,6 +198,17 @@ def test_links_planted_at_temporary_names_change_nothing_outside_the_output_fold
     assert victim.read_text() == "keep" and (out / "profile.json").read_bytes() == b"new"
     assert not (out / "profile.json").is_symlink()
     assert not [path for path in out.iterdir() if path.name.startswith(".partial-") and not path.is_symlink()]
+
+
+def test_every_writer_refuses_to_replace_a_pipe_and_leaves_it_as_it_was(tmp_path):
+    pipe = tmp_path / "bundle.json"
+    os.mkfifo(pipe)
+
+    with pytest.raises(OutputError, match="is not a regular file"):
+        write_atomic(pipe, b"{}")
+
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert [path.name for path in tmp_path.iterdir()] == ["bundle.json"]  # no temporary folder left
 
 
 def test_merge_into_a_folder_full_of_planted_links_writes_only_its_files(tmp_path):

@@ -71,11 +71,13 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
         ("validate", str(BEFORE)),
         ("suggest", str(BEFORE)),
         ("compare", str(BEFORE), str(AFTER)),
+        ("report", str(BEFORE), "--format", "html"),
+        ("compare", str(BEFORE), str(AFTER), "--html", "{tmp}/compare.html"),
     ],
-    ids=["report", "validate", "suggest", "compare"],
+    ids=["report", "validate", "suggest", "compare", "report-html", "compare-html"],
 )
 def test_a_torch_free_command_imports_neither_torch_nor_the_slow_schema_engine(tmp_path, args):
-    code, modules = modules_of(tmp_path, *args)
+    code, modules = modules_of(tmp_path, *(arg.format(tmp=tmp_path) for arg in args))
     assert code in (0, None)
     assert loaded(modules, NEVER) == []
     assert "fastjsonschema" in modules  # the document was checked, by the compiled validator

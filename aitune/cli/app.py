@@ -163,47 +163,95 @@ def analyze(
 @guarded
 def report(
     profile: ProfilePath,
-    output_format: Annotated[str, typer.Option("--format", help="md, text or json.")] = "text",
+    output_format: Annotated[str, typer.Option("--format", help="md, text, json or html.")] = "text",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the report to this file instead of stdout.")
+    ] = None,
     debug: Debug = False,
 ) -> None:
-    """Render a saved profile as text (terminal), Markdown or canonical JSON."""
-    from aitune.cli.render import profile_view
-    from aitune.report import dumps, load, render_markdown
+    """Render a saved profile as text (terminal), Markdown, canonical JSON or one self-contained HTML file."""
+    from aitune.report import dumps, load
 
-    if output_format not in ("md", "text", "json"):
-        fail(f"unknown --format {output_format!r}; choose md, text or json.")
+    if output_format not in ("md", "text", "json", "html"):
+        fail(f"unknown --format {output_format!r}; choose md, text, json or html.")
+    if output_format == "text" and output is not None:
+        fail("-o writes md, json or html; drop -o to see the text report, or add --format html.")
     doc = load(profile)
     if output_format == "md":
-        sys.stdout.write(render_markdown(doc))
+        from aitune.report import render_markdown
+
+        _emit(render_markdown(doc).encode(), output)
     elif output_format == "json":
-        sys.stdout.write(dumps(doc).decode())
+        _emit(dumps(doc), output)
+    elif output_format == "html":
+        from aitune.cli.pages import profile_page
+
+        _emit(profile_page(doc).encode(), output)
     else:
+        from aitune.cli.render import profile_view
+
         console.print(profile_view(doc))
+
+
+def _emit(data: bytes, output: Path | None) -> None:
+    """``data`` on stdout, or written whole to ``output`` (atomically: never a half-written file)."""
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    from aitune.report.io import write_atomic
+
+    write_atomic(output, data)  # refuses a device or a pipe: a rename would replace it
+    print(f"wrote {output} ({len(data) / 1e3:,.1f} kB)", file=sys.stderr)
 
 
 @app.command()
 @guarded
 def compare(
-    before: Annotated[Path, typer.Argument(help="The profile before the change.")],
-    after: Annotated[Path, typer.Argument(help="The profile after the change.")],
+    before: Annotated[Path, typer.Argument(help="The profile before the change, or the folder `tune` wrote.")],
+    after: Annotated[Path | None, typer.Argument(help="The profile after the change (none for a tune folder).")] = None,
     scenario: Annotated[str | None, typer.Option(help="Compare this scenario of multi-scenario profiles.")] = None,
-    domain: Annotated[str, typer.Option(help="Time domain: cpu or device.")] = "cpu",
+    domain: Annotated[
+        str | None, typer.Option(help="Time domain: cpu or device (default: cpu; a tune folder's own).")
+    ] = None,
     fail_if_slower: Annotated[
         float | None,
         typer.Option(help="Exit 1 when after is slower by more than PCT percent and beyond noise.", metavar="PCT"),
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML file.")
+    ] = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
-    """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate."""
+    """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate.
+
+    BEFORE may be the folder `aitune-profile tune` wrote, with no AFTER: its two profiles are compared,
+    and --html adds its tuned regions' predicted and realised gains.
+    """
     from aitune.cli import outputs
     from aitune.cli.render import diff_view, ratio_text
     from aitune.compare import compare_profiles, regressed
+    from aitune.compare.loop_report import is_tune_folder, read_tune_folder
     from aitune.report import load
 
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
-    diff = compare_profiles(load(before), load(after), domain=domain, scenario=scenario)
+    folder = None
+    if after is None:
+        if not is_tune_folder(before):
+            fail(f"compare needs AFTER, or a folder `aitune-profile tune` wrote as BEFORE ({before} is neither).")
+        folder = read_tune_folder(before)
+        old, new = folder.before, folder.after
+    else:
+        old, new = load(before), load(after)
+    chosen = domain or (folder.report.domain if folder is not None else "cpu")
+    diff = compare_profiles(old, new, domain=chosen, scenario=scenario)
+    if html is not None:
+        from aitune.cli.pages import pair_page
+
+        names = str(before) if after is None else f"{before} → {after}"
+        _emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
     if as_json:
         outputs.print_json({**diff.to_dict(), "gate": outputs.gate_dict(fail_if_slower, failed)})
@@ -225,6 +273,13 @@ def suggest(
         str | None, typer.Option(help="Time domain: cpu or device (default: device when the profile has it).")
     ] = None,
     scenario: Annotated[str | None, typer.Option(help="Suggest for this scenario of a multi-scenario profile.")] = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(
+            help="Also forecast each target at bf16 or int8 on this machine, and flag the regions likely to fail "
+            "the task gate (softmax/normalisation-heavy)."
+        ),
+    ] = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -236,7 +291,7 @@ def suggest(
 
     if top is not None and top < 1:
         fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
-    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario)
+    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario, precision=precision)
     if as_json:
         outputs.print_json(suggestions.to_dict())
     else:
@@ -271,6 +326,22 @@ def tune(
         ),
     ] = None,
     plan: Annotated[Path | None, typer.Option(help="Apply this plan.json instead of searching.")] = None,
+    precision: Annotated[
+        str,
+        typer.Option(
+            help="fp32 (default), bf16 or int8: a reduced precision brings its backends (bf16 weights cast once; "
+            "int8 dynamic quantization of the linear layers), refused where this machine cannot run it fast, and "
+            "keeps a region only if the workload's final output passes the task gate (see --quality).",
+        ),
+    ] = "fp32",
+    quality: Annotated[
+        str | None,
+        typer.Option(
+            help="The task gate's bar at a reduced precision, METRIC>=VALUE: top1_agreement, token_agreement, "
+            "psnr_db or cosine (default: chosen from the output's kind, see docs/tuning.md).",
+            metavar="METRIC>=VALUE",
+        ),
+    ] = None,
     obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
     input_name: Annotated[str | None, typer.Option("--input", help="Global holding the input.")] = None,
     warmup: Annotated[int, typer.Option(help="Unmeasured warmup calls per capture.")] = 3,
@@ -299,6 +370,7 @@ def tune(
     _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
     from aitune.cli import outputs
     from aitune.cli.loop import loop_view, tune_entry_into
+    from aitune.compare.quality import check_precision, parse_bar
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
     from aitune.torch.tuning.plan import load_plan
@@ -315,11 +387,15 @@ def tune(
         fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
+    check_precision(precision)
+    bar = parse_bar(quality) if quality is not None else None
     config = LoopConfig(
         top=top,
         targets=tuple(_words(targets)) or None,
         mode=mode,
-        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), budget=budget),
+        strategy=named_strategy(strategy, _words(backends), _tolerance(tolerance), budget=budget, precision=precision),
+        precision=precision,
+        quality=bar,
         warmup_runs=warmup,
         measured_runs=runs,
         record_calls=record,
@@ -381,13 +457,16 @@ def bundle(
     output: Annotated[Path, typer.Option("-o", "--output", help="The zip to write.")],
     trace: Annotated[Path | None, typer.Option(help="Include this Chrome trace (gzipped).")] = None,
     max_mb: Annotated[float, typer.Option(help="Refuse to write a bundle bigger than this (MB).")] = 25.0,
+    html: Annotated[
+        bool, typer.Option("--html", help="Include report.html, the report any browser opens offline.")
+    ] = False,
     debug: Debug = False,
 ) -> None:
-    """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace."""
+    """Write a redacted, reproducible bug-report zip: profile, Markdown, environment, trace (and HTML report)."""
     _check_positive("--max-mb", max_mb, "megabytes", "--max-mb 25")
     from aitune.cli import outputs
 
-    written = outputs.write_bundle(profile, output, trace, max_mb)
+    written = outputs.write_bundle(profile, output, trace, max_mb, html=html)
     console.print(f"bundle: {output} ({written / 1e6:.2f} MB)", markup=False)
 
 

@@ -154,7 +154,7 @@ def loop_view(result: LoopResult) -> Group:
             *(_times(value) for value in gain.realised_shown),  # an untouched region's change is noise
             terminal_text(gain.note),
         )
-    lines = [*verification_lines(result), end_to_end_line(result)]
+    lines = [*verification_lines(result), end_to_end_line(result), *precision_lines(result)]
     if result.whole_model is not None:
         verdict = "tuned first" if result.whole_model.chosen else "not tuned"
         lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")
@@ -175,6 +175,23 @@ def verification_lines(result: LoopResult) -> list[str]:
         verified = verification.end_to_end
         lines.append(f"verified end to end (eager and tuned runs alternating in one process): {verified.shown()}")
     return lines
+
+
+def precision_lines(result: LoopResult) -> list[str]:
+    """At a reduced precision: the task gate's verdict with its figure, and the weight bytes it saves.
+
+    ``task gate (int8): top1_agreement 0.8750 >= 0.99: refused, the regions run in fp32``
+    """
+    lines = [result.task_gate.line()] if result.task_gate is not None else []
+    memory = (result.tuning or {}).get("memory") or {}
+    if memory.get("regions"):
+        original, tuned = memory["original_bytes"], memory["tuned_bytes"]
+        lines.append(f"weights of the tuned regions: {_mb(original)} → {_mb(tuned)} MB ({result.precision})")
+    return lines
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.2f}"
 
 
 def end_to_end_line(result: LoopResult) -> str:

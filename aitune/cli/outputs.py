@@ -161,8 +161,9 @@ def analyze_trace(trace: Path) -> ProfileDoc:
     return doc
 
 
-def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float) -> int:
-    """Write the bug-report zip of ``profile`` (and ``trace``) to ``output``; returns its size in bytes."""
+def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float, html: bool = False) -> int:
+    """Write the bug-report zip of ``profile`` (and ``trace``, and with ``html`` its HTML report) to ``output``;
+    returns its size in bytes."""
     from aitune.errors import BundleError
     from aitune.report import load
     from aitune.report.bundle import build_bundle
@@ -170,7 +171,14 @@ def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float)
     for source in (profile, trace):
         if source is not None and _same_file(source, output):
             raise BundleError(f"-o {output} is the bundle's own input; name a new .zip file.")
-    archive = build_bundle(load(profile), read_trace(trace) if trace is not None else None, max_mb=max_mb)
+    renderer = None
+    if html:
+        from aitune.cli.pages import profile_page
+
+        renderer = profile_page
+    archive = build_bundle(
+        load(profile), read_trace(trace) if trace is not None else None, max_mb=max_mb, html=renderer
+    )
     write_atomic(output, archive)
     return len(archive)
 

@@ -14,16 +14,18 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.compare import Change, ProfileDiff
-from aitune.compare.gains import speedup
+from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.efficiency import region_efficiencies
-from aitune.report.headline import HeadlineRow, headline_rows
+from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
 from aitune.report.markdown import percent, si
+from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
-from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
+from aitune.suggest import Suggestions, Target
+from aitune.suggest.gain import speedup_text
 
 MISSING = "-"
 TOP_REGIONS = 10
@@ -35,15 +37,6 @@ PIPE_WIDTH = 200
 def ms(value_us: float | None) -> str:
     """Microseconds as milliseconds, ``-`` when absent."""
     return MISSING if value_us is None else f"{value_us / 1000:,.3f}"
-
-
-def ratio_text(change: Change) -> str:
-    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
-    if change.ratio is None:
-        return MISSING
-    if change.ci_low is None or change.ci_high is None:
-        return f"{change.ratio:.3f}×"
-    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
 
 
 def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
@@ -125,6 +118,9 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         ),
     ]
     parts: list[Any] = [*overview, profile_summary(doc)]
+    phases = phases_view(doc)
+    if phases is not None:
+        parts.append(phases)
     communication = communication_table(doc)
     if communication is not None:
         parts.append(communication)
@@ -158,6 +154,25 @@ def efficiency_table(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Table 
             uncounted,
         )
     return table
+
+
+def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | None:
+    """A generate-like profile's phases: each phase's time and share of the run, its largest regions, the
+    token figures and how the split was decided (medians per run); None for other profiles."""
+    figures = phase_figures(doc)
+    if not figures:
+        return None
+    table = Table(title=terminal_text("Phases (cpu, median per run)"))
+    for header in ("Phase", "Median (ms)", "Share", "Tokens", "Largest regions (share of the phase)"):
+        table.add_column(header, justify="right" if header in ("Median (ms)", "Share", "Tokens") else "left")
+    for figure in figures:
+        rows = sorted(phase_rows(doc, figure.name), key=lambda row: -row.share)
+        largest = ", ".join(f"{row.path} {row.share:.0%}" for row in rows[:3])
+        table.add_row(
+            figure.name, ms(figure.median_us), f"{figure.share:.1%}", str(figure.steps), terminal_text(largest)
+        )
+    lines = [terminal_text(line) for line in (tokens_line(doc), split_line(doc)) if line]
+    return Group(table, *lines)
 
 
 def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
@@ -216,6 +231,8 @@ def diff_view(diff: ProfileDiff) -> Group:
     parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
     if any(diff.world_sizes):
         parts.append(terminal_text(merged_line(diff.world_sizes)))
+    if diff.phases:
+        parts.append(_phase_table(diff))
     if diff.operators:
         parts.append(_operator_table(diff))
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
@@ -225,14 +242,19 @@ def diff_view(diff: ProfileDiff) -> Group:
     return Group(*parts)
 
 
-def speedup_line(change: Change) -> str:
-    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
-    worded as the viewer words it."""
-    value, low, high = speedup(change)
-    if value is None:
-        return f"speedup {MISSING}"
-    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
-    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
+def _phase_table(diff: ProfileDiff) -> Table:
+    """Each phase both sides have, its regions and residual below it, then the token figures."""
+    table = Table(title=terminal_text("Phases before → after (cpu, median per run)"))
+    for header in ("Phase", "Before (ms)", "After (ms)", "Ratio [95% CI]"):
+        table.add_column(header, justify="left" if header == "Phase" else "right")
+    for phase in diff.phases:
+        table.add_row(terminal_text(phase.name, style="bold"), *_change_cells(phase.change))
+        for region in phase.regions:
+            table.add_row(terminal_text(f"  {region.path}"), *_change_cells(region.change))
+    names = {"ttft_us": "time to first token", "per_output_token_us": "per output token"}
+    for token in diff.tokens:
+        table.add_row(terminal_text(names[token.figure], style="italic"), *_change_cells(token.change))
+    return table
 
 
 def merged_line(world_sizes: tuple[int | None, int | None]) -> str:
@@ -283,17 +305,31 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
             f"{target.share:.1%}",
             ms(target.time_per_run_us),
             f"{target.calls_per_run:g}",
-            _speedup(target.upper_bound_speedup),
-            _speedup(target.predicted_speedup),
+            speedup_text(target.upper_bound_speedup),
+            speedup_text(target.predicted_speedup),
             terminal_text(suggestions.verdict(target, picked)),
         )
     if len(suggestions.targets) > limit:
         table.add_row(terminal_text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
-    return Group(table, *_recommendation_lines(suggestions, picked), *_advice_lines(suggestions))
+    return Group(
+        table, *_recommendation_lines(suggestions, picked), *_precision_lines(suggestions), *_advice_lines(suggestions)
+    )
 
 
-def _speedup(value: float) -> str:
-    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
+def _precision_lines(suggestions: Suggestions) -> list[Text]:
+    """``bf16: encoder 2.10× (region); likely to fail the task gate: …`` per target, or why it is refused."""
+    if not suggestions.precision:
+        return []
+    refused = suggestions.precision[0].refused
+    if refused is not None:
+        return [terminal_text(f"{suggestions.precision[0].precision} brings nothing here: {refused}.")]
+    lines = []
+    for item in suggestions.precision[:TOP_TARGETS]:
+        risk = f"; {item.risk}" if item.risk else ""
+        lines.append(
+            terminal_text(f"{item.precision}: {item.path} {item.predicted_region_speedup:.2f}× (region){risk}")
+        )
+    return lines
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
@@ -307,13 +343,13 @@ def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> lis
             terminal_text(
                 f"{rank}. {target.path} — {target.share:.1%} of the run, {ms(target.time_per_run_us)} ms a run in "
                 f"{target.calls_per_run:g} call(s): predicted {target.predicted_speedup:.3f}× end to end "
-                f"({target.predicted_region_speedup:.2f}× for it), at most {_speedup(target.upper_bound_speedup)}."
+                f"({target.predicted_region_speedup:.2f}× for it), at most {speedup_text(target.upper_bound_speedup)}."
             )
         )
         lines += [terminal_text(f"   {reason.code}: {reason.message}") for reason in target.reasons]
     predicted, bound = suggestions.combined(picked)
     if len(picked) > 1:
-        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {_speedup(bound)}."
+        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {speedup_text(bound)}."
         lines.append(terminal_text(together))
     return lines
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aitune.analysis.statistics import bootstrap_ratio_interval
+from aitune.compare.phases import PhaseChange, TokenChange, phase_changes, token_changes
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id
 from aitune.report import document, ranks
@@ -122,6 +123,8 @@ class ProfileDiff:
     warnings_only_before: list[dict[str, Any]] = field(default_factory=list)
     warnings_only_after: list[dict[str, Any]] = field(default_factory=list)
     world_sizes: tuple[int | None, int | None] = (None, None)  # ranks each side merged; None: one process
+    phases: list[PhaseChange] = field(default_factory=list)  # per phase, when both sides are generate-like (CPU)
+    tokens: list[TokenChange] = field(default_factory=list)  # time to first token, per output token
 
     @property
     def added(self) -> list[str]:
@@ -174,6 +177,8 @@ def compare_profiles(
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
         world_sizes=(ranks.world_size(old), ranks.world_size(new)),
+        phases=phase_changes(old, new, change) if domain == "cpu" else [],
+        tokens=token_changes(old, new, change) if domain == "cpu" else [],
     )
 
 

@@ -17,6 +17,8 @@ from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.samples import path_of
 
+MISSING = "-"
+
 
 @dataclass(frozen=True)
 class RegionGain:
@@ -71,6 +73,25 @@ def speedup(change: Change) -> tuple[float | None, float | None, float | None]:
     (2.0, 1.6, 2.5)
     """
     return _inverse(change.ratio), _inverse(change.ci_high), _inverse(change.ci_low)
+
+
+def ratio_text(change: Change) -> str:
+    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
+    if change.ratio is None:
+        return MISSING
+    if change.ci_low is None or change.ci_high is None:
+        return f"{change.ratio:.3f}×"
+    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
+
+
+def speedup_line(change: Change) -> str:
+    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
+    worded as the viewer words it."""
+    value, low, high = speedup(change)
+    if value is None:
+        return f"speedup {MISSING}"
+    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
+    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
 
 
 def region_gains(

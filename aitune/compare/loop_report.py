@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from aitune.compare.gains import RegionGain
 from aitune.compare.verification import RegionCheck
 from aitune.errors import ProfileError
+from aitune.report.document import ProfileDoc
+from aitune.report.io import load, read_json
 from aitune.report.samples import DOMAINS
 from aitune.report.validate import shortened
 
@@ -52,6 +55,39 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
     value, low, high = (_number(speedup.get(key), f"speedup.{key}", name) for key in _SPEEDUP_KEYS)
     regions = [_region(item, f"tuned_regions[{index}]", name) for index, item in enumerate(raw["tuned_regions"])]
     return LoopReport(raw["domain"], value, low, high, regions)
+
+
+@dataclass(frozen=True)
+class TuneFolder:
+    """A tune folder read back: both profiles and its compare report."""
+
+    before: ProfileDoc
+    after: ProfileDoc
+    report: LoopReport
+
+
+PROFILE_NAME = "profile.json"
+
+
+def is_tune_folder(path: Path) -> bool:
+    """True when ``path`` is a folder holding a compare report (the rest is checked when it is read)."""
+    return path.is_dir() and (path / COMPARE_REPORT).is_file()
+
+
+def read_tune_folder(folder: Path) -> TuneFolder:
+    """Both profiles and the compare report of the folder ``aitune-profile tune`` wrote, each through the one
+    bounded reader; `ProfileError` naming the file that is missing or wrong."""
+    for part in (f"{BEFORE_FOLDER}/{PROFILE_NAME}", f"{AFTER_FOLDER}/{PROFILE_NAME}", COMPARE_REPORT):
+        if not (folder / part).is_file():
+            raise ProfileError(
+                f"{folder} has no {part}, so it is not a folder `aitune-profile tune` wrote; name one, or two profiles."
+            )
+    report = folder / COMPARE_REPORT
+    return TuneFolder(
+        load(folder / BEFORE_FOLDER / PROFILE_NAME),
+        load(folder / AFTER_FOLDER / PROFILE_NAME),
+        read_loop_report(read_json(report), str(report)),
+    )
 
 
 def _region(item: Any, where: str, name: str) -> RegionGain:

@@ -14,7 +14,7 @@ import io
 import re
 import socket
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
@@ -89,15 +89,26 @@ def local_redactor(trace: Mapping[str, Any] | None = None) -> Redactor:
     )
 
 
-def bundle_entries(doc: ProfileDoc, trace: Mapping[str, Any] | None, redactor: Redactor) -> dict[str, bytes]:
-    """The archive's files by name: profile, Markdown, environment, README, and the gzipped trace if given."""
+HtmlRenderer = Callable[[ProfileDoc], str]
+"""Renders the single-file HTML report of a document (the CLI passes `aitune.cli.pages.profile_page`)."""
+
+HTML_NAME = "report.html"
+
+
+def bundle_entries(
+    doc: ProfileDoc, trace: Mapping[str, Any] | None, redactor: Redactor, html: HtmlRenderer | None = None
+) -> dict[str, bytes]:
+    """The archive's files by name: profile, Markdown, environment, README, the gzipped trace if given, and
+    the HTML report of the redacted document if ``html`` renders one."""
     clean: ProfileDoc = redactor.value(doc)
     entries = {
         "profile.json": dumps(clean),
         "profile.md": render_markdown(clean).encode(),
         "environment.json": dumps(clean.get("environment", {})),
-        "README.txt": _readme(trace is not None).encode(),
+        "README.txt": _readme(trace is not None, html is not None).encode(),
     }
+    if html is not None:
+        entries[HTML_NAME] = html(clean).encode()
     if trace is not None:
         if isinstance(trace.get("traceName"), str):  # torch writes the absolute path the trace was saved to
             trace = {**trace, "traceName": PurePath(trace["traceName"]).name}
@@ -137,9 +148,10 @@ def build_bundle(
     *,
     redactor: Redactor | None = None,
     max_mb: float = MAX_BUNDLE_MB,
+    html: HtmlRenderer | None = None,
 ) -> bytes:
-    """The redacted, size-checked, reproducible bug-report zip of ``doc`` (and ``trace``)."""
-    entries = bundle_entries(doc, trace, redactor or local_redactor(trace))
+    """The redacted, size-checked, reproducible bug-report zip of ``doc`` (and ``trace``, and its HTML report)."""
+    entries = bundle_entries(doc, trace, redactor or local_redactor(trace), html)
     archive = zip_bytes(entries)
     check_size(archive, entries, max_mb)
     return archive
@@ -150,12 +162,14 @@ def _names(candidates: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({name for name in candidates if len(name) >= 2}))
 
 
-def _readme(with_trace: bool) -> str:
+def _readme(with_trace: bool, with_html: bool = False) -> str:
     lines = [
         "aitune bug-report bundle.",
         "View it: `aitune-profile report profile.json` (terminal) or read profile.md;",
         "validate it: `aitune-profile validate profile.json`.",
     ]
+    if with_html:
+        lines.append(f"{HTML_NAME} is the same report for any browser: it opens offline, with no script.")
     if with_trace:
         lines.append("trace.json.gz is the Chrome trace: open it in https://ui.perfetto.dev or chrome://tracing.")
     lines.append("Paths under the home folder were replaced by ~, user and host names by <user> and <host>.")

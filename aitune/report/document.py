@@ -15,6 +15,7 @@ from aitune.analysis.attribution import AttributedRun, RegionNode
 from aitune.analysis.communication import Communication, communication
 from aitune.analysis.events import TraceEvents, gc_paused, read_trace_events
 from aitune.analysis.operators import key_averages
+from aitune.analysis.phases import run_phases
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
 from aitune.analysis.region_work import RegionWork, region_work
 from aitune.analysis.residual import ResidualCauses, residual_causes
@@ -142,6 +143,8 @@ class RunDoc(TypedDict, total=False):
     tree: list[TreeNode]  # only when some region was entered inside another; spanning regions at the top
     barrier_wait_us: float  # distributed captures: this rank's wait in the alignment barrier before the run
     communication: CommunicationTimes  # the run's totals, only when the trace holds communication
+    phases: list[dict[str, Any]]  # generate-like runs: encoder, prefill, decode (see aitune.analysis.phases)
+    generation: dict[str, Any]  # generate-like runs: tokens made, time to first token, per output token
 
 
 class RegionMeta(TypedDict, total=False):
@@ -172,6 +175,7 @@ class ProfileDoc(TypedDict, total=False):
     operator_runs: list[RunDoc]  # runs of their own that traced operators, when `runs` were clock-timed
     spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
     distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
+    phase_split: dict[str, Any]  # generate-like runs: how they split into phases, and on what evidence
 
 
 @gc_paused()
@@ -245,6 +249,7 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         doc["operator_runs"] = _traced_run_docs(operators, _below(separate, spanning), spanning)
     if spanning:
         doc["spanning_regions"] = spanning
+    _add_phases(doc, timing, spanning)
     if runs:
         doc["statistics"] = run_statistics(runs)
         doc["warnings"] += statistics_warnings(runs)
@@ -263,6 +268,16 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         if run["run_index"] < len(waits):
             run["barrier_wait_us"] = waits[run["run_index"]]
     return doc
+
+
+def _add_phases(doc: ProfileDoc, timing: TraceEvents, spanning: list[str]) -> None:
+    """``phase_split``, and each run's ``phases`` and ``generation``, when the runs are generate-like."""
+    split, by_run = run_phases(timing, spanning, timing.metadata.get("regions", ()))
+    if split is None:
+        return
+    doc["phase_split"] = split.to_dict()
+    for run in doc["runs"]:
+        run.update(by_run.get(run["run_index"], {}))  # type: ignore[typeddict-item]
 
 
 def _common_prefix(first: list[str], second: list[str]) -> list[str]:
@@ -451,6 +466,7 @@ SCENARIO_KEYS = (
     "warmup",
     "trace_file",
     "spanning_regions",
+    "phase_split",
 )
 """The keys of a document that differ from one scenario to another."""
 

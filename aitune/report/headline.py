@@ -165,3 +165,25 @@ def _spanning_nodes(
         nodes.append(node)
         level = node["children"]
     return nodes, level
+
+
+def phase_rows(doc: Mapping[str, Any], phase: str) -> list[HeadlineRow]:
+    """The headline of one phase of a generate-like document (``runs[i].phases``, `aitune.analysis.phases`):
+    its regions, then its residual, each with its fraction of the phase in every run (0 where a run
+    lacks the phase). [] when the document has no such phase.
+
+    Invariant: per run, the rows' fractions add up to 1, as the phase's regions and residual do.
+    """
+    found = [next((p for p in run.get("phases", ()) if p["name"] == phase), {}) for run in doc["runs"]]
+    if not any(found):
+        return []
+    rows = _Rows("cpu", [entry.get("cpu_time_us", 0.0) for entry in found])
+    by_run = [_by_id(entry.get("regions", ())) for entry in found]
+    regions = dict.fromkeys(region for level in by_run for region in level)
+    return [
+        *(
+            rows.make(region, region_path(region), "region", region, [level.get(region, {}) for level in by_run])
+            for region in regions
+        ),
+        rows.make(RESIDUAL_LABEL, RESIDUAL_LABEL, "residual", None, [entry.get("residual", {}) for entry in found]),
+    ]

@@ -71,8 +71,9 @@ def save(doc: ProfileDoc, path: str | Path) -> Path:
 def write_atomic(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file beside it and a rename: never half a file.
 
-    A full disk or a folder where the file should go leaves the old file (or none) and raises
-    `OutputError`, one sentence naming the path and the fix.
+    A full disk, a folder where the file should go, or a path that is no regular file (a device such
+    as ``/dev/null``, a pipe) leaves the old file (or none) and raises `OutputError`, one sentence
+    naming the path and the fix.
     """
     with written_atomically(path) as temporary:
         write_new_file(temporary, data)
@@ -91,6 +92,8 @@ def written_atomically(path: str | Path) -> Iterator[Path]:
     block (a full disk, a folder in the way) becomes `OutputError`.
     """
     target = Path(path)
+    if target.exists() and not target.is_file():  # a rename onto /dev/null (as root) would replace the device
+        raise OutputError(f"{target} is not a regular file (a device, a pipe or a folder); name a file instead.")
     folder: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

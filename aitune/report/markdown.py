@@ -17,8 +17,9 @@ from aitune.report.document import (
     select_scenario,
 )
 from aitune.report.efficiency import has_work, machine_peaks, region_efficiencies
-from aitune.report.headline import headline_rows
+from aitune.report.headline import headline_rows, phase_rows
 from aitune.report.key_averages import operator_views
+from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
 
@@ -42,6 +43,7 @@ def render_markdown(doc: ProfileDoc) -> str:
             sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
             _summary(view),
+            _phases(view),
             _ranks(view),
             _residual_causes(view),
             _communication(view),
@@ -147,7 +149,7 @@ def _summary(doc: ProfileDoc) -> str:
     # The headline's rows: the level where the run's time splits, a spanning region's self time named.
     region_rows = [
         (_label(row.label, row.role), *_spread(summarize(row.fractions), percent))
-        for domain in _domains(doc)
+        for domain in time_domains(doc)
         for row in headline_rows(doc, domain)
         if domain == "cpu" or row.role != "residual"
     ]
@@ -156,7 +158,34 @@ def _summary(doc: ProfileDoc) -> str:
     return "\n\n".join(parts)
 
 
-def _domains(doc: ProfileDoc) -> list[str]:
+def _phases(doc: ProfileDoc) -> str:
+    """A generate-like document's phases: how they were found, the token figures, each phase's time,
+    and each region's share of every phase (medians over the runs)."""
+    figures = phase_figures(doc)
+    if not figures:
+        return ""
+    parts = ["## Phases", markdown_text(split_line(doc) or ""), markdown_text(tokens_line(doc) or "")]
+    rows = [(figure.name, ms(figure.median_us), percent(figure.share), figure.steps) for figure in figures]
+    parts.append(table(["Phase", "Median (ms)", "Share of run", "Tokens"], rows))
+    by_phase = {figure.name: {(row.role, row.label): row for row in phase_rows(doc, figure.name)} for figure in figures}
+    keys = dict.fromkeys(key for rows_of in by_phase.values() for key in rows_of)
+    region_rows = [
+        (
+            _label(label, role),
+            *(
+                percent(rows_of[role, label].share) if (role, label) in rows_of else MISSING
+                for rows_of in by_phase.values()
+            ),
+        )
+        for role, label in sorted(keys, key=lambda key: key[0] == "residual")  # the residual last
+    ]
+    parts.append(table(["Region (CPU share of the phase)", *by_phase], region_rows))
+    parts.append("The residual of a phase is its time outside these regions: the spanning call's own work included.")
+    return "\n\n".join(parts)
+
+
+def time_domains(doc: ProfileDoc) -> list[str]:
+    """``cpu``, and ``device`` when a run has device time."""
     return ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
 
 
@@ -258,7 +287,7 @@ def _tree(doc: ProfileDoc) -> str:
     runs = [run for run in doc["runs"] if run.get("tree")]
     if not runs:
         return ""
-    run = _median_run(runs)
+    run = median_run(runs)
     rows: list[Sequence[Any]] = []
     stack = [(node, 0) for node in reversed(run["tree"])]
     while stack:
@@ -287,7 +316,8 @@ def _tree(doc: ProfileDoc) -> str:
     return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
 
 
-def _median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+def median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The run of median CPU time (the lower middle one of an even count; ties by run index)."""
     ordered = sorted(runs, key=lambda run: (run["timing"]["cpu_time_us"], run["run_index"]))
     return ordered[(len(ordered) - 1) // 2]
 
@@ -323,7 +353,7 @@ def _regions(doc: ProfileDoc) -> str:
 
 def _attribution(doc: ProfileDoc) -> str:
     """Each run's headline rows: its regions, the spanning regions' self time, and its residual."""
-    device = "device" in _domains(doc)
+    device = "device" in time_domains(doc)
     cpu_rows = headline_rows(doc, "cpu")
     device_rows = headline_rows(doc, "device") if device else [None] * len(cpu_rows)
     rows: list[Sequence[Any]] = [

@@ -71,6 +71,7 @@ def validate(doc: Any) -> list[str]:
         + check_tree_adds_up(run, f"{key}[{index}]")
         + check_communication_adds_up(run, f"{key}[{index}]")
         + check_split_level(run, section.get("spanning_regions", []), f"{key}[{index}]")
+        + check_phases_add_up(run, f"{key}[{index}]")
     ]
 
 
@@ -167,6 +168,23 @@ def check_split_level(run: Mapping[str, Any], spanning: list[str], where: str = 
     if spanning and sorted(node["region_id"] for node in level) != sorted(r["region_id"] for r in run["regions"]):
         return [f"{where}.regions: not the children of the spanning region {spanning[-1]} in the run's tree"]
     return []
+
+
+def check_phases_add_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
+    """A generate-like run's phases tile it (their times add up to the run's CPU time), and within each
+    phase its region fractions plus its residual fraction add up to 1."""
+    phases = run.get("phases")
+    if not phases:
+        return []
+    problems = []
+    total, run_us = sum(phase["cpu_time_us"] for phase in phases), run["timing"]["cpu_time_us"]
+    if abs(total - run_us) > TREE_TOLERANCE_US + ADDS_UP_TOLERANCE * run_us:
+        problems.append(f"{where}.phases: the phases add up to {total:.3f} µs, not the run's {run_us:.3f} µs")
+    for index, phase in enumerate(phases):
+        shares = phase["residual"]["cpu_time_fraction"] + sum(r["cpu_time_fraction"] for r in phase["regions"])
+        if phase["cpu_time_us"] > 0 and abs(shares - 1.0) > ADDS_UP_TOLERANCE:
+            problems.append(f"{where}.phases[{index}]: region fractions plus residual add up to {shares:.4f}, not 1")
+    return problems
 
 
 def non_finite(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:

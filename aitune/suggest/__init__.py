@@ -39,6 +39,7 @@ from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
 from aitune.suggest.headroom import Headroom, headroom_of
+from aitune.suggest.precision import ARITHMETIC_FACTORS, PrecisionOutlook, outlook
 from aitune.suggest.reasons import Reason, headroom_reasons, reasons
 
 __all__ = ["FALLBACK", "UPPER_BOUND_CAP", "Advice", "Calibration", "Reason", "Suggestions", "Target", "suggest"]
@@ -81,6 +82,7 @@ class Suggestions:
     scenario: str | None = None
     calibration: Calibration = FALLBACK  # the gain model's figures (the profile's, else the fallback table)
     run_times: tuple[float, ...] = ()  # each measured run's time in the domain (µs)
+    precision: tuple[PrecisionOutlook, ...] = ()  # per target, when asked for a reduced precision
 
     def recommended(self, top: int | None = None) -> list[Target]:
         """The recommended targets, best first, skipping any inside (or around) one already picked."""
@@ -146,16 +148,23 @@ class Suggestions:
             "recommended_predicted_speedup": predicted,
             "recommended_upper_bound_speedup": bound,
             "gain_calibration": self.calibration.to_dict(),
+            **({"precision": [asdict(item) for item in self.precision]} if self.precision else {}),
         }
 
 
 def suggest(
-    profile: Mapping[str, Any], *, top: int | None = None, domain: str | None = None, scenario: str | None = None
+    profile: Mapping[str, Any],
+    *,
+    top: int | None = None,
+    domain: str | None = None,
+    scenario: str | None = None,
+    precision: str | None = None,
 ) -> Suggestions:
     """Rank the regions of a profile document (ours or AITune's) as tuning targets; see the module docstring.
 
     ``domain`` defaults to ``device`` when every run has device time, else ``cpu``; ``scenario``
-    picks one scenario of a multi-scenario profile; ``top`` bounds `Suggestions.recommended`.
+    picks one scenario of a multi-scenario profile; ``top`` bounds `Suggestions.recommended`; ``precision``
+    (bf16, int8) adds each target's outlook at that precision on this machine (`aitune.suggest.precision`).
     `ProfileError` for an unknown domain or scenario, or a profile without runs.
     """
     if top is not None and top < 1:
@@ -175,7 +184,16 @@ def suggest(
         ),
         key=lambda t: (not t.recommended, -round(t.predicted_speedup, RANK_DIGITS), -t.share, t.path),
     )
+    outlooks: tuple[PrecisionOutlook, ...] = ()
+    if precision is not None and precision != "fp32":
+        if precision not in ARITHMETIC_FACTORS:
+            raise ProfileError(
+                f"unknown precision {precision[:40]!r}; choose one of fp32, {', '.join(ARITHMETIC_FACTORS)}."
+            )
+        by_path = {candidate.path: candidate for candidate in found.candidates.values()}
+        outlooks = tuple(_outlook(by_path[t.path], domain, calibration, precision) for t in targets)
     return Suggestions(
+        precision=outlooks,
         domain=domain,
         run_time_us=statistics.median(run_times),
         targets=tuple(targets),
@@ -185,6 +203,11 @@ def suggest(
         calibration=calibration,
         run_times=tuple(run_times),
     )
+
+
+def _outlook(candidate: Candidate, domain: str, calibration: Calibration, precision: str) -> PrecisionOutlook:
+    prediction = predict(candidate, domain, calibration)
+    return outlook(candidate.path, precision, prediction.time_us, prediction.arithmetic_us, candidate.mix)
 
 
 def _domain(doc: Mapping[str, Any], asked: str | None) -> str:

@@ -18,6 +18,7 @@ from aitune.analysis.attribution import fraction
 from aitune.report.document import operator_runs
 from aitune.report.headline import headline_rows
 from aitune.suggest.candidates import Found, wrappable
+from aitune.suggest.phase_advice import phase_advice
 
 ADVICE_MIN_SHARE = 0.01
 """Residual causes and regions no wrapper can take below this share of the run are not worth a line."""
@@ -66,10 +67,12 @@ class Advice:
 
 
 def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
-    """Regions named by annotations, root entry methods, the residual's causes (largest first), the first call."""
+    """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
+    phase's findings (`aitune.suggest.phase_advice`), the first call."""
     lines = list(_annotations(doc, domain))
     lines += [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
     lines += sorted(_residual(doc), key=lambda item: -item.time_per_run_us)
+    lines += [Advice(*finding) for finding in phase_advice(doc)]
     first = _first_call(doc.get("capture_overhead"))
     return lines + ([first] if first is not None else [])
 

@@ -214,6 +214,11 @@ def upper_bound(share: float) -> float:
     return min(UPPER_BOUND_CAP, 1 / (1 - share)) if share < 1 else UPPER_BOUND_CAP
 
 
+def speedup_text(value: float) -> str:
+    """A predicted or bounding speedup as every reader shows it: ``1.234×``, or ``∞`` at `UPPER_BOUND_CAP`."""
+    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
+
+
 def end_to_end(share: float, region_speedup: float) -> float:
     """End-to-end speedup when a region of this share runs ``region_speedup`` times faster (Amdahl).
 

@@ -9,6 +9,11 @@ Before the after capture, the tuned regions are verified end to end (`aitune.tor
 whole runs with and without them, alternating in this process, and a region stays tuned only when
 the run is faster with it beyond noise; the others are put back too. The plan holds only what
 stayed, and a replayed plan is verified the same way.
+
+At a reduced precision (``LoopConfig.precision``: bf16, int8; fp32 is the default and never left
+implicitly), the level's backends are judged first on the task (`aitune.torch.tuning.task_gate`):
+the workload's final output with them against the original's, by the output's kind, and what fails
+is put back before any timing.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from aitune.compare.gains import (
     untuned_slowdowns,
     weigh_whole_model,
 )
+from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
 from aitune.compare.verification import Verification, VerifyConfig
 from aitune.errors import TuningError
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.backends import BACKENDS
 from aitune.torch.calibration import ensure_calibration
+from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
@@ -45,12 +53,14 @@ from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.profile import profile
 from aitune.torch.performance.regions import qualified_type
+from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
-from aitune.torch.tuning.report import tuning_report
+from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
+from aitune.torch.tuning.task_gate import judge_task
 from aitune.torch.tuning.verify import Switch, aot_switch, jit_switch, verify_tuned
 
 Tick = Callable[[], None]
@@ -72,6 +82,8 @@ class LoopConfig:
     measured_runs: int = 10
     record_calls: int = 2  # workload calls recorded for tuning (each wrapper keeps up to 8 samples per graph)
     verification: VerifyConfig | None = field(default_factory=VerifyConfig)  # None: keep what the trials chose
+    precision: str = "fp32"  # bf16 or int8: the level's backends, judged on the task (never chosen implicitly)
+    quality: QualityBar | None = None  # the task gate's bar; None: the default of the output's kind
 
 
 @dataclass
@@ -90,6 +102,8 @@ class LoopResult:
     undo: Callable[[], None] = field(repr=False, default=lambda: None)
     verification: Verification | None = None  # the end-to-end check of the tuned regions; None: not run
     slowdowns: list[Slowdown] = field(default_factory=list)  # untuned regions slower after tuning, beyond noise
+    precision: str = "fp32"
+    task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
 
     def comparison(self) -> dict[str, Any]:
         """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
@@ -101,6 +115,8 @@ class LoopResult:
             "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
             "verification": self.verification.to_dict() if self.verification is not None else None,
             "untuned_slowdowns": [asdict(slowdown) for slowdown in self.slowdowns],
+            "precision": self.precision,
+            "task_gate": self.task_gate.to_dict() if self.task_gate is not None else None,
         }
 
     def restore(self) -> None:
@@ -146,10 +162,13 @@ def optimize(
     if plan is not None:  # a bad plan, or one that does not fit obj, is refused before anything runs
         checked = load_plan(plan)
         check_fits(obj, checked)
+    precision = _precision(obj, config, checked)
     verify = functools.partial(
         _verified,
         function,
         input_data,
+        precision=precision,
+        quality=config.quality,
         config=config.verification,
         phase=phase,
         deadline=deadline,
@@ -170,10 +189,11 @@ def optimize(
         tuning.undo()
         raise
     # Made from what stayed tuned after the end-to-end check: a plan holds verified wins only.
+    judgment = tuning.judgment
     if checked is None:
-        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict())
+        saved = make_plan(qualified_type(obj), tuning.tuned, config.tolerance.to_dict(), precision, judgment)
     else:
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked)
+        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, judgment)
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
@@ -182,10 +202,40 @@ def optimize(
     report = tuning.report
     if report is not None and verification is not None:
         report = {**report, "verification": verification.to_dict()}
+    if report is not None:
+        gate = judgment.to_dict() if judgment is not None else None
+        report = {**report, "precision": precision, "task_gate": gate, "memory": weight_memory(tuning.tuned)}
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
-        verification, slowdowns,
+        verification, slowdowns, precision, judgment,
     )  # fmt: skip
+
+
+def _precision(obj: Any, config: LoopConfig, plan: Mapping[str, Any] | None) -> str:
+    """The level tuned at: the config's (a plan's when one is applied), checked against the strategy and this
+    machine; `TuningError` with the reason when it is refused."""
+    precision = check_precision(config.precision)
+    if plan is not None:
+        if precision != "fp32" and precision != plan["precision"]:
+            raise TuningError(
+                f"the plan was made at precision {plan['precision']}, not {precision}; leave the precision out to "
+                "apply it, or tune again at this one."
+            )
+        precision = plan["precision"]
+    elif config.strategy is not None and config.strategy.precision != precision:
+        raise TuningError(
+            f"the strategy was made for precision {config.strategy.precision} but the loop asks for {precision};"
+            " pass the same precision to both."
+        )
+    device = module_device(obj) if isinstance(obj, nn.Module) else None
+    unavailable = precision_unavailable(precision, device or "cpu")
+    if unavailable is not None:
+        raise TuningError(f"precision {precision} is refused on this machine: {unavailable}.")
+    return precision
+
+
+def _strategy(config: LoopConfig) -> TuneStrategy:
+    return config.strategy or MinLatencyStrategy(tolerance=config.tolerance, precision=config.precision)
 
 
 def _verified(
@@ -193,13 +243,17 @@ def _verified(
     input_data: Any,
     tuning: _Tuning,
     *,
+    precision: str,
+    quality: QualityBar | None,
     config: VerifyConfig | None,
     phase: PhaseHook,
     deadline: float | None,
     budget: TimeBudget | None = None,
 ) -> _Tuning:
-    """Verify the tuned regions end to end and put back the ones that do not win: the tuning of what stayed,
-    with the verification (joined to one made before, as when the whole model was put back first)."""
+    """Judge the reduced-precision regions on the task, then verify the tuned regions end to end, putting back
+    the ones that fail or do not win: the tuning of what stayed, with the verification (joined to one made
+    before, as when the whole model was put back first)."""
+    tuning = _judged(function, input_data, tuning, precision, quality, phase)
     if config is None or not tuning.tuned:
         return tuning
     if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
@@ -218,6 +272,42 @@ def _verified(
     kept = set(verification.kept)
     tuned = [region for region in tuning.tuned if region.path in kept]
     return replace(tuning, tuned=tuned, switches={path: switches[path] for path in kept}, verification=verification)
+
+
+def _judged(
+    function: Callable[..., Any],
+    input_data: Any,
+    tuning: _Tuning,
+    precision: str,
+    quality: QualityBar | None,
+    phase: PhaseHook,
+) -> _Tuning:
+    """The tuning left after the task gate: regions whose backends compute at a reduced precision are judged on
+    the workload's final output, and those that fail are put back (their outcome says why, with the figure)."""
+    reduced = [region.path for region in tuning.tuned if _reduced(region)]
+    if precision == "fp32" or not reduced:
+        return tuning
+    tick = phase("task gate", len(reduced) + 3)
+    try:
+        judgment = judge_task(function, input_data, tuning.switches, reduced, precision, quality)
+    except BaseException:
+        tuning.undo()
+        raise
+    tick()
+    kept = set(judgment.regions) if judgment.passed else set()
+    dropped = [path for path in reduced if path not in kept]
+    outcomes = {
+        path: ("eager", f"{winner} put back by the {judgment.line()}") if path in dropped else (winner, reason)
+        for path, (winner, reason) in tuning.outcomes.items()
+    }
+    tuned = [region for region in tuning.tuned if region.path not in dropped]
+    switches = {path: switch for path, switch in tuning.switches.items() if path not in dropped}
+    return replace(tuning, tuned=tuned, outcomes=outcomes, switches=switches, judgment=judgment)
+
+
+def _reduced(region: TunedRegion) -> bool:
+    """Whether any graph of the region runs a backend of a reduced precision."""
+    return any(getattr(BACKENDS.get(b["name"]), "precision", "fp32") != "fp32" for b in region.backends.values())
 
 
 def _search(
@@ -255,6 +345,7 @@ class _Tuning:
     undo: Callable[[], None]
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
     verification: Verification | None = None  # once verified
+    judgment: TaskJudgment | None = None  # the task gate's, at a reduced precision
 
 
 def _tune_whole_first(
@@ -302,7 +393,7 @@ def _tune_aot(
 ) -> _Tuning:
     """Wrap ``paths``, record and tune them; the ones no backend won for are unwrapped again."""
     wrappers = wrap(obj, paths)
-    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    strategy = _strategy(config)
     try:
         recording = counted(function, phase("record", config.record_calls))
         record(recording, [input_data] * config.record_calls, list(wrappers.values()))
@@ -326,7 +417,7 @@ def _tune_jit(
     obj: Any, function: Callable[..., Any], input_data: Any, paths: list[str], config: LoopConfig, phase: PhaseHook
 ) -> _Tuning:
     """Register ``paths`` for JIT tuning and run the workload until each has tuned (or stayed eager)."""
-    strategy = config.strategy or MinLatencyStrategy(tolerance=config.tolerance)
+    strategy = _strategy(config)
     registration = register_for_jit_tuning(
         paths, JitConfig(tune_after=config.record_calls, strategy=strategy), root=obj
     )

@@ -160,6 +160,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         ("Suggestions", TuningTargets(**context)),
         ("Region tree", views.RegionTree(**context)),
         ("Run timing", views.RunTiming(**context)),
+        ("Phases", views.Phases(**context)),
         ("Ranks", views.Ranks(**context)),
         ("Operators", views.Operators(**context)),
         ("Efficiency", views.Efficiency(**context)),

@@ -19,6 +19,7 @@ from aitune.compare.loop_report import LoopReport
 from aitune.errors import ProfileError
 from aitune.report import scenario_names
 from aitune.report.efficiency import machine_peaks
+from aitune.report.phases import split_line, tokens_line
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
@@ -128,6 +129,17 @@ class ProfileStore(param.Parameterized):
     def run_table(self) -> pd.DataFrame:
         """Every measured run of every side, with a ``side`` column and outliers marked."""
         return self._cached("runs", lambda: self._stacked(tables.run_timing))
+
+    def phase_table(self) -> pd.DataFrame:
+        """The phases of every generate-like side (`tables.phase_table`), with a ``side`` column."""
+        return self._cached("phases", lambda: self._stacked(tables.phase_table))
+
+    def phase_lines(self) -> list[str]:
+        """Per generate-like side: its token figures and how its runs were split (`aitune.report.phases`)."""
+        lines = []
+        for side, loaded in self.sides().items():
+            lines += [f"{side}: {line}" for line in (tokens_line(loaded.doc), split_line(loaded.doc)) if line]
+        return lines
 
     def has_ranks(self) -> bool:
         """Whether any loaded profile is a merged one (`aitune-profile merge`), so the Ranks tab has something."""

@@ -24,8 +24,9 @@ from aitune.markers import (
 )
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.efficiency import region_efficiencies
-from aitune.report.headline import RESIDUAL_LABEL
+from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
+from aitune.report.phases import phase_figures
 from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 
@@ -119,6 +120,36 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
     marked = set(outlier_indices(frame["wall_time_us"].tolist()))
     frame["outlier"] = [index in marked for index in range(len(frame))]
     return frame
+
+
+PHASE_COLUMNS = ["phase", "row", "time_us", "fraction", "tokens"]
+
+
+def phase_table(doc: ProfileDoc) -> pd.DataFrame:
+    """A generate-like profile's phases, medians per run: a ``(phase)`` row per phase (its share of the run),
+    then its regions and residual (their shares of the phase); empty for other profiles."""
+    rows = []
+    for figure in phase_figures(doc):
+        rows.append(
+            {
+                "phase": figure.name,
+                "row": "(phase)",
+                "time_us": figure.median_us,
+                "fraction": figure.share,
+                "tokens": figure.steps,
+            }
+        )
+        rows += [
+            {
+                "phase": figure.name,
+                "row": row.label,
+                "time_us": _median(row.times_us),
+                "fraction": row.share,
+                "tokens": None,
+            }
+            for row in phase_rows(doc, figure.name)
+        ]
+    return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
 def operator_table(doc: ProfileDoc) -> pd.DataFrame:

@@ -284,6 +284,25 @@ class Ranks(StoreView):
         return pn.Column(*parts, sizing_mode="stretch_width")
 
 
+class Phases(StoreView):
+    """A generate's phases (encoder, prefill, decode) per side: their time and share, each phase's regions,
+    the token figures and how the split was decided."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self.rendered()
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        phases = self.store.phase_table()
+        if phases.empty:
+            return text_block("No phases: the runs are not a generate (no module called once per new token).")
+        formats = {"time_us": number_format(1), "fraction": share_format()}
+        lines = [text_block(line) for line in self.store.phase_lines()]
+        grid = table(
+            phases, ["phase", "row", "time_us", "fraction", "tokens", "side"], "phase-table", formatters=formats
+        )
+        return pn.Column(*lines, grid, sizing_mode="stretch_width")
+
+
 class Warnings(StoreView):
     """Each warning with its code, message and source; for a pair, whether it is new, gone or persisting."""
 

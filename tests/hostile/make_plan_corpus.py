@@ -181,6 +181,14 @@ CASES: dict[str, Callable[[Plan], None]] = {
     "threads-2000": _with_backend("onnxruntime", {"intra_op_threads": 2000}),
     "threads-negative": _with_backend("onnxruntime", {"intra_op_threads": -1}),
     "threads-over-cpus": _with_backend("onnxruntime", {"intra_op_threads": 1024}),
+    # precision: a level this aitune knows, a reduced backend only in a plan made at its level, a bounded verdict
+    "precision-unknown": _top("precision", "fp8"),
+    "precision-a-list": _top("precision", ["bf16"]),
+    "int8-backend-in-fp32-plan": _with_backend("int8_dynamic", {}),
+    "bf16-config-unknown-key": _with_backend("bf16", {"compile": True, "dtype": "float16"}),
+    "task-gate-metric-unknown": _top("task_gate", {"precision": "int8", "metric": "accuracy", "minimum": 0.9}),
+    "task-gate-value-huge": _top("task_gate", {"metric": "psnr_db", "minimum": 30, "value": 1e300}),
+    "task-gate-regions-huge": _top("task_gate", {"precision": "bf16", "metric": "cosine", "regions": ["a"] * 300}),
 }
 """Case name → the one change to the base plan; each must be refused in one sentence, changing nothing."""
 

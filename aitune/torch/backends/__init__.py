@@ -9,17 +9,36 @@ from aitune.torch.backends.base import Backend, BackendError, BuildContext, Buil
 from aitune.torch.backends.eager import AutocastBackend, EagerBackend
 from aitune.torch.backends.inductor import InductorBackend
 from aitune.torch.backends.onnxruntime import OnnxRuntimeBackend
+from aitune.torch.backends.precision import Bf16Backend, Int8DynamicBackend
 from aitune.torch.backends.tensorrt import TensorRTBackend
 
 BACKENDS: dict[str, type[Backend]] = {
     backend.name: backend
-    for backend in (EagerBackend, AutocastBackend, InductorBackend, OnnxRuntimeBackend, TensorRTBackend)
+    for backend in (
+        EagerBackend,
+        AutocastBackend,
+        InductorBackend,
+        OnnxRuntimeBackend,
+        TensorRTBackend,
+        Bf16Backend,
+        Int8DynamicBackend,
+    )
 }
 
 
 def default_backends() -> list[Backend]:
     """The candidates tried when none are given, in first-wins order; unavailable ones are skipped with a reason."""
     return [InductorBackend(), OnnxRuntimeBackend(), TensorRTBackend(), AutocastBackend("bfloat16")]
+
+
+def precision_backends(precision: str) -> list[Backend]:
+    """The candidates that realise a reduced ``precision`` (bf16: the cast copy, eager and compiled with
+    freezing; int8: dynamic quantization of the linear layers); the default backends for fp32."""
+    if precision == "bf16":
+        return [Bf16Backend(), Bf16Backend(compile=True)]
+    if precision == "int8":
+        return [Int8DynamicBackend()]
+    return default_backends()
 
 
 def backend_from_dict(data: dict[str, Any]) -> Backend:
@@ -35,12 +54,15 @@ __all__ = [
     "AutocastBackend",
     "Backend",
     "BackendError",
+    "Bf16Backend",
     "BuildContext",
     "Built",
     "EagerBackend",
     "InductorBackend",
+    "Int8DynamicBackend",
     "OnnxRuntimeBackend",
     "TensorRTBackend",
     "backend_from_dict",
     "default_backends",
+    "precision_backends",
 ]

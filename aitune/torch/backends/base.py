@@ -55,6 +55,7 @@ class Backend(ABC):
 
     name: ClassVar[str]
     reduced_precision: torch.dtype | None = None  # set by backends that compute in a lower precision
+    precision: ClassVar[str] = "fp32"  # a reduced level (bf16, int8) is offered only when tuning at it
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """One line saying why this backend cannot run on ``device`` here, or None when it can."""

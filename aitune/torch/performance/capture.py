@@ -204,7 +204,7 @@ def _capture_traced(
         regions = metadata.get("regions", ())
         meta = {
             **metadata,
-            "regions": with_input_shapes(regions, shapes.by_region()) if shapes is not None else list(regions),
+            "regions": with_input_shapes(regions, shapes) if shapes is not None else list(regions),
             OPERATOR_RUN_WALLS_KEY if operator_pass else "run_wall_times_us": run_walls,
             **({} if operator_pass else align.metadata()),  # the document's runs are not theirs
             "warnings": _with_off_thread_calls(metadata, *off_thread),
@@ -283,7 +283,7 @@ def _capture_stamped(
         off_thread = instrumented.off_thread.since(before_runs)
     meta = {
         **metadata,
-        "regions": with_input_shapes(metadata.get("regions", ()), shapes.by_region()),
+        "regions": with_input_shapes(metadata.get("regions", ()), shapes),
         "run_wall_times_us": run_walls,
         **align.metadata(),
         "warnings": _with_off_thread_calls(metadata, *off_thread),
@@ -318,14 +318,19 @@ def _warm_up(
     return walls
 
 
-def with_input_shapes(
-    regions: Sequence[Mapping[str, Any]], shapes: Mapping[str, Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """Copies of the region entries, each with the ``input_shapes`` its region was seen with (if called)."""
-    return [
-        {**region, "input_shapes": shapes[region["id"]]} if region["id"] in shapes else dict(region)
-        for region in regions
-    ]
+def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShapes) -> list[dict[str, Any]]:
+    """Copies of the region entries, each with the ``input_shapes`` its region was seen with (if
+    called) and, for a top-level region, the ``call_lengths`` of its calls in that run."""
+    shapes, lengths = recorded.by_region(), recorded.call_lengths()
+    entries = []
+    for region in regions:
+        entry = dict(region)
+        if region["id"] in shapes:
+            entry["input_shapes"] = shapes[region["id"]]
+        if region["id"] in lengths:
+            entry["call_lengths"] = lengths[region["id"]]
+        entries.append(entry)
+    return entries
 
 
 def _with_off_thread_calls(metadata: Mapping[str, Any], calls: int, threads: int) -> list[dict[str, Any]]:

@@ -49,3 +49,27 @@ def _collect_tensors(value: Any, path: str, out: list[dict[str, Any]]) -> None:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             _collect_tensors(item, f"{path}.{key}", out)
+
+
+TOKEN_ARGUMENTS = ("input_ids", "decoder_input_ids", "inputs_embeds", "decoder_inputs_embeds")
+"""Keyword arguments that hold a call's tokens in Hugging Face models, looked up first."""
+
+
+def sequence_length(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int | None:
+    """The tokens one call takes: dimension 1 of its token argument (`TOKEN_ARGUMENTS`), else of
+    its first tensor argument with at least two dimensions; None when it has none.
+
+    Only the top level of the arguments is looked at, so a call costs a few lookups (the shape
+    recording run calls it once per call of a top-level region).
+
+    >>> sequence_length((), {"input_ids": torch.zeros(1, 8, dtype=torch.long)})
+    8
+    """
+    for name in TOKEN_ARGUMENTS:
+        value = kwargs.get(name)
+        if isinstance(value, torch.Tensor) and value.dim() >= 2:
+            return int(value.shape[1])
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor) and value.dim() >= 2:
+            return int(value.shape[1])
+    return None

@@ -41,7 +41,7 @@ except ImportError:  # an older or newer torch without it: the public, slower eq
 from aitune.analysis.stamps import StampedSpan  # a plain tuple: a named one costs a constructor per span
 from aitune.errors import CaptureError
 from aitune.markers import region_span_name
-from aitune.torch.performance.inputs import input_summary
+from aitune.torch.performance.inputs import input_summary, sequence_length
 from aitune.torch.performance.regions import RegionTarget
 
 Undo = Callable[[], None]
@@ -169,6 +169,10 @@ class Instrumented:
 EXAMPLE_SHAPES = 3
 """Shape signatures kept as examples per region; the count of distinct ones is always complete."""
 
+MAX_CALL_LENGTHS = 4096
+"""Calls whose token count (`sequence_length`) is kept per top-level region: a generate of 4,095
+new tokens; a region called more often keeps the first ones, and phases fall back on call order."""
+
 
 class InputShapes:
     """Context manager recording the distinct tensor-shape signatures each region's calls receive.
@@ -176,12 +180,15 @@ class InputShapes:
     A signature is the (path, shape, dtype) of every tensor among a call's positional and keyword
     arguments (nested lists, tuples and dicts included). Installed around the profiler warmup run
     only, which is discarded, so the measured runs pay nothing for it. Like the spans, only calls on
-    the thread that entered it are recorded.
+    the thread that entered it are recorded. For top-level regions (and their entry methods) it also
+    keeps the tokens each call took, in call order (`call_lengths`): the evidence that splits a
+    generate into its prefill and decode phases (`aitune.analysis.phases`).
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
         self.targets = list(targets)
         self._seen: dict[str, dict[tuple[Any, ...], dict[str, list[int]]]] = {}
+        self._lengths: dict[str, list[int | None]] = {}
         self._undo: list[Undo] = []
         self._thread: int | None = None
 
@@ -189,10 +196,11 @@ class InputShapes:
         self._thread = _thread()
         try:
             for target in self.targets:
+                top = target.parent is None
                 if target.hook_forward:
-                    self._undo.append(_install_shape_hook(target.module, self._recorder(target.region)))
+                    self._undo.append(_install_shape_hook(target.module, self._recorder(target.region, top)))
                 for method in target.methods:
-                    record = self._recorder(target.method_region(method))
+                    record = self._recorder(target.method_region(method), top)
                     self._undo.append(_override_method(target.module, method, _recording(record)))
         except BaseException:
             _restore_all(self._undo)
@@ -209,12 +217,24 @@ class InputShapes:
             for region, seen in self._seen.items()
         }
 
-    def _recorder(self, region: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+    def call_lengths(self) -> dict[str, list[int | None]]:
+        """Per top-level region called more than once with a token argument: the tokens of each call in order
+        (None: that call had none). A region called once is no step of a loop, so it is left out."""
+        return {
+            region: list(lengths)
+            for region, lengths in self._lengths.items()
+            if len(lengths) > 1 and any(length is not None for length in lengths)
+        }
+
+    def _recorder(self, region: str, top_level: bool = False) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
         seen = self._seen.setdefault(region, {})
+        lengths = self._lengths.setdefault(region, []) if top_level else None
 
         def record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             if _thread() != self._thread:
                 return
+            if lengths is not None and len(lengths) < MAX_CALL_LENGTHS:
+                lengths.append(sequence_length(args, kwargs))
             tensors = input_summary(args, kwargs)["signature"]
             key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
             if key not in seen:

@@ -32,14 +32,17 @@ import torch
 from torch import nn
 
 import aitune
+from aitune.compare.quality import TaskJudgment
 from aitune.errors import ProfileError, TuningError
 from aitune.report.io import read_json
 from aitune.report.validate import json_path, non_finite, shortened
+from aitune.torch.backends import BACKENDS
 from aitune.torch.module.graph_spec import check_graph
 from aitune.torch.module.paths import module_at, replace_modules
 from aitune.torch.module.wrapper import Module, check_restorable
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
+from aitune.torch.precision import precision_unavailable
 
 PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -96,8 +99,15 @@ class AppliedPlan:
     environment_differences: list[str]
 
 
-def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out."""
+def make_plan(
+    target_type: str,
+    tuned: Sequence[TunedRegion],
+    tolerance: Mapping[str, Any],
+    precision: str = "fp32",
+    task_gate: TaskJudgment | None = None,
+) -> dict[str, Any]:
+    """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out. ``precision`` is the
+    level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept)."""
     regions = [
         {
             "path": region.path,
@@ -117,6 +127,8 @@ def make_plan(target_type: str, tuned: Sequence[TunedRegion], tolerance: Mapping
         "aitune_version": aitune.__version__,
         "target": {"type": target_type},
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
+        "precision": precision,
+        "task_gate": _task_gate(task_gate.to_dict()) if task_gate is not None else None,
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
         "environment": environment(),
         "regions": regions,
@@ -158,15 +170,20 @@ def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
         **{key: plan[key] for key in ("created_at", "aitune_version") if key in plan},
         "target": {key: value for key, value in plan.get("target", {}).items() if key == "type"},
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
+        "precision": plan.get("precision", "fp32"),
+        "task_gate": _task_gate(plan["task_gate"]) if plan.get("task_gate") is not None else None,
         "environment": dict(plan.get("environment", {})),
         "regions": [_normalised_region(region) for region in plan["regions"]],
     }
 
 
-def replayed_plan(target_type: str, tuned: Sequence[TunedRegion], applied: Mapping[str, Any]) -> dict[str, Any]:
+def replayed_plan(
+    target_type: str, tuned: Sequence[TunedRegion], applied: Mapping[str, Any], task_gate: TaskJudgment | None = None
+) -> dict[str, Any]:
     """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
-    (never a copy of the file), with the tolerance and speedups ``applied`` gave."""
-    made = make_plan(target_type, tuned, applied["tolerance"])
+    (never a copy of the file), with the tolerance, precision and speedups ``applied`` gave and the task
+    gate's verdict of this run (``task_gate``)."""
+    made = make_plan(target_type, tuned, applied["tolerance"], applied["precision"], task_gate)
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
         region["speedup_vs_eager"] = claimed.get(region["path"])
@@ -256,7 +273,7 @@ def _limit_problems(plan: Mapping[str, Any]) -> list[str]:
         for graph_id, backend in wrapper["tuned_backends"].items():
             if graph_id not in known:
                 problems.append(f"{where}.tuned_backends.{graph_id}: no graph of that id in {where}.graphs")
-            problems += _backend_problems(backend, f"{where}.tuned_backends.{graph_id}")
+            problems += _backend_problems(backend, f"{where}.tuned_backends.{graph_id}", plan.get("precision", "fp32"))
     return problems
 
 
@@ -311,8 +328,15 @@ def _structure_problems(graph: Mapping[str, Any], where: str) -> list[str]:
     return []
 
 
-def _backend_problems(backend: Mapping[str, Any], where: str) -> list[str]:
-    """A thread count no larger than this machine's CPUs (the schema already bounds it by `MAX_THREADS`)."""
+def _backend_problems(backend: Mapping[str, Any], where: str, precision: str) -> list[str]:
+    """A backend of the plan's precision (a reduced one is never applied where the plan says fp32); a thread
+    count no larger than this machine's CPUs (the schema already bounds it by `MAX_THREADS`)."""
+    level = getattr(BACKENDS.get(backend["name"]), "precision", "fp32")
+    if level != "fp32" and level != precision:
+        return [
+            f"{where}.name: {backend['name']} computes in {level}, but the plan's precision is {precision} "
+            "(a reduced precision is applied only by a plan made at it, after the task gate)"
+        ]
     threads = backend.get("config", {}).get("intra_op_threads", 0)
     cpus = os.cpu_count() or 1
     if threads > cpus:
@@ -344,6 +368,14 @@ def _normalised_region(region: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+TASK_GATE_KEYS = ("precision", "metric", "minimum", "value", "passed", "regions", "inputs", "first_divergence")
+
+
+def _task_gate(gate: Mapping[str, Any]) -> dict[str, Any]:
+    """The task gate's figure as a plan keeps it: the verdict's known keys (its regions are the plan's paths)."""
+    return {key: gate.get(key) for key in TASK_GATE_KEYS}
+
+
 def _normalised_backend(backend: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": backend["name"], "config": dict(backend.get("config", {}))}
 
@@ -369,6 +401,9 @@ def apply_plan(
     """
     data = load_plan(plan)
     check_fits(obj, data)
+    unavailable = precision_unavailable(data["precision"], device or "cpu")
+    if unavailable is not None:
+        raise TuningError(f"the plan runs at precision {data['precision']}, which is refused here: {unavailable}.")
     entries = {entry["path"]: entry for entry in data["regions"]}
     differences = environment_differences(data.get("environment", {}), environment())
     if differences:

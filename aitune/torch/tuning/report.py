@@ -7,6 +7,7 @@ candidate has no build time). ``schema_version`` changes when a key's meaning do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,33 @@ def _rounded(value: float | None, digits: int) -> float | None:
 def _finite(value: float) -> float | None:
     """JSON has no Infinity: an unmeasurable error (a shape mismatch) is written as null."""
     return value if value == value and abs(value) != float("inf") else None
+
+
+def weight_memory(tuned: Sequence[Any]) -> dict[str, Any]:
+    """What the tuned regions' weights take, per region and in all: the original module's bytes and the tuned
+    copy's (a reduced precision's ``build_details.weight_bytes``); a region tuned in fp32 keeps its bytes.
+
+    The original stays resident beside the copy (it is what verification and a fall back run), so the
+    saving is what a deployment that loads the tuned weights only would save.
+    """
+    regions = []
+    for region in tuned:
+        entry = region.report or {}
+        weights = next(
+            (
+                candidate["build_details"]["weight_bytes"]
+                for graph in entry.get("graphs", ())
+                for candidate in graph.get("candidates", ())
+                if candidate.get("status") == "winner" and "weight_bytes" in (candidate.get("build_details") or {})
+            ),
+            None,
+        )
+        if weights is not None:
+            regions.append(
+                {"path": region.path, "original_bytes": weights["original"], "tuned_bytes": weights["tuned"]}
+            )
+    return {
+        "regions": regions,
+        "original_bytes": sum(region["original_bytes"] for region in regions),
+        "tuned_bytes": sum(region["tuned_bytes"] for region in regions),
+    }

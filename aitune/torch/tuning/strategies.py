@@ -10,8 +10,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from aitune.compare.quality import check_precision
 from aitune.errors import TuningError
-from aitune.torch.backends import BACKENDS, Backend, default_backends
+from aitune.torch.backends import BACKENDS, Backend, precision_backends
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.decision import FASTER, NOT_FASTER, Decision
@@ -30,8 +31,10 @@ class TuneStrategy(ABC):
         tolerance: Tolerance | None = None,
         measure: MeasureConfig | None = None,
         budget: TimeBudget | None = None,
+        precision: str = "fp32",
     ) -> None:
-        self.backends = list(backends) if backends is not None else default_backends()
+        self.precision = check_precision(precision)  # fp32 unless asked: reduced levels are judged on the task
+        self.backends = list(backends) if backends is not None else precision_backends(precision)
         self.tolerance = tolerance or Tolerance()
         self.measure = measure or MeasureConfig()
         self.budget = budget
@@ -51,6 +54,7 @@ class TuneStrategy(ABC):
             "name": self.name,
             "backends": [b.to_dict() for b in self.backends],
             "tolerance": self.tolerance.to_dict(),
+            "precision": self.precision,
             "budget": self.budget.describe() if self.budget is not None else None,
         }
 
@@ -74,8 +78,14 @@ class OneBackendStrategy(TuneStrategy):
 
     name = "one_backend"
 
-    def __init__(self, backend: Backend, tolerance: Tolerance | None = None, measure: MeasureConfig | None = None):
-        super().__init__([backend], tolerance, measure)
+    def __init__(
+        self,
+        backend: Backend,
+        tolerance: Tolerance | None = None,
+        measure: MeasureConfig | None = None,
+        precision: str = "fp32",
+    ):
+        super().__init__([backend], tolerance, measure, precision=precision)
 
     def select(self, trial: Trial) -> Candidate | None:
         return trial.evaluate(self.backends[0]).win_if_passed()
@@ -119,10 +129,11 @@ class MinLatencyStrategy(TuneStrategy):
         tolerance: Tolerance | None = None,
         measure: MeasureConfig | None = None,
         budget: TimeBudget | None = None,
+        precision: str = "fp32",
     ) -> None:
         if budget is None and time_budget_s is not None:
             budget = TimeBudget(time_budget_s)
-        super().__init__(backends, tolerance, measure, budget)
+        super().__init__(backends, tolerance, measure, budget, precision)
         self.margin = margin
 
     @property
@@ -195,11 +206,13 @@ def named_strategy(
     tolerance: Tolerance | None = None,
     time_budget_s: float | None = None,
     budget: TimeBudget | None = None,
+    precision: str = "fp32",
 ) -> TuneStrategy:
     """A strategy built from command-line words, e.g. ``named_strategy("min-latency", ["onnxruntime"])``.
 
-    ``budget`` (or ``time_budget_s``, counted from now) bounds the tuning; `TuningError` names the
-    unknown strategy or backend and lists the known ones.
+    ``budget`` (or ``time_budget_s``, counted from now) bounds the tuning; ``precision`` the level tuned
+    at (its backends when none are named); `TuningError` names the unknown strategy or backend and lists
+    the known ones.
     """
     if budget is None and time_budget_s is not None:
         budget = TimeBudget(time_budget_s)
@@ -211,5 +224,5 @@ def named_strategy(
         raise TuningError(f"unknown backend {unknown[0]!r}; choose from {', '.join(BACKENDS)}.")
     chosen = [BACKENDS[backend]() for backend in backends] if backends else None
     if kind is MinLatencyStrategy:
-        return MinLatencyStrategy(chosen, tolerance=tolerance, budget=budget)
-    return kind(chosen, tolerance=tolerance, budget=budget)
+        return MinLatencyStrategy(chosen, tolerance=tolerance, budget=budget, precision=precision)
+    return kind(chosen, tolerance=tolerance, budget=budget, precision=precision)

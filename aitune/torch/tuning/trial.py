@@ -7,6 +7,7 @@ reason keeps the exception's type and message, and whatever it built is released
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,9 @@ from aitune.torch.tuning.decision import Decision, decide
 from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+STRUCTURE_ONLY = Tolerance(rtol=math.inf, atol=math.inf)
+"""The per-module gate of a reduced-precision candidate: the same structure, shapes, dtypes and finite values,
+any numbers (their effect is judged on the task's output, `aitune.torch.tuning.task_gate`)."""
 TIMED_SAMPLES = 4  # one timed call runs this many recorded samples, enough to cover their shapes
 
 
@@ -73,11 +77,18 @@ class Trial:
     """Evaluates candidates for one graph against the original module and keeps every outcome in order."""
 
     def __init__(
-        self, context: BuildContext, tolerance: Tolerance, config: MeasureConfig, timed: bool = True, region: str = ""
+        self,
+        context: BuildContext,
+        tolerance: Tolerance,
+        config: MeasureConfig,
+        timed: bool = True,
+        region: str = "",
+        precision: str = "fp32",
     ) -> None:
         self.context = context
         self.region = region  # the module's name: a time budget gives each region its share
         self.tolerance = tolerance
+        self.precision = precision  # the level tuned at: its backends are offered, judged on the task later
         self.config = config
         self.timed = timed
         self.candidates: list[Candidate] = []
@@ -137,7 +148,8 @@ class Trial:
             candidate.reject(f"run failed: {_describe(error)}")
             return
         context = self.context
-        candidate.agreement = check_calls(context.reference_outputs, context.reference_states, outputs, self.tolerance)
+        tolerance = self.tolerance if candidate.backend.precision == "fp32" else STRUCTURE_ONLY
+        candidate.agreement = check_calls(context.reference_outputs, context.reference_states, outputs, tolerance)
         del outputs
         if not candidate.agreement.passed:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
@@ -160,6 +172,11 @@ class Trial:
         unavailable = backend.unavailable_reason(self.context.device)
         if unavailable is not None:
             return f"not available: {unavailable}"
+        if backend.precision != "fp32" and backend.precision != self.precision:
+            return (
+                f"not offered: it computes in {backend.precision}, which is judged on the task; pass "
+                f"--precision {backend.precision} (precision={backend.precision!r}) to try it"
+            )
         precision = backend.reduced_precision
         if precision is None:
             return None

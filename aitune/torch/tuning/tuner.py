@@ -94,7 +94,10 @@ def tune_graphs(
         for spec in target.graphs:
             strategy = strategies[spec.graph_id]
             samples = [sample.to(target.device) for sample in target.samples.get(spec.graph_id, [])]
-            trial = Trial(_context(target, samples), strategy.tolerance, strategy.measure, region=target.name)
+            context = _context(target, samples)
+            trial = Trial(
+                context, strategy.tolerance, strategy.measure, region=target.name, precision=strategy.precision
+            )
             winner = strategy.select(trial) if _tunable(spec, trial, strategy) else None
             graphs.append(graph_entry(spec, trial, winner, strategy.describe()))
             for candidate in trial.candidates:
@@ -141,7 +144,9 @@ def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | 
         return GraphRunner.eager()
     backend = backend_from_dict(saved)
     samples = [example.to(target.device) for example in examples]
-    trial = Trial(_context(target, samples), Tolerance(), MeasureConfig(), timed=False)
+    # A plan's reduced-precision backend was judged on the task when the plan was made (and `tune --plan`
+    # judges it again); here it passes the structural gate its level has.
+    trial = Trial(_context(target, samples), Tolerance(), MeasureConfig(), timed=False, precision=backend.precision)
     candidate = trial.evaluate(backend)
     if not candidate.passed:
         logger.warning(

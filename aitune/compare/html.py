@@ -1,0 +1,135 @@
+"""The HTML report's pair sections: the speedup with its interval, each region's change, operators and warnings
+on one side only; for a tune folder, each tuned region's predicted and realised gain.
+
+Figures come from `aitune.compare.ProfileDiff` (and a tune folder's `LoopReport`) unchanged, worded as
+the terminal words them (`ratio_text`, `speedup_line`); names pass through `aitune.report.html`'s helpers.
+"""
+
+from __future__ import annotations
+
+from aitune.compare.diff import Change, ProfileDiff
+from aitune.compare.gains import ratio_text, speedup_line
+from aitune.compare.loop_report import LoopReport
+from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, facts_list, name, paragraph, table
+from aitune.report.markdown import MISSING, ms
+from aitune.report.svg import Interval, Pair, interval_chart, pair_chart
+
+
+def pair_sections(diff: ProfileDiff, report: LoopReport | None = None) -> list[Section]:
+    """The speedup, a tune folder's gains (with ``report``), the regions' changes, operators, one-sided warnings."""
+    sections = [speedup_section(diff)]
+    if report is not None:
+        sections.append(tuned_section(report))
+    sections += [headline_changes(diff), region_changes(diff), operator_changes(diff), one_sided_warnings(diff)]
+    return [section for section in sections if section.body]
+
+
+def speedup_section(diff: ProfileDiff) -> Section:
+    """The run's speedup (before ÷ after) with its interval, the median run times and the run counts."""
+    run = diff.run_time
+    verdict = (
+        "beyond noise (the interval excludes 1)" if run.beyond_noise else "not beyond noise (the interval holds 1)"
+    )
+    scenario = f", scenario {diff.scenario}" if diff.scenario else ""
+    facts = [
+        ("Run time", f"{ms(run.before_us)} → {ms(run.after_us)} ms (median per run, {diff.domain}{scenario})"),
+        ("Ratio after ÷ before [95% CI]", f"{ratio_text(run)}: {verdict}"),
+        ("Time outside every region", f"{ms(diff.residual.before_us)} → {ms(diff.residual.after_us)} ms"),
+        ("Measured runs", f"{diff.runs[0]} → {diff.runs[1]}"),
+    ]
+    lead = paragraph(speedup_line(run), css="big")
+    return Section("Speedup", Html(lead + facts_list(facts)), "speedup")
+
+
+def tuned_section(report: LoopReport) -> Section:
+    """What the tune folder's report says of each region it tried: backend, predicted and realised gains, note."""
+    rows = [
+        (
+            gain.path or "(whole model)",
+            gain.winner,
+            _times(gain.predicted_speedup),
+            *(_times(value) for value in gain.realised_shown),
+            name(gain.note, MAX_MESSAGE_CHARS),
+        )
+        for gain in report.regions
+    ]
+    header = ["Region", "Backend", "Predicted", "Realised", "Own speedup", "Note"]
+    lead = paragraph(
+        f"End to end, as the tune folder's compare report gives it: "
+        f"{_gain(report.speedup, report.ci_low, report.ci_high)} ({report.domain}; speedup = before ÷ after).",
+        css="lead",
+    )
+    return Section("Tuned regions", Html(lead + table(header, rows)), "tuned")
+
+
+def headline_changes(diff: ProfileDiff) -> Section:
+    """The headline's rows (where the run's time splits) before and after: a chart of the medians, one of the ratios."""
+    rows = diff.headline
+    pairs = [Pair(row.path, row.change.before_us, row.change.after_us, _pair_text(row.change)) for row in rows]
+    intervals = [
+        Interval(label, change.ratio, change.ci_low, change.ci_high, ratio_text(change))
+        for label, change in [("run time", diff.run_time), ("(residual)", diff.residual)]
+        + [(row.path, row.change) for row in rows]
+        if change.ratio is not None
+    ]
+    body = pair_chart("Median time per run, before and after", pairs)
+    body += interval_chart("Ratio after ÷ before with its 95% interval (left of 1: faster)", intervals)
+    return Section(f"Where the time went ({diff.domain})", Html(body), "headline-changes")
+
+
+def region_changes(diff: ProfileDiff) -> Section:
+    """Every region of either side (nested ones included), largest first, with run time and residual on top."""
+    rows = [
+        ("run time", *_cells(diff.run_time), ""),
+        ("(residual)", *_cells(diff.residual), ""),
+        *(
+            (f"{row.path} (kind changed)" if row.kind_changed else row.path, *_cells(row.change), row.status)
+            for row in diff.regions
+        ),
+    ]
+    note = paragraph("ratio = after ÷ before; [95% bootstrap CI]; a region on one side only is added or removed.")
+    body = note + table(["Region", "Before (ms)", "After (ms)", "Ratio [95% CI]", "Status"], rows)
+    return Section("Per-region changes", Html(body), "regions")
+
+
+def operator_changes(diff: ProfileDiff) -> Section:
+    """The top operators' self time per run on each side."""
+    rows = [
+        (
+            row.key,
+            ms(row.before_us),
+            ms(row.after_us),
+            MISSING if row.delta_us is None else f"{row.delta_us / 1000:+.3f}",
+        )
+        for row in diff.operators
+    ]
+    body = table(["Operator", "Before (ms)", "After (ms)", "Δ (ms)"], rows) if rows else Html("")
+    return Section(f"Top operators (self {diff.domain} time per run)", body, "operators")
+
+
+def one_sided_warnings(diff: ProfileDiff) -> Section:
+    """Warnings whose code one side alone has."""
+    parts = []
+    for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
+        rows = [(w["code"], w["source"], name(w["message"], MAX_MESSAGE_CHARS)) for w in items]
+        if rows:
+            parts.append(f"<h3>Only {side}</h3>" + table(["Code", "Source", "Message"], rows, css="text"))
+    return Section("Warnings on one side only", Html("".join(parts)), "warnings")
+
+
+def _cells(change: Change) -> tuple[str, str, str]:
+    return ms(change.before_us), ms(change.after_us), ratio_text(change)
+
+
+def _pair_text(change: Change) -> str:
+    return f"{ms(change.before_us)} → {ms(change.after_us)} ms"
+
+
+def _times(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.2f}×"
+
+
+def _gain(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:.3f}×" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")

@@ -1,0 +1,126 @@
+"""The task gate's bar and verdict: how much a reduced precision may change what the model is for (no torch).
+
+A reduced precision (``bf16``, ``int8``) is judged on the workload's final output, not per module: the
+metric follows the output's kind (`DEFAULT_BARS`), ``--quality METRIC>=VALUE`` overrides it, and the
+verdict is a `TaskJudgment` that the tuning report, the plan and the compare output carry. The
+figures themselves are measured on the torch side (`aitune.torch.tuning.task_gate`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.errors import TuningError
+
+PRECISIONS = ("fp32", "bf16", "int8")
+"""The precisions ``tune --precision`` takes; fp32 is the default and is never left implicitly."""
+
+TOP1 = "top1_agreement"  # classification: share of decisions (argmax of the logits) unchanged
+TOKENS = "token_agreement"  # greedy generate: share of token positions unchanged
+PSNR = "psnr_db"  # images: peak signal-to-noise ratio in dB over the reference's range
+COSINE = "cosine"  # embeddings and other float outputs: cosine similarity
+
+METRICS: dict[str, tuple[float, float]] = {
+    TOP1: (0.0, 1.0),
+    TOKENS: (0.0, 1.0),
+    PSNR: (0.0, 100.0),
+    COSINE: (-1.0, 1.0),
+}
+"""Each metric's range: a bar outside it is refused; PSNR of identical images is reported as its top, 100 dB."""
+
+DEFAULT_BARS: dict[str, float] = {TOP1: 0.99, TOKENS: 0.95, PSNR: 30.0, COSINE: 0.99}
+"""The default bar per metric (the docs' "Reduced precision" table states the same values)."""
+
+
+@dataclass(frozen=True)
+class QualityBar:
+    """``metric >= minimum``: what the task gate requires of the reduced-precision run's final output."""
+
+    metric: str
+    minimum: float
+
+    def shown(self) -> str:
+        return f"{self.metric}>={self.minimum:g}"
+
+
+def default_bar(metric: str) -> QualityBar:
+    return QualityBar(metric, DEFAULT_BARS[metric])
+
+
+_BAR = re.compile(r"^\s*([a-z0-9_]+)\s*>=\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*$")
+
+
+def parse_bar(text: str) -> QualityBar:
+    """``"top1_agreement>=0.98"`` as a `QualityBar`; `TuningError` naming the metrics and ranges otherwise.
+
+    >>> parse_bar("psnr_db>=28")
+    QualityBar(metric='psnr_db', minimum=28.0)
+    """
+    match = _BAR.match(text)
+    known = ", ".join(f"{name} ({low:g}..{high:g})" for name, (low, high) in METRICS.items())
+    if match is None or match.group(1) not in METRICS:
+        raise TuningError(f"--quality {text[:80]!r} is not METRIC>=VALUE; the metrics are {known}.")
+    metric, minimum = match.group(1), float(match.group(2))
+    low, high = METRICS[metric]
+    if not (math.isfinite(minimum) and low <= minimum <= high):
+        raise TuningError(f"--quality {metric}>={minimum:g} is outside the metric's range {low:g}..{high:g}.")
+    return QualityBar(metric, minimum)
+
+
+def check_precision(precision: str) -> str:
+    """``precision`` when it is one of `PRECISIONS`, else `TuningError` listing them."""
+    if precision not in PRECISIONS:
+        raise TuningError(f"unknown precision {str(precision)[:40]!r}; choose one of {', '.join(PRECISIONS)}.")
+    return precision
+
+
+@dataclass(frozen=True)
+class TaskJudgment:
+    """The task gate's verdict on the reduced-precision regions ``regions`` over ``inputs`` workload inputs.
+
+    ``value`` is the measured figure (None when the output could not be judged, with ``problem``
+    saying why); ``first_divergence`` is the first token position where greedy generation differed
+    (None when it never did, or for other metrics).
+    """
+
+    precision: str
+    metric: str
+    minimum: float
+    value: float | None
+    regions: tuple[str, ...]
+    inputs: int = 1
+    first_divergence: int | None = None
+    problem: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None and self.value is not None and self.value >= self.minimum
+
+    def line(self) -> str:
+        """``task gate (bf16): token_agreement 1.000 >= 0.95: passed``, or why not."""
+        head = f"task gate ({self.precision}): "
+        if self.value is None:
+            return f"{head}could not judge: {self.problem}"
+        verdict = "passed" if self.passed else "refused, the regions run in fp32"
+        diverged = f", first divergent token at {self.first_divergence}" if self.first_divergence is not None else ""
+        return f"{head}{self.metric} {_figure(self.metric, self.value)} >= {self.minimum:g}{diverged}: {verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "metric": self.metric,
+            "minimum": self.minimum,
+            "value": self.value,
+            "passed": self.passed,
+            "regions": list(self.regions),
+            "inputs": self.inputs,
+            "first_divergence": self.first_divergence,
+            "problem": self.problem,
+        }
+
+
+def _figure(metric: str, value: float) -> str:
+    return f"{value:.1f} dB" if metric == PSNR else f"{value:.4f}"

@@ -1,0 +1,384 @@
+"""The single-file HTML report: a page that opens offline in any browser, and the sections a document alone gives.
+
+The page is self-contained: one inline stylesheet, charts as inline SVG (`aitune.report.svg`), the
+region tree as nested ``<details>``, and no script at all. Its Content-Security-Policy forbids every
+network load, every script and every style but its own stylesheet (by hash), so a name that slipped
+past escaping still could not run or fetch anything. Every string from a document passes through
+`aitune.report.safe_text` (`Html` marks the markup this module wrote on purpose; everything else is
+escaped where it is placed).
+
+Size bound: a table lists at most `MAX_TABLE_ROWS` rows, the tree `MAX_TREE_NODES` regions, a chart
+`aitune.report.svg.MAX_BARS` bars, a page `MAX_SCENARIOS` scenarios; a name is cut to
+`aitune.report.safe_text.MAX_NAME_CHARS` characters and a message to `MAX_MESSAGE_CHARS`; each cut
+says what it left out. The stages below report add their own sections with these helpers
+(`aitune.suggest.html`, `aitune.compare.html`); `render_page` lays any list of `Section` out.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
+from aitune.report.headline import headline_rows
+from aitune.report.key_averages import operator_views
+from aitune.report.markdown import MISSING, median_run, ms, percent, time_domains
+from aitune.report.safe_text import MAX_NAME_CHARS, html_text, shown_name
+from aitune.report.svg import Bar, bar_chart
+
+MAX_TABLE_ROWS = 200
+"""Most rows one table lists; a cut table says how many it left out (the JSON has them all)."""
+
+MAX_TREE_NODES = 500
+"""Most regions the tree shows; the rest are counted below it."""
+
+MAX_MESSAGE_CHARS = 1000
+"""Longest warning or reason text shown whole; a longer one is cut like a name (`shown_name`)."""
+
+MAX_SCENARIOS = 8
+"""Most scenarios of a multi-scenario document the page lays out, each with every section."""
+
+TREE_OPEN_DEPTH = 2
+"""Tree levels shown open when the page loads; deeper ones open with a click."""
+
+
+class Html(str):
+    """Markup written by these renderers on purpose; any other string is escaped where it is placed."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the page: its heading (text, escaped), its body (markup), a fixed CSS name for tests and styles."""
+
+    title: str
+    body: Html
+    kind: str
+
+
+def text(value: object) -> Html:
+    """Document text as HTML: control characters spelled out, then escaped (`html_text`)."""
+    return Html(html_text(value))
+
+
+def name(value: object, limit: int = MAX_NAME_CHARS) -> Html:
+    """A name (or a message, with a larger ``limit``) cut by `shown_name`, then escaped."""
+    return Html(html_text(shown_name(value, limit)))
+
+
+def paragraph(*lines: str, css: str = "") -> Html:
+    """Lines of text (escaped unless `Html`) as one paragraph, each on its own line."""
+    joined = "<br>".join(line if isinstance(line, Html) else text(line) for line in lines)
+    return Html(f'<p class="{css}">{joined}</p>' if css else f"<p>{joined}</p>")
+
+
+def table(
+    header: Sequence[str], rows: Iterable[Sequence[Any]], *, css: str = "figures", limit: int = MAX_TABLE_ROWS
+) -> Html:
+    """A table of at most ``limit`` rows; every cell but an `Html` one is a name (`name`), so none can break it.
+
+    ``css="figures"`` right-aligns every column after the first.
+    """
+    listed = list(rows)
+    head = "".join(f"<th>{text(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{cell if isinstance(cell, Html) else name(cell)}</td>" for cell in row) + "</tr>"
+        for row in listed[:limit]
+    )
+    cut = _left_out(len(listed) - limit, "row")
+    return Html(f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{cut}')
+
+
+def _left_out(count: int, noun: str) -> str:
+    return (
+        f'<p class="cut">… {count} more {noun}(s) not shown; the profile JSON holds them all.</p>' if count > 0 else ""
+    )
+
+
+def profile_sections(doc: ProfileDoc) -> list[Section]:
+    """Every section a document alone gives, in reading order; a multi-scenario document repeats them per scenario."""
+    sections = [overview(doc)]
+    names = scenario_names(doc)
+    for scenario in (names or [None])[:MAX_SCENARIOS]:
+        view = select_scenario(doc, scenario)
+        prefix = "" if scenario is None else f"Scenario {shown_name(scenario)} · "
+        parts = [*headlines(view), run_timing(view), region_tree(view), operators(view), warnings(view)]
+        sections += [Section(prefix + part.title, part.body, part.kind) for part in parts if part.body]
+    if len(names) > MAX_SCENARIOS:
+        sections.append(
+            Section("Scenarios", paragraph(f"… {len(names) - MAX_SCENARIOS} more scenario(s) not shown."), "cut")
+        )
+    sections.append(environment(doc))
+    return [section for section in sections if section.body]
+
+
+def overview(doc: ProfileDoc) -> Section:
+    """What was profiled, when, how, and by which aitune."""
+    config, target = doc.get("config", {}), doc.get("target", {})
+    facts = [
+        ("Target", target.get("script") or target.get("type") or MISSING),
+        ("Created", doc.get("created_at") or MISSING),
+        ("aitune version", doc.get("aitune_version") or MISSING),
+        ("Runs", f"{config.get('warmup_runs', MISSING)} warmup, {len(doc['runs'])} measured"),
+        ("Regions observed", str(len(doc.get("regions", [])))),
+        ("Profiler activities", ", ".join(doc.get("profiler", {}).get("activities", [])) or MISSING),
+    ]
+    if is_lite(doc):
+        facts.append(("Lite capture", LITE_LACKS))
+    if note := operator_runs_note(doc):
+        facts.append(("Operator runs", note))
+    if overhead := doc.get("capture_overhead"):
+        facts.append(("Capture overhead", _overhead(overhead)))
+    if names := scenario_names(doc):
+        facts.append(("Scenarios", ", ".join(names)))
+    return Section("Overview", facts_list(facts), "overview")
+
+
+def facts_list(facts: Iterable[tuple[str, str]]) -> Html:
+    """Label: value pairs as a definition list; both escaped, values cut as messages."""
+    items = "".join(f"<dt>{text(label)}</dt><dd>{name(value, MAX_MESSAGE_CHARS)}</dd>" for label, value in facts)
+    return Html(f'<dl class="facts">{items}</dl>')
+
+
+def _overhead(overhead: Mapping[str, Any]) -> str:
+    low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
+    interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
+    return (
+        f"median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
+        f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({overhead['ratio']:.2f}×{interval})"
+    )
+
+
+def headlines(doc: ProfileDoc) -> list[Section]:
+    """Per time domain, the headline's rows (`aitune.report.headline`): a chart of their shares and a table."""
+    return [headline(doc, domain) for domain in time_domains(doc)] if doc["runs"] else []
+
+
+def headline(doc: ProfileDoc, domain: str) -> Section:
+    """Where the time goes in ``domain``: each headline row's median time and share, largest first, residual last."""
+    rows = headline_rows(doc, domain)
+    ordered = sorted(rows[:-1], key=lambda row: -statistics.median(row.times_us)) + rows[-1:]
+    bars = [
+        Bar(row.label, row.share, f"{percent(row.share)} · {ms(statistics.median(row.times_us))} ms") for row in ordered
+    ]
+    body = table(
+        ["Region", "Median (ms)", "Share", "Min–max (ms)"],
+        [
+            (
+                row.label,
+                ms(statistics.median(row.times_us)),
+                percent(row.share),
+                f"{ms(min(row.times_us))}–{ms(max(row.times_us))}",
+            )
+            for row in ordered
+        ],
+    )
+    title = f"Where the time goes ({domain}, median per run)"
+    return Section(title, Html(run_line(doc, domain) + bar_chart(title, bars) + body), "headline")
+
+
+def run_line(doc: ProfileDoc, domain: str) -> Html:
+    """The run time in ``domain``: median and range over the measured runs."""
+    times = [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+    spread = f"{ms(min(times))}–{ms(max(times))} ms over {len(times)} run(s)"
+    return paragraph(f"Run time: median {ms(statistics.median(times))} ms ({spread}, {domain}).", css="lead")
+
+
+def run_timing(doc: ProfileDoc) -> Section:
+    """The run statistics (median, p10, p90, CV of each timing), a chart of every run's time, and the runs' table."""
+    parts = []
+    if stats := doc.get("statistics", {}).get("runs"):
+        parts.append(
+            table(
+                ["", "Median (ms)", "p10 (ms)", "p90 (ms)", "CV"],
+                [(key.removesuffix("_us").replace("_", " "), *_spread(summary)) for key, summary in stats.items()],
+            )
+        )
+    domain = "wall" if all("wall_time_us" in run["timing"] for run in doc["runs"]) else "cpu"
+    bars = [
+        Bar(
+            f"run {run['run_index']}",
+            run["timing"].get(f"{domain}_time_us", 0.0),
+            f"{ms(run['timing'].get(f'{domain}_time_us'))} ms",
+        )
+        for run in doc["runs"]
+    ]
+    if bars:
+        parts.append(bar_chart(f"Each run's {domain} time", bars))
+    runs = [
+        (str(run["run_index"]), *(ms(run["timing"].get(f"{key}_time_us")) for key in ("wall", "cpu", "device")))
+        for run in doc["runs"]
+    ]
+    parts.append(table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], runs))
+    return Section("Run timing", Html("".join(parts)), "runs")
+
+
+def _spread(summary: Mapping[str, float]) -> tuple[str, str, str, str]:
+    return ms(summary["median"]), ms(summary["p10"]), ms(summary["p90"]), percent(summary["cv"])
+
+
+def region_tree(doc: ProfileDoc) -> Section:
+    """The median run's region tree as nested ``<details>``: total, self time and share of each region."""
+    runs = [run for run in doc["runs"] if run.get("tree")]
+    if not runs:
+        return Section("Region tree", Html(""), "tree")
+    run = median_run(runs)
+    parts, shown = [], 0
+    stack: list[tuple[Mapping[str, Any] | None, int]] = [(node, 0) for node in reversed(run["tree"])]
+    while stack:  # without recursion: a tree nests as deep as its JSON
+        node, depth = stack.pop()
+        if node is None:
+            parts.append("</details>")
+            continue
+        if shown == MAX_TREE_NODES:
+            break
+        shown += 1
+        opened = " open" if depth < TREE_OPEN_DEPTH else ""
+        parts.append(f"<details{opened}><summary>{_tree_label(node)}</summary>")
+        stack.append((None, depth))
+        stack += [(child, depth + 1) for child in reversed(node["children"])]
+    parts += ["</details>" for node, _ in stack if node is None]
+    total = _count(run["tree"])
+    intro = paragraph(f"Run {run['run_index']}, the median run: total and self CPU time, share of the run.")
+    return Section(
+        "Region tree",
+        Html(intro + f'<div class="tree">{"".join(parts)}</div>' + _left_out(total - shown, "region")),
+        "tree",
+    )
+
+
+def _tree_label(node: Mapping[str, Any]) -> Html:
+    figures = (
+        f"{node['calls']} call(s) · {ms(node['cpu_time_us'])} ms total · {ms(node['cpu_self_time_us'])} ms self · "
+        f"{percent(node['cpu_time_fraction'])}"
+    )
+    if "device_time_us" in node:
+        figures += f" · device {ms(node['device_time_us'])} ms"
+    return Html(f'<span class="region">{name(node["region_id"])}</span> <span class="figures">{text(figures)}</span>')
+
+
+def _count(nodes: Sequence[Mapping[str, Any]]) -> int:
+    count, pending = 0, list(nodes)
+    while pending:
+        count += 1
+        pending += pending.pop()["children"]
+    return count
+
+
+def operators(doc: ProfileDoc) -> Section:
+    """The profiler's top operators, by CPU total and by device total, as the document saved them."""
+    views = operator_views(doc)
+    parts = []
+    for view, title in (("cpu_time_total", "By CPU total"), ("device_time_total", "By device total")):
+        rows = [
+            (
+                row["key"],
+                row.get("device_type", MISSING),
+                str(row["count"]),
+                *(
+                    ms(row.get(key))
+                    for key in (
+                        "self_cpu_time_total_us",
+                        "cpu_time_total_us",
+                        "self_device_time_total_us",
+                        "device_time_total_us",
+                    )
+                ),
+            )
+            for row in views.get(view, [])
+        ]
+        if rows:
+            header = [
+                "Operator",
+                "Device",
+                "Count",
+                "Self CPU (ms)",
+                "CPU total (ms)",
+                "Self device (ms)",
+                "Device total (ms)",
+            ]
+            parts.append(f"<h3>{text(title)}</h3>" + table(header, rows))
+    return Section("Operators", Html("".join(parts)), "operators")
+
+
+def warnings(doc: ProfileDoc) -> Section:
+    """The document's warnings: code, source and message."""
+    rows = [(w["code"], w["source"], name(w["message"], MAX_MESSAGE_CHARS)) for w in doc["warnings"]]
+    body = table(["Code", "Source", "Message"], rows, css="text") if rows else paragraph("None.")
+    return Section("Warnings", body, "warnings")
+
+
+def environment(doc: ProfileDoc) -> Section:
+    """The versions and machine the profile was captured with, folded."""
+    items = doc.get("environment") or {}
+    rows = [
+        (key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)) for key, value in items.items()
+    ]
+    body = (
+        Html(f"<details><summary>{len(rows)} entries</summary>{table(['Key', 'Value'], rows, css='text')}</details>")
+        if rows
+        else Html("")
+    )
+    return Section("Environment", body, "environment")
+
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 40px;color:#1b1f24}
+h1{font-size:22px;margin:20px 0 4px}h3{font-size:15px}
+h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
+nav{font-size:13px;margin:8px 0}nav a{margin-right:12px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #eaeef2;text-align:left;vertical-align:top}
+table.figures td+td,table.figures th+th{text-align:right;font-variant-numeric:tabular-nums}
+td{word-break:break-word;max-width:640px}.lead{font-size:15px;font-weight:600}.cut,.note{color:#57606a;font-style:italic}
+dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dt{color:#57606a}dd{margin:0}
+.tree details{margin-left:18px}.tree>details{margin-left:0}.tree .figures{color:#57606a;font-size:12px}
+.tree .region{font-family:ui-monospace,monospace}summary{cursor:pointer}
+svg.chart{display:block;margin:8px 0;font-size:12px}svg .label{text-anchor:end;fill:#1b1f24}
+svg .value,svg .axis{fill:#57606a}svg .bar,svg .dot{fill:#4c78a8}
+svg .before,svg .before-text{fill:#9fb4cc}svg .after,svg .after-text{fill:#e45756}
+svg .whisker{stroke:#4c78a8;stroke-width:2}svg .reference{stroke:#57606a;stroke-dasharray:3 3}
+.big{font-size:20px;font-weight:700}footer{margin-top:32px;color:#57606a;font-size:12px}
+"""
+
+
+def content_security_policy(style: str = STYLE) -> str:
+    """No network load, no script, no plugin, no form; the one stylesheet allowed by its hash."""
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    return f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+
+
+def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
+    """The whole page: head with the policy and stylesheet, a contents line, the sections, and the size bound."""
+    nav = " ".join(f'<a href="#s{index}">{text(section.title)}</a>' for index, section in enumerate(sections))
+    body = "".join(
+        f'<section id="s{index}" class="{section.kind}"><h2>{text(section.title)}</h2>{section.body}</section>'
+        for index, section in enumerate(sections)
+    )
+    footer = (
+        f"Written by aitune. Bounded: at most {MAX_TABLE_ROWS} rows a table, {MAX_TREE_NODES} regions in the tree, "
+        f"names cut at {MAX_NAME_CHARS} characters; every cut says so. No script; nothing is loaded from the network."
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy()}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f'<meta name="referrer" content="no-referrer"><title>{text(title)}</title><style>{STYLE}</style></head>'
+        f"<body><header><h1>{text(title)}</h1>{paragraph(subtitle, css='note') if subtitle else ''}"
+        f"<nav>{nav}</nav></header>{body}<footer>{text(footer)}</footer></body></html>\n"
+    )
+
+
+def render_html(doc: ProfileDoc, extra: Sequence[Section] = ()) -> str:
+    """The report of one profile: its own sections, then ``extra`` ones (suggest's targets) before the environment."""
+    sections = profile_sections(doc)
+    if sections and sections[-1].kind == "environment":
+        sections = [*sections[:-1], *extra, sections[-1]]
+    else:
+        sections = [*sections, *extra]
+    target = doc.get("target", {})
+    return render_page("aitune profile", sections, subtitle=str(target.get("script") or target.get("type") or ""))

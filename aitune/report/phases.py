@@ -1,0 +1,129 @@
+"""Readers of a generate-like document's phases (`aitune.analysis.phases`): each phase's time and share
+over the runs, and the token figures (time to first token, per output token, tokens per second).
+
+Every view (terminal, Markdown, viewer, compare, suggest) reads these; none recomputes them. A phase's
+regions are read with `aitune.report.headline.phase_rows`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aitune.analysis.statistics import median_share
+from aitune.markers import region_path
+
+
+@dataclass(frozen=True)
+class PhaseFigures:
+    """One phase over the measured runs (a run without it counts 0)."""
+
+    name: str
+    times_us: list[float]
+    fractions: list[float]  # of each run
+    steps: int  # tokens made in it (the most any run made)
+
+    @property
+    def share(self) -> float:
+        return median_share(self.fractions)
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.times_us)
+
+
+@dataclass(frozen=True)
+class TokenFigures:
+    """A generate-like document's token figures, one value per measured run (µs, tokens per second)."""
+
+    output_tokens: int
+    ttft_us: list[float]
+    per_token_median_us: list[float]  # [] without decode steps
+    per_token_p90_us: list[float]
+    tokens_per_second: list[float]
+    decode_tokens_per_second: list[float]
+
+
+def phase_split(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The document's ``phase_split``; None when its runs are not generate-like."""
+    return doc.get("phase_split")
+
+
+def phase_names(doc: Mapping[str, Any]) -> list[str]:
+    """The phases of the document's runs, in order ([] when not generate-like)."""
+    split = phase_split(doc)
+    return list(split["phases"]) if split else []
+
+
+def phase_figures(doc: Mapping[str, Any]) -> list[PhaseFigures]:
+    """Each phase's time and share of the run, over the measured runs; [] when not generate-like."""
+    found = []
+    for name in phase_names(doc):
+        entries = [_phase(run, name) for run in doc["runs"]]
+        found.append(
+            PhaseFigures(
+                name=name,
+                times_us=[entry.get("cpu_time_us", 0.0) for entry in entries],
+                fractions=[entry.get("cpu_time_fraction", 0.0) for entry in entries],
+                steps=max((entry.get("steps", 0) for entry in entries), default=0),
+            )
+        )
+    return found
+
+
+def token_figures(doc: Mapping[str, Any]) -> TokenFigures | None:
+    """The token figures of every measured run that has them; None when none has."""
+    runs = [run["generation"] for run in doc["runs"] if "generation" in run]
+    if not runs or phase_split(doc) is None:
+        return None
+    per_token = [run["time_per_output_token_us"] for run in runs if "time_per_output_token_us" in run]
+    return TokenFigures(
+        output_tokens=max(run["output_tokens"] for run in runs),
+        ttft_us=[run["ttft_us"] for run in runs],
+        per_token_median_us=[figure["median"] for figure in per_token],
+        per_token_p90_us=[figure["p90"] for figure in per_token],
+        tokens_per_second=[run["tokens_per_second"] for run in runs],
+        decode_tokens_per_second=[run["decode_tokens_per_second"] for run in runs if "decode_tokens_per_second" in run],
+    )
+
+
+def median_or_none(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def split_line(doc: Mapping[str, Any]) -> str | None:
+    """How the runs were split, in the words every reader shows; None when not generate-like."""
+    split = phase_split(doc)
+    if split is None:
+        return None
+    where = f" under {region_path(split['within'])}" if "within" in split else ""
+    return (
+        f"phases {', '.join(split['phases'])}: one token per call of {region_path(split['step_region'])}{where} "
+        f"(decided by {split['method'].replace('_', ' ')}: {split['basis']})"
+    )
+
+
+def tokens_line(doc: Mapping[str, Any]) -> str | None:
+    """``4 tokens · time to first token 5.443 ms · per output token 2.310 ms (p90 2.356 ms) · 325.3 tokens/s``
+    (medians over the runs); None when not generate-like."""
+    figures = token_figures(doc)
+    if figures is None:
+        return None
+    parts = [f"{figures.output_tokens} token(s)", f"time to first token {_ms(median_or_none(figures.ttft_us))} ms"]
+    if figures.per_token_median_us:
+        median, p90 = median_or_none(figures.per_token_median_us), median_or_none(figures.per_token_p90_us)
+        parts.append(f"per output token {_ms(median)} ms (p90 {_ms(p90)} ms)")
+    parts.append(f"{median_or_none(figures.tokens_per_second):,.1f} tokens/s")
+    if figures.decode_tokens_per_second:
+        parts.append(f"decode {median_or_none(figures.decode_tokens_per_second):,.1f} tokens/s")
+    return " · ".join(parts)
+
+
+def _ms(value_us: float | None) -> str:
+    return "-" if value_us is None else f"{value_us / 1000:,.3f}"
+
+
+def _phase(run: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return next((phase for phase in run.get("phases", ()) if phase["name"] == name), {})

@@ -1,0 +1,95 @@
+"""Advice per phase of a generate-like profile (`aitune.report.phases`): what dominates decode, and why.
+
+Decode makes one token per call of the step region, so its bottlenecks differ from prefill's: a call
+of one token that costs nearly as much as the prompt's call is dominated by its fixed cost per call
+(operator dispatch, kernel launches, Python), not arithmetic; time between the steps is generate's
+own work; a cost per token that grows along the sequence is attention over a growing cache; and a
+step that re-reads the whole sequence has no cache at all. Every code has a row in docs/commands.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
+from typing import Any
+
+from aitune.markers import region_path
+from aitune.report.headline import phase_rows
+from aitune.report.phases import phase_figures, phase_split
+
+DISPATCH_CALL_RATIO = 0.5
+"""A decode call (one token) costing at least this fraction of the prefill call (the whole prompt) is dominated by
+its fixed cost per call."""
+OUTSIDE_STEPS_SHARE = 0.2
+"""Time between the decode steps above this share of the decode phase earns a line."""
+GROWTH_RATIO = 1.25
+"""Later decode tokens this many times slower than the earlier ones earn a line."""
+
+
+def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, float]]:
+    """(code, message, µs per run, share of the run) per finding about the decode phase; nothing for other profiles."""
+    split = phase_split(doc)
+    figures = {figure.name: figure for figure in phase_figures(doc)}
+    if split is None or "decode" not in figures or "prefill" not in figures:
+        return
+    decode, step = figures["decode"], split["step_region"]
+    name = region_path(step)
+    rows = {row.region_id: row for row in phase_rows(doc, "decode")}
+    prefill_rows = {row.region_id: row for row in phase_rows(doc, "prefill")}
+    lengths = next((meta.get("call_lengths") for meta in doc.get("regions", ()) if meta.get("id") == step), None) or []
+    known = [length for length in lengths if isinstance(length, int)]
+    cached = len(known) == len(lengths) > 1 and max(known[1:]) < known[0]  # decode calls take fewer tokens
+    if cached and step in rows and step in prefill_rows and decode.steps:
+        per_decode_call = statistics.median(rows[step].times_us) / decode.steps
+        per_prefill_call = statistics.median(prefill_rows[step].times_us)
+        ratio = per_decode_call / per_prefill_call if per_prefill_call > 0 else 0.0
+        if ratio >= DISPATCH_CALL_RATIO:
+            yield (
+                "PHASE_DECODE_DISPATCH",
+                f"each decode call of {name} takes {per_decode_call / 1000:,.3f} ms for one token against "
+                f"{per_prefill_call / 1000:,.3f} ms for the {known[0]}-token prompt ({ratio:.2f}×), and "
+                f"decode is {decode.share:.1%} of the run: a decode step is dominated by its fixed cost per call "
+                "(operator dispatch, kernel launches, Python), not arithmetic — capture the step as one graph "
+                "(torch.compile with mode='reduce-overhead', CUDA graphs with a static cache) or batch more sequences.",
+                statistics.median(rows[step].times_us),
+                decode.share * rows[step].share,
+            )
+    residual = phase_rows(doc, "decode")[-1]
+    if residual.share >= OUTSIDE_STEPS_SHARE:
+        per_run = statistics.median(residual.times_us)
+        yield (
+            "PHASE_DECODE_OUTSIDE",
+            f"between the decode calls of {name}, {per_run / 1000:,.3f} ms a run ({residual.share:.1%} of decode) "
+            "run outside every module: the loop's own work per token (sampling, logits processing, stopping checks, "
+            "cache bookkeeping), which no module tuning touches; fewer, larger steps (batching) spread it.",
+            per_run,
+            decode.share * residual.share,
+        )
+    growths = [
+        run["generation"]["time_per_output_token_us"]["growth"]
+        for run in doc["runs"]
+        if "growth" in run.get("generation", {}).get("time_per_output_token_us", {})
+    ]
+    if growths and statistics.median(growths) >= GROWTH_RATIO:
+        yield (
+            "PHASE_DECODE_GROWING",
+            f"later decode tokens take {statistics.median(growths):.2f}× the earlier ones: the cost per token grows "
+            "with the sequence (attention over a growing cache, or a cache re-allocated as it grows); a static, "
+            "pre-allocated cache keeps each step the same shape, which compiled and graph-captured steps need.",
+            decode.median_us,
+            decode.share,
+        )
+    lengths = next((meta.get("call_lengths") for meta in doc.get("regions", ()) if meta.get("id") == step), None)
+    if (
+        lengths
+        and len(lengths) > 1
+        and all(isinstance(a, int) and isinstance(b, int) and b == a + 1 for a, b in pairwise(lengths))
+    ):
+        yield (
+            "PHASE_NO_CACHE",
+            f"each call of {name} reads the whole sequence again ({lengths[0]} → {lengths[-1]} tokens): no key/value "
+            "cache, so every decode step redoes the prompt's work; pass use_cache=True (and past_key_values).",
+            decode.median_us,
+            decode.share,
+        )

@@ -1,0 +1,207 @@
+"""Reduced precision, judged by the task: ``precision`` bf16/int8 on the loop, the task gate on the final output.
+
+Real tiny models (`tests/apps/classifier_app.py`: a classifier whose classes are near-tied, one whose
+classes are far apart; a tiny Llama ``generate`` from `tests/hf_models.py`), real int8 dynamic
+quantization and bf16 copies; first-wins strategies, so a candidate wins by passing the structural
+gate, never by a timing on a shared machine. bf16 runs only where the CPU has bf16 arithmetic; on
+other machines its refusal is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+
+import classifier_app
+import pytest
+import torch
+from cli_helpers import APPS, run_cli
+from hf_models import llama_decoder
+
+from aitune.compare.quality import TaskJudgment, parse_bar
+from aitune.errors import TuningError
+from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch.module.paths import unwrap
+from aitune.torch.module.wrapper import Module
+from aitune.torch.precision import precision_unavailable
+from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.strategies import MinLatencyStrategy, named_strategy
+from aitune.torch.tuning.task_gate import output_metric, psnr_db, token_agreement
+
+pytestmark = pytest.mark.slow
+
+UNVERIFIED = {"warmup_runs": 1, "measured_runs": 2, "record_calls": 1, "verification": None}
+BF16_REFUSED = precision_unavailable("bf16")
+
+
+def int8_loop(**options) -> LoopConfig:
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    return LoopConfig(targets=("body",), strategy=strategy, precision="int8", **UNVERIFIED, **options)
+
+
+def test_int8_that_flips_a_classifiers_decisions_is_refused_with_the_figure():
+    model = classifier_app.near_tied()
+    before = model(classifier_app.x).argmax(-1)
+
+    result = optimize(model, classifier_app.x, config=int8_loop())
+
+    gate = result.task_gate
+    assert (gate.metric, gate.minimum, gate.passed) == ("top1_agreement", 0.99, False)
+    assert gate.value < 0.99 and gate.regions == ("body",)
+    assert result.tuned == [] and not isinstance(model.body, Module)  # put back: the model runs its fp32 code
+    assert torch.equal(model(classifier_app.x).argmax(-1), before)
+    assert f"top1_agreement {gate.value:.4f} >= 0.99: refused" in gate.line()
+    assert result.gains[0].winner == "eager" and "int8_dynamic put back by the task gate" in result.gains[0].reason
+    assert result.comparison()["task_gate"]["value"] == gate.value
+    assert result.tuning["task_gate"]["passed"] is False and result.plan["regions"] == []
+
+
+def test_int8_that_keeps_every_decision_passes_and_its_plan_carries_the_figure_and_the_weight_bytes():
+    model = classifier_app.well_apart()
+
+    result = optimize(model, classifier_app.x, config=int8_loop())
+
+    assert result.task_gate.passed and result.task_gate.value == 1.0
+    assert [region.path for region in result.tuned] == ["body"]
+    assert result.plan["precision"] == "int8" and result.plan["task_gate"]["value"] == 1.0
+    memory = result.tuning["memory"]
+    assert memory["regions"][0]["path"] == "body" and memory["tuned_bytes"] < memory["original_bytes"] / 2
+    result.restore()
+    fresh = classifier_app.well_apart()
+    applied = apply_plan(fresh, result.plan)  # a plan made at int8 brings the int8 backend back
+    backends = list(applied.wrappers["body"].to_dict()["tuned_backends"].values())
+    assert backends == [{"name": "int8_dynamic", "config": {}}]
+    assert torch.equal(fresh(classifier_app.x).argmax(-1), model(classifier_app.x).argmax(-1))
+    unwrap(fresh, list(applied.wrappers))
+
+
+def test_a_quality_bar_overrides_the_default_metric_and_value():
+    model = classifier_app.near_tied()
+
+    result = optimize(model, classifier_app.x, config=int8_loop(quality=parse_bar("cosine>=0.9")))
+
+    assert result.task_gate.metric == "cosine" and result.task_gate.minimum == 0.9
+    assert result.task_gate.passed  # the logits barely move: only their near-tied argmax does
+    result.restore()
+
+
+def test_the_default_never_changes_precision():
+    model = classifier_app.well_apart()
+    strategy = named_strategy("first-wins", ["int8_dynamic", "eager"])  # named, yet not offered at fp32
+
+    result = optimize(model, classifier_app.x, config=LoopConfig(targets=("body",), strategy=strategy, **UNVERIFIED))
+
+    assert LoopConfig().precision == "fp32" and MinLatencyStrategy().precision == "fp32"
+    assert not any(backend.precision != "fp32" for backend in MinLatencyStrategy().backends)
+    assert result.precision == "fp32" and result.task_gate is None and result.tuned == []
+    assert all(parameter.dtype == torch.float32 for parameter in model.parameters())
+    candidate = result.tuning["modules"][0]["graphs"][0]["candidates"][0]
+    assert candidate["status"] == "skipped" and "pass --precision int8" in candidate["reason"]
+
+
+def test_a_strategy_and_a_loop_asking_for_different_precisions_are_refused():
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+
+    with pytest.raises(TuningError, match="made for precision int8 but the loop asks for fp32"):
+        optimize(classifier_app.well_apart(), classifier_app.x, config=LoopConfig(strategy=strategy, **UNVERIFIED))
+
+
+@pytest.mark.skipif(BF16_REFUSED is not None, reason=f"bf16 is refused on this machine: {BF16_REFUSED}")
+def test_bf16_passes_token_agreement_on_a_tiny_decoders_generate():
+    model, ids, generate = llama_decoder()
+    strategy = named_strategy("first-wins", ["bf16"], precision="bf16")
+    config = LoopConfig(targets=("lm_head",), strategy=strategy, precision="bf16", **UNVERIFIED)
+
+    result = optimize(model, ids, generate, config=config)
+
+    assert result.task_gate.metric == "token_agreement" and result.task_gate.passed
+    assert result.task_gate.first_divergence is None
+    assert [region.path for region in result.tuned] == ["lm_head"]
+    assert result.tuning["memory"]["tuned_bytes"] * 2 == result.tuning["memory"]["original_bytes"]
+    result.restore()
+
+
+@pytest.mark.skipif(BF16_REFUSED is None, reason="this machine runs bf16 fast: the refusal cannot happen here")
+def test_bf16_on_a_machine_without_bf16_arithmetic_is_refused_with_the_reason():
+    model, ids, generate = llama_decoder()
+    config = LoopConfig(targets=("lm_head",), precision="bf16", **UNVERIFIED)
+
+    with pytest.raises(TuningError, match="precision bf16 is refused on this machine: this CPU has no bfloat16"):
+        optimize(model, ids, generate, config=config)
+
+    assert not isinstance(model.lm_head, Module)
+
+
+def test_int8_on_a_decoders_generate_is_judged_by_token_agreement():
+    model, ids, generate = llama_decoder()
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    config = LoopConfig(targets=("lm_head",), strategy=strategy, precision="int8", **UNVERIFIED)
+    plain = generate(ids)
+
+    result = optimize(model, ids, generate, config=config)
+
+    gate = result.task_gate
+    assert gate.metric == "token_agreement" and gate.minimum == 0.95
+    assert gate.passed == (gate.value >= 0.95) and 0.0 <= gate.value <= 1.0
+    assert (gate.first_divergence is None) == (gate.value == 1.0)
+    assert torch.equal(generate(ids), plain) or gate.passed  # put back when refused: the fp32 tokens again
+    result.restore()
+
+
+def test_tune_precision_int8_prints_the_task_gate_beside_the_speedup_and_stores_it(tmp_path):
+    app = f"{APPS / 'classifier_app.py'}:infer"
+
+    ran = run_cli(
+        "tune", app, "--input", "x", "--targets", "body", "--strategy", "first-wins", "--backends", "int8_dynamic",
+        "--precision", "int8", "--warmup", "1", "--runs", "2", "--record", "1", "--no-verify", "--no-trace",
+        "--out", str(tmp_path / "out"), check=True,
+    )  # fmt: skip
+
+    assert "task gate (int8): top1_agreement 0.5000 >= 0.99: refused, the regions run in fp32" in ran.stdout
+    for name in ("tuning.json", "compare.json", "plan.json"):
+        stored = json.loads((tmp_path / "out" / name).read_text())
+        assert stored["precision"] == "int8" and stored["task_gate"]["metric"] == "top1_agreement", name
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (["--precision", "fp16"], "unknown precision 'fp16'; choose one of fp32, bf16, int8."),
+        (["--precision", "int8", "--quality", "accuracy>=0.9"], "--quality 'accuracy>=0.9' is not METRIC>=VALUE"),
+        (["--precision", "int8", "--quality", "psnr_db>=500"], "outside the metric's range 0..100"),
+    ],
+)
+def test_tune_refuses_a_bad_precision_or_quality_bar_in_one_sentence(options, sentence, tmp_path):
+    ran = run_cli("tune", f"{APPS / 'classifier_app.py'}:infer", "--input", "x", *options, "--out", str(tmp_path / "o"))
+
+    assert ran.returncode == 2 and sentence in ran.stderr + ran.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_metric_follows_the_outputs_kind():
+    logits = torch.tensor([[1.0, 2.0], [3.0, 0.0]])
+    images = torch.rand(1, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+    assert output_metric(logits, logits.flip(-1))[:2] == ("top1_agreement", 0.0)
+    assert output_metric({"logits": logits}, {"logits": logits})[:2] == ("top1_agreement", 1.0)
+    assert output_metric(torch.tensor([[5, 6, 7]]), torch.tensor([[5, 9, 7]]))[:3] == ("token_agreement", 2 / 3, 1)
+    assert output_metric(images, images)[:2] == ("psnr_db", 100.0)
+    assert output_metric(torch.ones(1, 4, 8), -torch.ones(1, 4, 8))[:2] == ("cosine", pytest.approx(-1.0))
+    assert output_metric("text", "text")[3].startswith("the workload returned a str")
+
+
+def test_token_agreement_counts_a_shorter_generation_as_divergent_where_it_stops():
+    assert token_agreement(torch.tensor([[1, 2, 3, 4]]), torch.tensor([[1, 2]])) == (0.5, 2)
+    assert token_agreement(torch.tensor([[1, 2]]), torch.tensor([[1, 2]])) == (1.0, None)
+
+
+def test_psnr_is_measured_over_the_references_range():
+    reference = torch.zeros(1, 3, 4, 4)
+    reference[..., 0] = 1.0
+
+    assert psnr_db(reference, reference + 0.1) == pytest.approx(20.0)
+
+
+def test_a_judgment_without_a_figure_never_passes():
+    judgment = TaskJudgment("int8", "cosine", 0.99, None, ("body",), problem="the output holds non-finite values")
+
+    assert not judgment.passed and "could not judge: the output holds non-finite values" in judgment.line()
