@@ -130,6 +130,7 @@ TAB_NAMES = [
     "Ranks",
     "Operators",
     "Memory",
+    "Efficiency",
     "Warnings",
     "Timeline",
 ]

@@ -3,8 +3,9 @@ operators, nine events in ten, as read-only numpy columns with their nesting fou
 
 Only what analysis needs is kept: run and region spans, CPU operator spans, host-side launches of
 device work, the device activities (kernels, copies, sets) they started, and the CPU-side
-communication spans (`aitune.analysis.collectives`) with the bytes their args give — the only
-events whose args are read beyond the correlation id.
+communication spans (`aitune.analysis.collectives`) with the bytes their args give, and the input
+shapes of the operators with a work formula (`aitune.analysis.work.COUNTED`) — the only events
+whose args are read beyond the correlation id.
 
 Runs and regions are always named in aitune's vocabulary (`aitune.markers`), whichever tool wrote
 the trace: the markers of NVIDIA AITune 0.6 and of a plain torch.profiler session are translated
@@ -25,6 +26,7 @@ import numpy as np
 
 from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
 from aitune.analysis.intervals import order_array, parent_array
+from aitune.analysis.work import COUNTED, OpInputs, operator_inputs
 from aitune.errors import ProfileError
 from aitune.markers import (
     AITUNE_06_RUN_SPAN,
@@ -271,6 +273,7 @@ class TraceEvents:
     trace_kind: str = TRACE_KIND_AITUNE  # one of aitune.markers.TRACE_KINDS
     threads: Mapping[ThreadKey, ThreadView] = field(default_factory=dict)
     device_of: Mapping[int, tuple[DeviceActivity, ...]] = field(default_factory=dict)
+    op_inputs: Mapping[int, OpInputs] = field(default_factory=dict)  # by position in ``ops``: counted operators'
 
     @property
     def has_device_data(self) -> bool:
@@ -301,6 +304,13 @@ class EventsBuilder:
         self.communication: list[CommunicationSpan] = []
         self.memory: list[MemoryEvent] = []
         self._memory_devices: set[str] = set()
+        self.op_inputs: dict[int, OpInputs] = {}
+
+    def add_op_inputs(self, index: int, args: Any) -> None:
+        """Keep the recorded input shapes (``args``, untrusted) of operator ``index``, when they can be read."""
+        inputs = operator_inputs(args)
+        if inputs is not None:
+            self.op_inputs[index] = inputs
 
     def add(
         self,
@@ -314,13 +324,16 @@ class EventsBuilder:
     ) -> None:
         """File one complete event by its category; categories analysis does not use are dropped.
 
-        ``args`` (the event's, untrusted) are read for communication events only: their bytes.
+        ``args`` (the event's, untrusted) are read for communication events (their bytes) and for
+        the operators in `COUNTED` (their input shapes).
         """
         if category in SPAN_CATEGORIES and name.startswith(CPU_PREFIXES):
             self.add_communication(name, start_us, duration_us, thread, args)
             if category == "user_annotation":
                 return  # a backend's span of the transfer (gloo:all_reduce): not the user's annotation, not a region
         if category == "cpu_op" and not name.startswith(SPAN_PREFIX):  # by far the most common: checked first
+            if name in COUNTED:
+                self.add_op_inputs(len(self.op_names), args)
             self.op_names.append(name)
             self.op_starts.append(start_us)
             self.op_durations.append(duration_us)
@@ -397,6 +410,7 @@ class EventsBuilder:
             trace_kind=kind,
             threads=MappingProxyType(threads),
             device_of=MappingProxyType({key: tuple(work) for key, work in device_of.items()}),
+            op_inputs=MappingProxyType(dict(self.op_inputs)),
         )
 
 
@@ -513,6 +527,8 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
             category = raw.get("cat", "")
             name = raw.get("name", "")
             if category == "cpu_op" and not name.startswith(NOT_PLAIN_OP_PREFIXES):
+                if name in COUNTED:
+                    builder.add_op_inputs(len(names), raw.get("args"))
                 names.append(name)
                 starts.append(float(raw["ts"]))
                 durations.append(float(raw.get("dur", 0.0)))

@@ -29,6 +29,7 @@ from aitune.analysis.events import (
     gc_paused,
     read_trace_events,
 )
+from aitune.analysis.work import COUNTED
 from aitune.errors import ProfileError
 from aitune.markers import SPAN_PREFIX, TRACE_METADATA_KEY
 
@@ -143,6 +144,10 @@ def _typed(trace: _Trace, metadata: Mapping[str, Any]) -> TraceEvents:
         raise _NotTyped
     builder.op_durations.extend(map(_DURATION, operators))
     builder.op_threads.extend(map(_THREAD, operators))
+    for index in [index for index, event in enumerate(operators) if event.name in COUNTED]:
+        if operators[index].args is not _NOTHING:
+            with contextlib.suppress(msgspec.DecodeError):  # unreadable shapes: the operator goes uncounted
+                builder.add_op_inputs(index, msgspec.json.decode(operators[index].args))
     for event in [event for event in complete if event.cat != "cpu_op" or event.name in special]:
         if event.ts is None:
             raise _NotTyped

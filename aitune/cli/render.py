@@ -17,7 +17,9 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
+from aitune.report.efficiency import region_efficiencies
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
+from aitune.report.markdown import percent, si
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
@@ -152,10 +154,34 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
         parts.append(memory)
     if is_merged(doc):
         parts.append(ranks_view(doc))
+    efficiency = efficiency_table(doc)
+    if efficiency is not None:
+        parts.append(efficiency)
     warnings = warnings_table(doc.get("warnings", []))
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
+
+
+def efficiency_table(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Table | None:
+    """Each region's work and place under the roofs (`aitune.report.efficiency`); None without work."""
+    found = region_efficiencies(doc)
+    if not found:
+        return None
+    table = Table(title="Work and efficiency (operator runs; uncounted time has no formula, not zero work)")
+    for header in ("Region", "FLOPs", "Achieved", "% of roof", "Bound", "Uncounted (ms)"):
+        table.add_column(header, justify="left" if header in ("Region", "Bound") else "right")
+    for item in found[:limit]:
+        uncounted = ms(item.uncounted_us) + (" (mostly)" if item.mostly_uncounted else "")
+        table.add_row(
+            terminal_text(item.region_id),
+            si(item.flops, "FLOP"),
+            si(item.flops_per_s, "FLOP/s") if item.flops else MISSING,
+            percent(item.fraction_of_roof),
+            item.bound or MISSING,
+            uncounted,
+        )
+    return table
 
 
 def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | None:

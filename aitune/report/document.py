@@ -18,6 +18,7 @@ from aitune.analysis.memory import MEASURED_RUNS, MEMORY_KEY, OPERATOR_RUNS, mem
 from aitune.analysis.operators import key_averages
 from aitune.analysis.phases import run_phases
 from aitune.analysis.region_operators import NodeKey, OperatorMix, region_operator_mixes
+from aitune.analysis.region_work import RegionWork, region_work
 from aitune.analysis.residual import ResidualCauses, residual_causes
 from aitune.analysis.stamps import timed_events
 from aitune.analysis.statistics import (
@@ -101,6 +102,7 @@ class RegionShare(TypedDict, total=False):
     device_time_fraction: float
     device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
     operators: OperatorsInside  # in runs without a tree; with one, on the tree's nodes
+    work: dict[str, Any]  # beside ``operators``, when the trace recorded shapes: see aitune.analysis.region_work
     communication: CommunicationTimes
 
 
@@ -130,6 +132,7 @@ class TreeNode(TypedDict, total=False):
     device_time_fraction: float
     device_busy_time_us: float
     operators: OperatorsInside
+    work: dict[str, Any]
     communication: CommunicationTimes
     children: Required[list[TreeNode]]
 
@@ -313,7 +316,8 @@ def _traced_run_docs(events: TraceEvents, runs: list[AttributedRun], spanning: l
     comm = communication(events)
     causes = _residual_causes(events, spanning, runs, comm)
     mixes = region_operator_mixes(events)
-    return [run_doc(run, causes.get(run.run_index), mixes, comm) for run in runs]
+    works = region_work(events) if events.op_inputs else None  # no shapes recorded: no work to tell
+    return [run_doc(run, causes.get(run.run_index), mixes, comm, works) for run in runs]
 
 
 def run_doc(
@@ -321,11 +325,13 @@ def run_doc(
     causes: ResidualCauses | None = None,
     mixes: Mapping[NodeKey, OperatorMix] | None = None,
     comm: Communication | None = None,
+    works: Mapping[NodeKey, RegionWork] | None = None,
 ) -> RunDoc:
     """The JSON shape of one attributed run; device keys only when the run has device data.
 
     ``mixes`` (from `region_operator_mixes`) adds each region's ``operators``: on the tree's nodes
     when the run has a tree, else on its regions; a region without operators gets a count of 0.
+    ``works`` (from `region_work`) adds each region's ``work`` the same way.
     ``comm`` (from `communication`) adds ``communication`` to the run, its regions, tree nodes and residual.
     """
     timing = Timing(cpu_time_us=run.cpu_time_us)
@@ -337,13 +343,16 @@ def run_doc(
     doc = RunDoc(
         run_index=run.run_index,
         timing=timing,
-        regions=[_region_share(node, run, None if has_tree else mixes) for node in run.regions.values()],
+        regions=[
+            _region_share(node, run, None if has_tree else mixes, None if has_tree else works)
+            for node in run.regions.values()
+        ],
         residual=Residual(**run.residual()),  # type: ignore[typeddict-item]
     )
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
     if has_tree:
-        doc["tree"] = [tree_node(node, run, mixes, comm=comm) for node in run.roots().values()]
+        doc["tree"] = [tree_node(node, run, mixes, comm=comm, works=works) for node in run.roots().values()]
     if comm is not None:
         level = _level_keys(run)
         for share, key in zip(doc["regions"], level, strict=True):
@@ -375,10 +384,11 @@ def tree_node(
     mixes: Mapping[NodeKey, OperatorMix] | None = None,
     above: tuple[str, ...] = (),
     comm: Communication | None = None,
+    works: Mapping[NodeKey, RegionWork] | None = None,
 ) -> TreeNode:
     """One node of a run's region tree, its children included; ``above``: the region ids of its ancestors."""
     path = (*above, node.region_id)
-    children = [tree_node(child, run, mixes, path, comm) for child in node.children.values()]
+    children = [tree_node(child, run, mixes, path, comm, works) for child in node.children.values()]
     tree = TreeNode(
         region_id=node.region_id,
         calls=node.calls,
@@ -393,6 +403,8 @@ def tree_node(
         tree["device_busy_time_us"] = node.device_busy_us
     if mixes is not None:
         tree["operators"] = mixes.get((run.run_index, path), OperatorMix()).to_dict()
+    if works is not None:
+        tree["work"] = works.get((run.run_index, path), RegionWork()).to_dict()
     if comm is not None:
         tree["communication"] = comm.share((run.run_index, path))  # type: ignore[typeddict-item]
     tree["children"] = children
@@ -410,7 +422,12 @@ def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMe
     return meta
 
 
-def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, OperatorMix] | None) -> RegionShare:
+def _region_share(
+    node: RegionNode,
+    run: AttributedRun,
+    mixes: Mapping[NodeKey, OperatorMix] | None,
+    works: Mapping[NodeKey, RegionWork] | None = None,
+) -> RegionShare:
     share = RegionShare(
         region_id=node.region_id,
         calls=node.calls,
@@ -423,6 +440,8 @@ def _region_share(node: RegionNode, run: AttributedRun, mixes: Mapping[NodeKey, 
         share["device_busy_time_us"] = node.device_busy_us
     if mixes is not None:
         share["operators"] = mixes.get((run.run_index, (node.region_id,)), OperatorMix()).to_dict()
+    if works is not None:
+        share["work"] = works.get((run.run_index, (node.region_id,)), RegionWork()).to_dict()
     return share
 
 

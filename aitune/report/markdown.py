@@ -16,6 +16,7 @@ from aitune.report.document import (
     scenario_names,
     select_scenario,
 )
+from aitune.report.efficiency import has_work, machine_peaks, region_efficiencies
 from aitune.report.headline import headline_rows, phase_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
@@ -52,6 +53,7 @@ def render_markdown(doc: ProfileDoc) -> str:
             _runs(view),
             _regions(view),
             _attribution(view),
+            _efficiency(view),
             _key_averages(view),
             _warnings(view),
         ]
@@ -437,6 +439,56 @@ def _key_averages(doc: ProfileDoc) -> str:
     return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
 
 
+def si(value: float | None, unit: str) -> str:
+    """``value`` with an SI prefix (``1.23 G`` + unit); ``-`` when absent."""
+    if value is None:
+        return MISSING
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
+
+
+def _efficiency(doc: ProfileDoc) -> str:
+    """Each region's work, achieved rate and place under the machine's roofs (`aitune.report.efficiency`)."""
+    if is_lite(doc):
+        return ""
+    if not has_work(doc):
+        return "## Work and Efficiency\n\nNo operator shapes recorded in this profile: no work per region to count."
+    peaks = machine_peaks(doc)
+    lines = [
+        f"Roofs ({markdown_text(backend)}): GEMM "
+        + ", ".join(f"{markdown_text(name)} {si(rate, 'FLOP/s')}" for name, rate in roof["gemm_flops_per_s"].items())
+        + f"; copy {si(roof['copy_bytes_per_s'], 'B/s')} — {markdown_text(roof['source'])}"
+        for backend, roof in peaks.items()
+    ] or ["No machine peaks in this profile: achieved rates only, no % of peak."]
+    rows = []
+    notes = []
+    for item in region_efficiencies(doc):
+        rows.append(
+            (
+                item.region_id,
+                si(item.flops, "FLOP"),
+                si(item.bytes, "B"),
+                ms(item.counted_us),
+                si(item.flops_per_s, "FLOP/s") if item.flops else MISSING,
+                f"{item.intensity:.1f}" if item.flops else MISSING,
+                percent(item.fraction_of_roof),
+                item.bound or MISSING,
+                ms(item.uncounted_us),
+            )
+        )
+        if item.mostly_uncounted:
+            names = ", ".join(list(item.uncounted_operators)[:3]) or "operators without a formula"
+            notes.append(
+                f"- {markdown_text(item.region_id)}: {percent(item.uncounted_fraction)} of its operator time is "
+                f"uncounted ({markdown_text(names)}): its work is not known, not zero."
+            )
+    header = ["Region", "FLOPs", "Bytes", "Counted ms", "Achieved", "FLOP/B", "% of roof", "Bound", "Uncounted ms"]
+    body = "\n\n".join(["\n".join(lines), table(header, rows), "\n".join(notes)])
+    return "## Work and Efficiency\n\n" + body.rstrip()
+
+
 def _warnings(doc: ProfileDoc) -> str:
     if not doc["warnings"]:
         return "## Warnings\n\nNone."
@@ -448,7 +500,7 @@ def _environment(doc: ProfileDoc) -> str:
     environment = doc.get("environment")
     if not environment:
         return ""
-    rows = [(key, _flat(value)) for key, value in environment.items()]
+    rows = [(key, _flat(value)) for key, value in environment.items() if key != "machine_peaks"]  # in Work
     return "## Environment\n\n" + table(["Key", "Value"], rows)
 
 

@@ -33,12 +33,14 @@ from typing import Any
 from aitune.analysis.attribution import fraction
 from aitune.analysis.statistics import median_share
 from aitune.errors import ProfileError
+from aitune.report.efficiency import efficiency_by_region
 from aitune.report.samples import DOMAINS, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
+from aitune.suggest.headroom import Headroom, headroom_of
 from aitune.suggest.precision import ARITHMETIC_FACTORS, PrecisionOutlook, outlook
-from aitune.suggest.reasons import Reason, reasons
+from aitune.suggest.reasons import Reason, headroom_reasons, reasons
 
 __all__ = ["FALLBACK", "UPPER_BOUND_CAP", "Advice", "Calibration", "Reason", "Suggestions", "Target", "suggest"]
 
@@ -67,6 +69,7 @@ class Target:
     reasons: tuple[Reason, ...]
     inside: tuple[str, ...] = ()  # the target paths it ran within (its ancestors in the region tree), sorted
     times_us: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per run, chosen domain
+    fraction_of_roof: float | None = None  # its counted work's roof time ÷ measured time (`aitune.suggest.headroom`)
 
 
 @dataclass(frozen=True)
@@ -173,8 +176,12 @@ def suggest(
     run_times = run_samples(doc, domain)
     found = gather(doc, domain)
     calibration = calibration_of(profile)
+    efficiency = efficiency_by_region(doc)
     targets = sorted(
-        (_target(candidate, found, run_times, domain, calibration) for candidate in found.candidates.values()),
+        (
+            _target(candidate, found, run_times, domain, calibration, headroom_of(efficiency.get(candidate.region_id)))
+            for candidate in found.candidates.values()
+        ),
         key=lambda t: (not t.recommended, -round(t.predicted_speedup, RANK_DIGITS), -t.share, t.path),
     )
     outlooks: tuple[PrecisionOutlook, ...] = ()
@@ -235,13 +242,18 @@ def _speedup(target: Target) -> float:
 
 
 def _target(
-    candidate: Candidate, found: Found, run_times: list[float], domain: str, calibration: Calibration
+    candidate: Candidate,
+    found: Found,
+    run_times: list[float],
+    domain: str,
+    calibration: Calibration,
+    headroom: Headroom | None = None,
 ) -> Target:
     shares = [fraction(time, run) for time, run in zip(candidate.times, run_times, strict=True)]
     share, time, calls = median_share(shares), candidate.median_us, statistics.median(candidate.calls)
-    prediction = predict(candidate, domain, calibration)
+    prediction = predict(candidate, domain, calibration, headroom)
     region_speedup = prediction.speedup
-    why = reasons(candidate, found, shares, prediction, domain)
+    why = reasons(candidate, found, shares, prediction, domain) + headroom_reasons(headroom)
     return Target(
         path=candidate.path,
         region_id=candidate.region_id,
@@ -259,4 +271,5 @@ def _target(
         reasons=why,
         inside=tuple(sorted(candidate.above)),
         times_us=tuple(candidate.times),
+        fraction_of_roof=headroom.fraction_of_roof if headroom is not None else None,
     )

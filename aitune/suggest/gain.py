@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.suggest.candidates import Candidate
+from aitune.suggest.headroom import Headroom, capped_speedup
 
 COMPUTE_KINDS = ("conv", "matmul", "attention")
 KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention", "elementwise_norm": "elementwise"}
@@ -145,8 +146,12 @@ def calibration_of(profile: Mapping[str, Any]) -> Calibration:
     return found or FALLBACK
 
 
-def predict(candidate: Candidate, domain: str, calibration: Calibration = FALLBACK) -> Prediction:
-    """The region's split into removable host overhead and arithmetic, and its tuned time (see the module docstring)."""
+def predict(
+    candidate: Candidate, domain: str, calibration: Calibration = FALLBACK, headroom: Headroom | None = None
+) -> Prediction:
+    """The region's split into removable host overhead and arithmetic, and its tuned time (see the module docstring).
+
+    ``headroom`` (`aitune.suggest.headroom`) caps the arithmetic speedup of the kinds the roofs bound."""
     time_us, calls = candidate.median_us, statistics.median(candidate.calls) if candidate.calls else 0.0
     if not candidate.has_mix:
         return Prediction(time_us, 0.0, {}, time_us / NO_MIX_SPEEDUP, 0.0, calls, calibration, has_mix=False)
@@ -166,7 +171,7 @@ def predict(candidate: Candidate, domain: str, calibration: Calibration = FALLBA
     tuned_host = (
         calls * calibration.tuned_call_us
         + operators * calibration.tuned_op_us
-        + sum(us / calibration.speedup(kind) for kind, us in arithmetic.items())
+        + sum(us / capped_speedup(kind, calibration.speedup(kind), headroom) for kind, us in arithmetic.items())
         + other_us
     )
     if domain == "device":  # the region lasts max(host, busy); tuning shortens the host side only

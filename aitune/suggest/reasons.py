@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from aitune.markers import parse_region_id
+from aitune.report.efficiency import MOSTLY_UNCOUNTED
 from aitune.suggest.candidates import Candidate, Found
 from aitune.suggest.gain import (
     COMPUTE_KINDS,
@@ -21,6 +22,7 @@ from aitune.suggest.gain import (
     dominant_kind,
     upper_bound,
 )
+from aitune.suggest.headroom import Headroom
 
 MIN_SHARE = 0.05
 """Below this share even an infinitely fast backend gains under 1.05×: within a shared machine's run-to-run noise."""
@@ -281,3 +283,23 @@ def _cautions(candidate: Candidate, shares: list[float]) -> Iterable[tuple[str, 
                 "capture more runs on a quieter machine."
             ),
         )
+
+
+def headroom_reasons(headroom: Headroom | None) -> tuple[Reason, ...]:
+    """What the roofline says of a target (`aitune.suggest.headroom`); none without work or peaks."""
+    if headroom is None:
+        return ()
+    counted = f"{headroom.counted_share:.0%} of its operator time is counted work"
+    if headroom.counted_share < 1 - MOSTLY_UNCOUNTED:
+        return (
+            Reason(
+                "MOSTLY_UNCOUNTED",
+                f"only {counted} (matrix products, convolutions, attention): the rest has no formula, so its "
+                "headroom is not known.",
+            ),
+        )
+    where = f"{counted}, at {headroom.fraction_of_roof:.0%} of this machine's {headroom.bound or 'measured'} roof"
+    if headroom.near_roof:
+        gain = f"a compiler gains little on it (at most {headroom.arithmetic_cap:.2f}×)"
+        return (Reason("NEAR_ROOF", f"{where}: {gain}."),)
+    return (Reason("HEADROOM", f"{where}: up to {headroom.arithmetic_cap:.1f}× on that work, on paper."),)

@@ -164,6 +164,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         ("Ranks", views.Ranks(**context)),
         ("Operators", views.Operators(**context)),
         ("Memory", views.Memory(**context)),
+        ("Efficiency", views.Efficiency(**context)),
         ("Warnings", views.Warnings(**context)),
         ("Timeline", views.Timeline(**context)),
         dynamic=True,

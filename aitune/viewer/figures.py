@@ -191,3 +191,69 @@ def rank_bars(ranks: pd.DataFrame, quantity: str) -> figure:
 
 def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+ROOF_COLORS = ("#d62728", "#2ca02c", "#9467bd", "#8c564b")
+
+
+def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure:
+    """Regions on a log-log roofline: arithmetic intensity (FLOP/byte) across, achieved FLOP/s up; the
+    roofs of each side's machine (per backend and dtype, ``min(peak, intensity × bandwidth)``) as lines.
+
+    Regions without counted work are left out (the table beside lists them with their uncounted time).
+    """
+    counted = regions[(regions["flops"] > 0) & (regions["counted_us"] > 0)]
+    low = float(min(counted["intensity"].min(), 0.1)) if not counted.empty else 0.1
+    high = float(max(counted["intensity"].max(), 1000.0)) if not counted.empty else 1000.0
+    plot = figure(
+        title="Regions on this machine's roofline (counted work, median over operator runs)",
+        x_axis_type="log",
+        y_axis_type="log",
+        x_axis_label="arithmetic intensity (FLOP per byte moved)",
+        y_axis_label="achieved FLOP/s",
+        height=420,
+        sizing_mode="stretch_width",
+        tools=_TOOLS,
+    )
+    colors = iter(ROOF_COLORS * 8)
+    for side, backends in peaks.items():
+        for backend, roof in backends.items():
+            bandwidth = roof.get("copy_bytes_per_s", 0.0)
+            for dtype, peak in roof.get("gemm_flops_per_s", {}).items():
+                if peak <= 0 or bandwidth <= 0:
+                    continue
+                ridge = peak / bandwidth
+                xs = [low / 2, min(max(ridge, low / 2), high * 2), high * 2]
+                plot.line(
+                    xs,
+                    [min(peak, x * bandwidth) for x in xs],
+                    color=next(colors),
+                    line_width=2,
+                    legend_label=shown_name(f"{side} {backend} {dtype}"),
+                )
+    source = ColumnDataSource(
+        {
+            "x": counted["intensity"].tolist(),
+            "y": counted["flops_per_s"].tolist(),
+            "region": [shown_name(name) for name in counted["region_id"]],
+            "side": counted["side"].tolist() if "side" in counted else [""] * len(counted),
+            "roof": [f"{value:.1%}" if value == value else "-" for value in counted["fraction_of_roof"].astype(float)],
+            "color": [SIDE_COLORS.get(side, "#1f77b4") for side in counted.get("side", ["after"] * len(counted))],
+        }
+    )
+    points = plot.scatter("x", "y", source=source, size=9, color="color")
+    plot.add_tools(
+        HoverTool(
+            renderers=[points],
+            tooltips=[
+                ("region", "@region"),
+                ("side", "@side"),
+                ("FLOP/B", "@x{0.00}"),
+                ("FLOP/s", "@y{0.00a}"),
+                ("of roof", "@roof"),
+            ],
+        )
+    )
+    if plot.legend:
+        plot.legend.location = "bottom_right"
+    return plot

@@ -18,6 +18,7 @@ from aitune.analysis import TraceEvents
 from aitune.compare.loop_report import LoopReport
 from aitune.errors import ProfileError
 from aitune.report import scenario_names
+from aitune.report.efficiency import machine_peaks
 from aitune.report.memory import memory_note, memory_source
 from aitune.report.phases import split_line, tokens_line
 from aitune.suggest import Suggestions, suggest
@@ -158,6 +159,14 @@ class ProfileStore(param.Parameterized):
         if not self.is_pair:
             return self._cached("operators", lambda: self._stacked(tables.operator_table))
         return self._cached(("operator changes", domain), lambda: self._operator_changes(self._domain(domain)))
+
+    def efficiency_table(self) -> pd.DataFrame:
+        """Every side's regions with work (`tables.efficiency_table`), with a ``side`` column."""
+        return self._cached("efficiency", lambda: self._stacked(tables.efficiency_table))
+
+    def machine_peaks(self) -> dict[str, dict[str, Any]]:
+        """Each side's measured roofs by backend (`aitune.report.efficiency.machine_peaks`); sides without left out."""
+        return {side: peaks for side, loaded in self.sides().items() if (peaks := machine_peaks(loaded.doc))}
 
     def has_tree(self) -> bool:
         """Whether any loaded profile holds nested regions, so the region tree has something to show."""

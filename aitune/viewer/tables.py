@@ -23,6 +23,7 @@ from aitune.markers import (
     run_span_name,
 )
 from aitune.report import ProfileDoc, headline_rows
+from aitune.report.efficiency import region_efficiencies
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
 from aitune.report.memory import format_bytes, memory_rows
@@ -175,6 +176,17 @@ def memory_table(doc: ProfileDoc) -> pd.DataFrame:
         for row in memory_rows(doc)
     ]
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+EFFICIENCY_COLUMNS = [
+    "region_id", "domain", "flops", "bytes", "counted_us", "uncounted_us", "flops_per_s", "bytes_per_s",
+    "intensity", "fraction_of_roof", "bound", "mostly_uncounted",
+]  # fmt: skip
+
+
+def efficiency_table(doc: ProfileDoc) -> pd.DataFrame:
+    """Each region with work: FLOPs, bytes, achieved rates, its place under the roofs (`aitune.report.efficiency`)."""
+    return pd.DataFrame([item.to_dict() for item in region_efficiencies(doc)], columns=EFFICIENCY_COLUMNS)
 
 
 def warning_table(doc: ProfileDoc) -> pd.DataFrame:

@@ -360,3 +360,27 @@ class Timeline(StoreView):
         title = f"{side}: regions of run {run}"
         download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=f"Download {path.name} (Perfetto)")
         return pn.Column(pn.pane.Bokeh(figures.timeline_bars(spans, title)), download, sizing_mode="stretch_width")
+
+
+class Efficiency(StoreView):
+    """Work per region on the machine's roofline, and the table of FLOPs, rates and uncounted time."""
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self.rendered()
+
+    def _render(self, *_: object) -> pn.viewable.Viewable:
+        regions = self.store.efficiency_table()
+        if regions.empty:
+            return text_block(
+                "No work per region in this profile: a full capture records the operators' shapes in its operator "
+                "runs (lite captures and traces without recorded shapes have none)."
+            )
+        note = (
+            "Counted work: matrix products, convolutions and attention (FLOPs from the recorded shapes). "
+            "Uncounted time has no formula: not zero work. % of roof: the time the work needs at this machine's "
+            "measured peaks ÷ the time it took."
+        )
+        shown = regions.assign(share_of_roof=regions["fraction_of_roof"]).drop(columns=["fraction_of_roof"])
+        listed = table(shown, ["region_id", "domain", "bound", "side"], "efficiency-table")
+        plot = pn.pane.Bokeh(figures.roofline(regions, self.store.machine_peaks()), sizing_mode="stretch_width")
+        return pn.Column(text_block(note), plot, listed, sizing_mode="stretch_width")

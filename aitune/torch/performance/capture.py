@@ -188,7 +188,9 @@ def _capture_traced(
         profile(
             activities=profiler_activities(),
             schedule=schedule(wait=0, warmup=1, active=measured_runs, repeat=1),
-            record_shapes=record_shapes,
+            # the operators' shapes give each region its work (`aitune.analysis.work`): recorded in the
+            # operator runs, which the timing never sees, and where the device time is the measure
+            record_shapes=record_shapes or operator_pass or ProfilerActivity.CUDA in profiler_activities(),
             with_stack=with_stack,
             profile_memory=operator_pass,
             experimental_config=trace_only_config(),

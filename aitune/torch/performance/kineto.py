@@ -35,6 +35,7 @@ from aitune.analysis.events import (
     gc_paused,
 )
 from aitune.analysis.trace_json import trace_events_from_json
+from aitune.analysis.work import COUNTED
 from aitune.markers import SPAN_PREFIX
 from aitune.report.io import parse_json
 
@@ -82,6 +83,12 @@ def events_from_profiler(
     builder.op_starts.extend(compress(starts, operator))
     builder.op_durations.extend(compress(durations, operator))
     builder.op_threads.extend(compress(threads, operator))
+    operators = compress(zip(activities, names, strict=True), operator)
+    counted = [activity for activity, name in operators if name in COUNTED]
+    if counted:
+        positions = [index for index, name in enumerate(builder.op_names) if name in COUNTED]
+        for position, activity in zip(positions, counted, strict=True):
+            builder.add_op_inputs(position, _metadata_args(activity))
     with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
     for index in (index for index, name in enumerate(names) if name in special or not operator[index]):
         activity, category, name = activities[index], categories[index], names[index]

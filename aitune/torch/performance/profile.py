@@ -24,6 +24,7 @@ from aitune.report import (
     save,
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
+from aitune.torch.peaks import ensure_peaks
 from aitune.torch.performance.capture import (
     ALL_RUNS,
     capture_trace,
@@ -115,6 +116,9 @@ def profile(
     ``operator_runs``). None picks `DEFAULT_OPERATOR_RUNS` on the CPU, and ``"all"`` with CUDA or
     in a torch.distributed process group, where device times and communication come from the
     profiler's events (a count is refused there).
+    A full capture records the operators' input shapes wherever it traces operators in runs of their own
+    (and in every run with CUDA), whatever ``record_shapes`` says, and measures this machine's roofs once
+    (`aitune.torch.peaks`, cached): each region's work and efficiency (docs/efficiency.md).
     ``on_warmed_up(n)`` is called once the user warmups of a capture are done (at least
     ``warmup_runs``: more run until the run time is steady) with ``n``, the number of calls the
     whole capture makes, warmups included, e.g. to size a progress bar.
@@ -162,6 +166,8 @@ def profile(
         "regions": region_metadata(targets),
         "environment": profile_environment(),
     }
+    if mode != LITE_MODE:  # the roofs the regions' work is placed against (measured once per machine, cached)
+        metadata["environment"]["machine_peaks"] = ensure_peaks()
     options = {
         "warmup_runs": warmup_runs,
         "measured_runs": measured_runs,
