@@ -183,7 +183,7 @@ def precision_lines(result: LoopResult) -> list[str]:
     ``task gate (int8): top1_agreement 0.8750 >= 0.99: refused, the regions run in fp32``
     """
     lines = [result.task_gate.line()] if result.task_gate is not None else []
-    memory = (result.tuning or {}).get("memory") or {}
+    memory = (result.tuning or {}).get("weight_memory") or {}
     if memory.get("regions"):
         original, tuned = memory["original_bytes"], memory["tuned_bytes"]
         lines.append(f"weights of the tuned regions: {_mb(original)} → {_mb(tuned)} MB ({result.precision})")

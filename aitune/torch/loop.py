@@ -210,9 +210,9 @@ def optimize(
         report = {**report, "verification": verification.to_dict()}
     if report is not None:
         gate = judgment.to_dict() if judgment is not None else None
-        report = {**report, "precision": precision, "task_gate": gate, "memory": weight_memory(tuning.tuned)}
-    if report is not None and memory is not None:
-        report = {**report, "process_memory": memory}
+        report = {**report, "precision": precision, "task_gate": gate, "weight_memory": weight_memory(tuning.tuned)}
+        if memory is not None:  # resident bytes before and after tuning, measured
+            report["process_memory"] = memory
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment,

@@ -63,7 +63,7 @@ def test_int8_that_keeps_every_decision_passes_and_its_plan_carries_the_figure_a
     assert result.task_gate.passed and result.task_gate.value == 1.0
     assert [region.path for region in result.tuned] == ["body"]
     assert result.plan["precision"] == "int8" and result.plan["task_gate"]["value"] == 1.0
-    memory = result.tuning["memory"]
+    memory = result.tuning["weight_memory"]
     assert memory["regions"][0]["path"] == "body" and memory["tuned_bytes"] < memory["original_bytes"] / 2
     result.restore()
     fresh = classifier_app.well_apart()
@@ -116,7 +116,7 @@ def test_bf16_passes_token_agreement_on_a_tiny_decoders_generate():
     assert result.task_gate.metric == "token_agreement" and result.task_gate.passed
     assert result.task_gate.first_divergence is None
     assert [region.path for region in result.tuned] == ["lm_head"]
-    assert result.tuning["memory"]["tuned_bytes"] * 2 == result.tuning["memory"]["original_bytes"]
+    assert result.tuning["weight_memory"]["tuned_bytes"] * 2 == result.tuning["weight_memory"]["original_bytes"]
     result.restore()
 
 
