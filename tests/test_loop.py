@@ -342,6 +342,56 @@ def test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan(win
     ]
 
 
+class SkipUntilCaptured(Backend):
+    """Skips a `SlowLinear`'s wait through the trials and the end-to-end check, then stalls 20 ms a call
+    once ``stalling`` is set: a tuning that passed every check but is slower in the capture after it."""
+
+    name = "skip_until_captured"
+
+    def __init__(self) -> None:
+        self.stalling = False
+
+    def build(self, context: BuildContext) -> Built:
+        module = context.module
+
+        def run(x):
+            if self.stalling:
+                time.sleep(0.02)
+            return torch.nn.functional.linear(x, module.weight, module.bias)
+
+        return Built(run=run)
+
+
+def test_a_tuning_the_after_capture_shows_slower_is_put_back_whole_and_captured_again(win_and_loss):
+    backend = SkipUntilCaptured()
+    phases = []
+
+    def on_phase(name, _calls):
+        phases.append(name)
+        backend.stalling = backend.stalling or name == "capture after"
+        return lambda: None
+
+    strategy = OneBackendStrategy(backend, measure=FAST_MEASURE)
+    config = LoopConfig(targets=("fast",), strategy=strategy, **{**FAST, "measured_runs": 6})
+    result = optimize(win_and_loss, X8, config=config, on_phase=on_phase)
+    result.restore()
+
+    (gain,) = result.gains
+    assert (gain.winner, gain.tuned, gain.check.kept, gain.check.compared) == (
+        "skip_until_captured",
+        False,
+        False,
+        "the captures",
+    )
+    assert gain.check.speedup.ci_high < 1
+    assert phases[-1] == "capture after, everything put back"
+    assert result.tuned == [] and result.plan["regions"] == []
+    assert "untuned_module:fast" in {region["id"] for region in result.after["regions"]}
+    assert isinstance(win_and_loss.fast, SlowLinear) and "forward" not in vars(win_and_loss.fast)
+    (line, *_) = verification_lines(result)
+    assert line.startswith("fast: skip_until_captured put back: the captures 0.")
+
+
 class StallUnderAShippedName(SkipOrStall):
     """`SkipOrStall` under ONNX Runtime's name and config: a plan may only name the backends aitune ships."""
 

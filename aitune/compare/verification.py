@@ -81,11 +81,13 @@ class PairedSpeedup:
 
 END_TO_END = "end to end"  # the region (or set) was weighed against the run with nothing tuned
 CONTRIBUTION = "its contribution"  # against the run with the other kept regions only
+CAPTURES = "the captures"  # the capture after tuning against the one before: slower beyond noise
 
 
 @dataclass(frozen=True)
 class RegionCheck:
-    """One region's verdict: kept or put back, on which comparison (`END_TO_END`, `CONTRIBUTION`), with its figures."""
+    """One region's verdict: kept or put back, on which comparison (`END_TO_END`, `CONTRIBUTION`, `CAPTURES`),
+    with its figures."""
 
     path: str
     kept: bool
@@ -108,7 +110,7 @@ class RegionCheck:
         if not isinstance(data.get("kept"), bool):
             return None
         speedup = PairedSpeedup.from_dict(data.get("speedup"))
-        if data.get("compared") not in (END_TO_END, CONTRIBUTION) or speedup is None:
+        if data.get("compared") not in (END_TO_END, CONTRIBUTION, CAPTURES) or speedup is None:
             return None
         return RegionCheck(data["path"], data["kept"], data["compared"], speedup)
 
@@ -232,3 +234,20 @@ def verify_regions(
             if not wins or path not in checks:
                 checks[path] = RegionCheck(path, wins, END_TO_END, end_to_end)
     return Verification([checks[path] for path in dict.fromkeys(paths)], end_to_end)
+
+
+def captured_loss(ratio: float | None, ci_low: float | None, ci_high: float | None, runs: int) -> PairedSpeedup | None:
+    """The captures' speedup (before ÷ after) when the run after tuning was slower beyond noise: the 95%
+    interval of compare's after ÷ before ``ratio`` lies above 1. None otherwise (or without an interval).
+
+    The verdict alternates runs and is the better evidence, but the captures are what a user reads:
+    a tuning the captures show slower is put back whole, whatever the check said (never slower).
+
+    >>> captured_loss(1.3, 1.1, 1.5, runs=10)
+    PairedSpeedup(rounds=10, median=0.7692307692307692, ci_low=0.6666666666666666, ci_high=0.9090909090909091)
+    >>> captured_loss(1.3, 0.9, 1.5, runs=10) is None
+    True
+    """
+    if ratio is None or ci_low is None or ci_high is None or ci_low <= 1.0 or ratio <= 0:
+        return None
+    return PairedSpeedup(runs, 1 / ratio, 1 / ci_high, 1 / ci_low)

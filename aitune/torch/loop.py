@@ -37,7 +37,7 @@ from aitune.compare.gains import (
     weigh_whole_model,
 )
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
-from aitune.compare.verification import Verification, VerifyConfig
+from aitune.compare.verification import CAPTURES, PairedSpeedup, RegionCheck, Verification, VerifyConfig, captured_loss
 from aitune.errors import TuningError
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
@@ -188,6 +188,9 @@ def optimize(
     memory = process_memory(rss_before, process_rss_bytes())  # what tuning left in the process, measured
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
+        if (loss := _captured_loss(before, after, tuning)) is not None:
+            tuning = _put_back_whole(tuning, loss)
+            after = capture(traces[1], phase("capture after, everything put back", _calls(config)))
     except BaseException:
         tuning.undo()
         raise
@@ -244,6 +247,28 @@ def _precision(obj: Any, config: LoopConfig, plan: Mapping[str, Any] | None) -> 
 
 def _strategy(config: LoopConfig) -> TuneStrategy:
     return config.strategy or MinLatencyStrategy(tolerance=config.tolerance, precision=config.precision)
+
+
+def _captured_loss(before: ProfileDoc, after: ProfileDoc, tuning: _Tuning) -> PairedSpeedup | None:
+    """The captures' speedup when the run after tuning was slower than before beyond noise (`captured_loss`)."""
+    if not tuning.tuned:
+        return None
+    change = compare_profiles(before, after).run_time
+    return captured_loss(change.ratio, change.ci_low, change.ci_high, len(after["runs"]))
+
+
+def _put_back_whole(tuning: _Tuning, loss: PairedSpeedup) -> _Tuning:
+    """Every tuned region put back, each with the captures' figure as its check: nothing stays changed."""
+    tuning.undo()
+    put_back = {region.path: RegionCheck(region.path, False, CAPTURES, loss) for region in tuning.tuned}
+    earlier = tuning.verification.checks if tuning.verification is not None else []
+    checks = [put_back.pop(check.path, check) for check in earlier] + list(put_back.values())
+    end_to_end = tuning.verification.end_to_end if tuning.verification is not None else None
+    return replace(tuning, tuned=[], switches={}, undo=_nothing, verification=Verification(checks, end_to_end))
+
+
+def _nothing() -> None:
+    """What undoing a tuning that was already put back does."""
 
 
 def _verified(
