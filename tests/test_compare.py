@@ -190,6 +190,13 @@ def test_the_vectorised_bootstrap_gives_the_documented_methods_numbers(before, a
     assert bootstrap_ratio_interval(before, after, resamples=300) == documented_interval(before, after, 300)
 
 
+@pytest.mark.parametrize("seed", [1, 12345, 2**40 + 7])
+def test_the_bulk_draws_are_pythons_draws_for_any_seed(seed):
+    before, after = [100.0, 102.0, 98.0, 101.0, 99.0, 97.0], [130.0, 131.0, 129.0]
+
+    assert bootstrap_ratio_interval(before, after, 200, seed) == documented_interval(before, after, 200, seed)
+
+
 def test_the_same_inputs_give_the_same_intervals_for_every_region_and_call():
     runs = [{"untuned_module:a": us, "untuned_module:b": us} for us in (100.0, 120.0, 90.0, 110.0)]
     slower = [{"untuned_module:a": us * 1.5, "untuned_module:b": us * 1.5} for us in (100.0, 120.0, 90.0, 110.0)]

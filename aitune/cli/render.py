@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from aitune.compare import Change, ProfileDiff
-from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
-from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
+
+if TYPE_CHECKING:  # each view imports its stage when it is called: `report` loads neither compare nor suggest
+    from aitune.compare import Change, ProfileDiff
+    from aitune.suggest import Suggestions, Target
 
 MISSING = "-"
 TOP_REGIONS = 10
@@ -202,6 +203,8 @@ def diff_view(diff: ProfileDiff) -> Group:
 def speedup_line(change: Change) -> str:
     """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
     worded as the viewer words it."""
+    from aitune.compare.gains import speedup
+
     value, low, high = speedup(change)
     if value is None:
         return f"speedup {MISSING}"
@@ -267,6 +270,8 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
 
 
 def _speedup(value: float) -> str:
+    from aitune.suggest import UPPER_BOUND_CAP
+
     return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
 
 
