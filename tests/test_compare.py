@@ -265,8 +265,11 @@ def test_a_workload_made_30_percent_slower_fails_the_5_percent_gate(busy_capture
     assert result.returncode == 1, result.stderr
     diff = json.loads(result.stdout)
     assert diff["gate"] == {"fail_if_slower_pct": 5.0, "failed": True}
-    assert 1.15 < diff["run_time"]["ratio"] < 1.5  # 1.3 on an idle machine; preemptions blur a busy one
     assert diff["run_time"]["ci_low"] > 1
+    # Where the time went, not how much: 1.3 on an idle machine, 1.15 beside a CPU burner (preemptions add
+    # the same time to both sides). All of the slowdown is the denoiser's.
+    changes = {region["path"]: region["change"] for region in diff["regions"]}
+    assert changes["denoiser"]["ci_low"] > 1 and changes["denoiser"]["ratio"] > changes["encoder"]["ratio"]
 
 
 def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_region(entry_capture, script_capture):
