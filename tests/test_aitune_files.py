@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cli_helpers import ROOT, run_cli
+from cli_helpers import ROOT, invoke_cli
 
 from aitune.report import build_profile, check_adds_up, load, operator_rows, read_trace, render_markdown, validate
 from aitune.report.bundle import Redactor, build_bundle
@@ -44,7 +44,7 @@ def test_load_keeps_the_document_as_aitune_wrote_it():
 
 
 def test_validate_says_it_is_a_valid_aitune_profile():
-    result = run_cli("validate", str(PROFILE), cwd=ROOT)
+    result = invoke_cli("validate", str(PROFILE), cwd=ROOT)
 
     assert (result.returncode, result.stdout) == (0, f"{PROFILE}: valid AITune 0.6.0 profile (schema_version 1).\n")
 
@@ -78,7 +78,7 @@ def test_validate_prints_each_problem_on_one_line_and_exits_1(tmp_path):
     broken = tmp_path / "a-profile-whose-name-is-long-enough-to-need-the-whole-line.json"
     broken.write_text(json.dumps(doc))
 
-    result = run_cli("validate", str(broken))
+    result = invoke_cli("validate", str(broken))
 
     assert result.returncode == 1
     assert result.stdout.splitlines() == [*(f"{broken}: {problem}" for problem in validate(doc)), "2 problem(s)."]
@@ -94,7 +94,7 @@ def test_markdown_shows_its_runs_regions_and_operators():
 
 
 def test_report_renders_it_in_every_format():
-    results = {fmt: run_cli("report", str(PROFILE), "--format", fmt, cwd=ROOT) for fmt in ("md", "json", "text")}
+    results = {fmt: invoke_cli("report", str(PROFILE), "--format", fmt, cwd=ROOT) for fmt in ("md", "json", "text")}
 
     assert [result.returncode for result in results.values()] == [0, 0, 0]
     assert results["md"].stdout == render_markdown(aitune_profile())
@@ -126,7 +126,7 @@ def test_compare_lines_its_regions_up_with_our_capture_of_the_same_app(entry_cap
     out, captured = entry_capture
     assert captured.returncode == 0, captured.stderr
 
-    result = run_cli("compare", str(PROFILE), str(out / "profile.json"), "--json", cwd=ROOT)
+    result = invoke_cli("compare", str(PROFILE), str(out / "profile.json"), "--json", cwd=ROOT)
 
     diff = json.loads(result.stdout)
     status = {row["path"]: row["status"] for row in diff["regions"]}
@@ -169,7 +169,7 @@ def test_the_viewer_store_shows_its_regions_and_operators(tmp_path):
 
 def test_the_viewer_timeline_reads_its_trace_after_analyze(tmp_path):
     shutil.copy(ROOT / TRACE, tmp_path / "trace.json.gz")
-    result = run_cli("analyze", str(tmp_path / "trace.json.gz"), "--out", str(tmp_path))
+    result = invoke_cli("analyze", str(tmp_path / "trace.json.gz"), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     store = ProfileStore(runs_dir=tmp_path)
     store.open_names("profile.json")

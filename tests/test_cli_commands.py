@@ -1,9 +1,10 @@
-"""analyze, report, validate and bundle through the real console script, on captures of both modes."""
+"""analyze, report, validate and bundle on captures of both modes: each command once through the real console
+script, its other forms in this process (`invoke_cli`), where their text and exit code are under test."""
 
 import json
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import invoke_cli, run_cli
 
 from aitune.report import load, render_markdown
 
@@ -24,14 +25,14 @@ def test_analyze_rederives_the_captured_profile_from_its_trace(captured, tmp_pat
 
 
 def test_analyze_json_prints_the_document(captured):
-    result = run_cli("analyze", str(captured / "trace.json.gz"), "--json")
+    result = invoke_cli("analyze", str(captured / "trace.json.gz"), "--json")
 
     assert json.loads(result.stdout) == load(captured / "profile.json")
 
 
 def test_report_renders_markdown_json_and_text(captured):
-    markdown = run_cli("report", str(captured / "profile.json"), "--format", "md")
-    as_json = run_cli("report", str(captured / "profile.json"), "--format", "json")
+    markdown = invoke_cli("report", str(captured / "profile.json"), "--format", "md")
+    as_json = invoke_cli("report", str(captured / "profile.json"), "--format", "json")
     text = run_cli("report", str(captured / "profile.json"))
 
     assert markdown.stdout == render_markdown(load(captured / "profile.json")) == (captured / "profile.md").read_text()
@@ -56,7 +57,7 @@ def test_validate_lists_every_problem_with_its_json_path_and_exits_1(entry_captu
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(doc))
 
-    result = run_cli("validate", str(broken), "--json")
+    result = invoke_cli("validate", str(broken), "--json")
 
     assert result.returncode == 1
     assert json.loads(result.stdout) == {

@@ -21,8 +21,8 @@ from aitune.cli.outputs import LOCK_NAME, output_folder
 from aitune.errors import CaptureError, OutputError, ProfileError
 from aitune.markers import REGION_KINDS, parse_region_id, region_kind, region_path
 from aitune.report import build_profile, dumps, render_markdown, validate
+from aitune.report.builder import region_meta
 from aitune.report.bundle import Redactor, bundle_entries
-from aitune.report.document import region_meta
 from aitune.report.io import MAX_JSON_DEPTH, parse_json, write_atomic
 from aitune.report.safe_text import markdown_text, terminal_text, visible
 from aitune.report.samples import path_of

@@ -24,11 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 BEFORE = ROOT / "sample_traces" / "tuned-pipeline" / "before" / "profile.json"
 AFTER = ROOT / "sample_traces" / "tuned-pipeline" / "after" / "profile.json"
 
-NEVER = ("torch", "jsonschema", "rfc3987_syntax", "panel", "bokeh", "pandas", "scipy", "transformers")
-"""Modules no torch-free command loads: torch, the thorough (slow-to-import) schema engine, the viewer's stack."""
+NEVER = (
+    *("torch", "jsonschema", "rfc3987_syntax", "panel", "bokeh", "pandas", "scipy", "transformers"),
+    *("pydantic", "rich.markdown", "markdown_it", "pygments", "rich.traceback"),
+)
+"""Modules no torch-free command loads: torch, the thorough (slow-to-import) schema engine, the viewer's
+stack; pydantic (Typer 0.29 builds a pydantic adapter per option), and what Typer's rich help and
+rich tracebacks import (a Markdown parser, Pygments)."""
 
-HELP_NEVER = (*NEVER, "numpy", "orjson", "fastjsonschema", "aitune.analysis", "aitune.compare", "aitune.suggest")
-"""``--help`` parses no document: nothing that reads, checks or analyses one."""
+READER_NEVER = (*NEVER, "numpy", "msgspec", "aitune.analysis.events", "aitune.report.builder", "aitune.compare")
+"""``report``, ``validate`` and ``suggest`` read one document: no trace analysis, no numpy (only
+``compare``'s bootstrap intervals need it)."""
+
+HELP_NEVER = (*READER_NEVER, "rich", "orjson", "fastjsonschema", "aitune.analysis", "aitune.report", "aitune.suggest")
+"""``--help`` parses no document: nothing that reads, checks, analyses or draws one."""
 
 _RUN = """
 import json, sys
@@ -65,21 +74,34 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "never"),
     [
-        ("report", str(BEFORE)),
-        ("validate", str(BEFORE)),
-        ("suggest", str(BEFORE)),
-        ("compare", str(BEFORE), str(AFTER)),
-        ("report", str(BEFORE), "--format", "html"),
-        ("compare", str(BEFORE), str(AFTER), "--html", "{tmp}/compare.html"),
+        (("report", str(BEFORE)), READER_NEVER),
+        (("report", str(BEFORE), "--format", "md"), READER_NEVER),
+        (("validate", str(BEFORE)), READER_NEVER),
+        (("validate", "--json", str(BEFORE)), READER_NEVER),
+        (("suggest", str(BEFORE)), READER_NEVER),
+        (("suggest", "--json", str(BEFORE)), READER_NEVER),
+        (("compare", str(BEFORE), str(AFTER)), NEVER),
+        (("report", str(BEFORE), "--format", "html"), NEVER),
+        (("compare", str(BEFORE), str(AFTER), "--html", "{tmp}/compare.html"), NEVER),
     ],
-    ids=["report", "validate", "suggest", "compare", "report-html", "compare-html"],
+    ids=[
+        "report",
+        "report-md",
+        "validate",
+        "validate-json",
+        "suggest",
+        "suggest-json",
+        "compare",
+        "report-html",
+        "compare-html",
+    ],
 )
-def test_a_torch_free_command_imports_neither_torch_nor_the_slow_schema_engine(tmp_path, args):
+def test_a_torch_free_command_imports_only_what_reading_its_documents_needs(tmp_path, args, never):
     code, modules = modules_of(tmp_path, *(arg.format(tmp=tmp_path) for arg in args))
     assert code in (0, None)
-    assert loaded(modules, NEVER) == []
+    assert loaded(modules, never) == []
     assert "fastjsonschema" in modules  # the document was checked, by the compiled validator
 
 
@@ -88,6 +110,13 @@ def test_help_imports_nothing_that_reads_a_document(tmp_path):
     assert code in (0, None)
     assert loaded(modules, HELP_NEVER) == []
     assert "aitune.cli.render" not in modules and "aitune.cli.outputs" not in modules
+
+
+def test_a_command_line_mistake_imports_no_document_reader(tmp_path):
+    code, modules = modules_of(tmp_path, "report", "--format")  # the option's value is missing
+
+    assert code == 2
+    assert loaded(modules, HELP_NEVER) == []
 
 
 def test_an_invalid_profile_still_gets_every_problem_listed(tmp_path):

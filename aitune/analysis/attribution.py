@@ -15,6 +15,7 @@ from typing import Any
 
 from aitune.analysis.events import Span, TraceEvents
 from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
+from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction
 from aitune.errors import ProfileError
 from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
 
@@ -83,9 +84,6 @@ an entry method. Each level is two levels of JSON in the profile's region tree, 
 stays well inside the readers' JSON depth (`aitune.report.io.MAX_JSON_DEPTH`, the viewer's 64), and a
 hostile trace nesting its annotations hundreds deep is one sentence, not a recursion error."""
 
-SPANS_RUN_FRACTION = 0.9
-"""A region alone at its level spans the run when it holds at least this median share of the run's CPU time."""
-
 
 def spanning_regions(runs: Sequence[AttributedRun]) -> list[str]:
     """The regions inside which every run's time is spent, outermost first; [] when it splits at the top.
@@ -132,11 +130,6 @@ def residual(run_us: float, covered_us: Iterable[float]) -> tuple[float, float]:
     """
     outside = max(0.0, run_us - sum(covered_us))
     return outside, (min(1.0, outside / run_us) if run_us > 0 else 0.0)
-
-
-def fraction(part_us: float, whole_us: float) -> float:
-    """``part / whole`` clamped to [0, 1]; 0 when the whole is empty."""
-    return min(1.0, max(0.0, part_us / whole_us)) if whole_us > 0 else 0.0
 
 
 def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> Attribution:

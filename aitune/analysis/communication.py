@@ -24,11 +24,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aitune.analysis.attribution import fraction, run_index_of
+from aitune.analysis.attribution import run_index_of
 from aitune.analysis.collectives import PARAM_COMMS
 from aitune.analysis.events import CommunicationSpan, Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
 from aitune.analysis.region_operators import NodeKey, node_keys
+from aitune.analysis.shares import fraction
 
 Item = TypeVar("Item")
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aitune.analysis.attribution import AttributedRun, fraction, region_of, run_index_of
+from aitune.analysis.attribution import AttributedRun, region_of, run_index_of
 from aitune.analysis.collectives import is_communication
 from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Columns, Interval, columns, covered_within, enclosing_array, innermost_enclosing
+from aitune.analysis.shares import fraction
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
 """The causes of every full capture's residual; a trace with communication adds `COMMUNICATION`."""

@@ -11,12 +11,15 @@ import random
 import statistics
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-import numpy as np
-
-from aitune.analysis.attribution import AttributedRun, fraction
+from aitune.analysis.shares import fraction
 from aitune.analysis.warnings import ProfileWarning, warning
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from aitune.analysis.attribution import AttributedRun
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -80,16 +83,6 @@ def summarize(values: Sequence[float]) -> Summary:
         min=min(values),
         max=max(values),
     )
-
-
-def median_share(fractions: Sequence[float]) -> float:
-    """A region's share of the run: the median over runs of its per-run fraction (0 with no runs).
-
-    The one definition every reader shows (terminal, Markdown, viewer, suggest), so one region reads
-    the same share everywhere; a ratio of medians (median region time ÷ median run) would differ.
-    Like any median, the shares of one level need not add up to exactly 100%.
-    """
-    return statistics.median(fractions) if fractions else 0.0
 
 
 def outlier_indices(values: Sequence[float], mads: float = OUTLIER_MADS) -> list[int]:
@@ -270,6 +263,8 @@ def bootstrap_ratio_interval(
     before: Sequence[float], after: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
 ) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval (`CONFIDENCE`) of median(after) ÷ median(before); deterministic."""
+    import numpy as np  # here, as in `resample_indices`: the summaries a document's readers use need no numpy
+
     old_draws, new_draws = resample_indices(len(before), len(after), resamples, seed)
     old = np.median(np.asarray(before, dtype=float)[old_draws], axis=1)
     new = np.median(np.asarray(after, dtype=float)[new_draws], axis=1)
@@ -285,15 +280,21 @@ def bootstrap_ratio_interval(
 def resample_indices(before_n: int, after_n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Which runs each bootstrap resample draws on each side: two read-only ``resamples × n`` index arrays.
 
-    Drawn with `random.Random(seed).choices`, alternating before and after per resample, so the
-    resamples do not depend on numpy's generators and stay the same across numpy versions.
+    The draws of `random.Random(seed).choices`, alternating before and after per resample, so the
+    resamples do not depend on numpy's generators and stay the same across numpy versions. They are
+    made in bulk (a Python loop took ~90 ms, more than the rest of ``compare``): ``choices`` picks
+    ``floor(random() × n)``, and numpy's legacy ``RandomState`` (MT19937, its stream frozen by numpy's
+    compatibility policy) started from Python's generator state gives the same ``random()`` doubles;
+    ``tests/test_compare.py`` checks they agree.
     """
-    rng = random.Random(seed)
-    pairs = [
-        (rng.choices(range(before_n), k=before_n), rng.choices(range(after_n), k=after_n)) for _ in range(resamples)
-    ]
-    old = np.array([draw for draw, _ in pairs], dtype=np.intp).reshape(resamples, before_n)
-    new = np.array([draw for _, draw in pairs], dtype=np.intp).reshape(resamples, after_n)
+    import numpy as np
+
+    _, state, _ = random.Random(seed).getstate()
+    generator = np.random.RandomState()
+    generator.set_state(("MT19937", np.array(state[:-1], dtype=np.uint32), state[-1]))
+    uniform = generator.random_sample((resamples, before_n + after_n))
+    old = np.floor(uniform[:, :before_n] * before_n).astype(np.intp)
+    new = np.floor(uniform[:, before_n:] * after_n).astype(np.intp)
     for array in (old, new):
         array.flags.writeable = False  # shared by every caller through the cache
     return old, new

@@ -26,9 +26,9 @@ from aitune.analysis.events import (
     TraceEvents,
     check_trace,
     checked_metadata,
-    gc_paused,
     read_trace_events,
 )
+from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.work import COUNTED
 from aitune.errors import ProfileError
 from aitune.markers import SPAN_PREFIX, TRACE_METADATA_KEY

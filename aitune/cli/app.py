@@ -4,8 +4,8 @@ Every command parses its options, makes one core call, renders, and picks the ex
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: Typer reads every command's annotations when it builds
+# the command line, and string annotations would be compiled and evaluated again at every start.
 import contextlib
 import math
 import os
@@ -28,11 +28,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    # Click's plain help: Typer's rich help imports rich's Markdown parser, Pygments and its traceback
+    # renderer, several times what the rest of `--help` costs.
+    rich_markup_mode=None,
 )
 
 
 @cache
-def _console() -> Console:
+def _console() -> "Console":
     """The terminal the commands print to, made on first print: ``--help`` and a failed parse never pay for it."""
     from rich.console import Console
 
@@ -230,8 +233,9 @@ def compare(
     and --html adds its tuned regions' predicted and realised gains.
     """
     from aitune.cli import outputs
-    from aitune.cli.render import diff_view, ratio_text
+    from aitune.cli.render import diff_view
     from aitune.compare import compare_profiles, regressed
+    from aitune.compare.gains import ratio_text
     from aitune.compare.loop_report import is_tune_folder, read_tune_folder
     from aitune.report import load
 
@@ -254,6 +258,8 @@ def compare(
         _emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
     if as_json:
+        from aitune.cli import outputs  # here and below: what writes files is not loaded to print a table
+
         outputs.print_json({**diff.to_dict(), "gate": outputs.gate_dict(fail_if_slower, failed)})
     else:
         console.print(diff_view(diff))
@@ -284,7 +290,6 @@ def suggest(
     debug: Debug = False,
 ) -> None:
     """Rank the regions worth tuning, with the end-to-end gain each could bring and the reasons why."""
-    from aitune.cli import outputs
     from aitune.cli.render import suggestions_view
     from aitune.report import load
     from aitune.suggest import suggest as suggest_targets
@@ -293,6 +298,8 @@ def suggest(
         fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
     suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario, precision=precision)
     if as_json:
+        from aitune.cli import outputs
+
         outputs.print_json(suggestions.to_dict())
     else:
         console.print(suggestions_view(suggestions))
@@ -425,7 +432,6 @@ def tune(
 @guarded
 def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False) -> None:
     """Check a profile against the schema and its invariants; every problem with its JSON path (exit 1 if any)."""
-    from aitune.cli import outputs
     from aitune.report import read_json, written_by
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
@@ -436,6 +442,8 @@ def validate(profile: ProfilePath, as_json: AsJson = False, debug: Debug = False
     check_profile_header(raw, profile)
     problems = problems_of(raw)
     if as_json:
+        from aitune.cli import outputs
+
         outputs.print_json({"path": str(profile), "valid": not problems, "problems": problems})
     elif problems:
         for problem in problems:  # one line each, however narrow the terminal: tools grep these

@@ -14,7 +14,6 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from aitune.errors import AituneError, UserCodeError
-from aitune.report.safe_text import visible
 
 EXIT_GATE_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -24,6 +23,8 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``[error] message`` on stderr and exit with ``code``; document text in it cannot reach the terminal raw."""
+    from aitune.report.safe_text import visible  # here: `--help` and a command that succeeds need no report module
+
     sys.stderr.write(f"[error] {visible(message)}\n")
     raise typer.Exit(code)
 

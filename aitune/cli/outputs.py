@@ -18,15 +18,16 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+from aitune import report
 from aitune.errors import CaptureError, OutputError, ProfileError
 from aitune.profiler_lines import without_profiler_lines
-from aitune.report import ProfileDoc, build_profile, dumps, read_trace, read_trace_file_events, render_markdown, save
+from aitune.report import ProfileDoc, dumps, save
 from aitune.report.io import MAX_JSON_BYTES, cannot_write, gzipped, read_regular, write_atomic
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 TRACE_NAME = "trace.json.gz"
 
@@ -147,7 +148,7 @@ def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Pat
     if trace is not None:
         doc = {**doc, "trace_file": trace.name}  # type: ignore[assignment]
     profile = save(doc, folder / f"profile{suffix}.json")
-    markdown = write_atomic(folder / f"profile{suffix}.md", render_markdown(doc).encode())
+    markdown = write_atomic(folder / f"profile{suffix}.md", report.render_markdown(doc).encode())
     return Written(doc, profile, markdown, trace)
 
 
@@ -156,7 +157,8 @@ def analyze_trace(trace: Path) -> ProfileDoc:
 
     `ProfileError` when it holds no run marker.
     """
-    doc = build_profile(read_trace_file_events(trace), str(trace))  # torch-free, unlike aitune.torch.analyze_trace
+    # Torch-free, unlike aitune.torch.analyze_trace; `report.` loads the trace reader here, not at import.
+    doc = report.build_profile(report.read_trace_file_events(trace), str(trace))
     doc["trace_file"] = trace.name
     return doc
 
@@ -177,7 +179,7 @@ def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float,
 
         renderer = profile_page
     archive = build_bundle(
-        load(profile), read_trace(trace) if trace is not None else None, max_mb=max_mb, html=renderer
+        load(profile), report.read_trace(trace) if trace is not None else None, max_mb=max_mb, html=renderer
     )
     write_atomic(output, archive)
     return len(archive)
@@ -376,6 +378,9 @@ def _alive(pid: int) -> bool:
 
 
 def _progress(stream: Any) -> Progress:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("capturing {task.description}"),
         BarColumn(),

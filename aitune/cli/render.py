@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from aitune.compare import Change, ProfileDiff
-from aitune.compare.gains import ratio_text, speedup_line
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.efficiency import region_efficiencies
@@ -25,8 +23,10 @@ from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
-from aitune.suggest import Suggestions, Target
-from aitune.suggest.gain import speedup_text
+
+if TYPE_CHECKING:  # each view imports its stage when it is called: `report` loads neither compare nor suggest
+    from aitune.compare import Change, ProfileDiff
+    from aitune.suggest import Suggestions, Target
 
 MISSING = "-"
 TOP_REGIONS = 10
@@ -256,6 +256,8 @@ def diff_view(diff: ProfileDiff) -> Group:
     for row in diff.regions:
         label = terminal_text(f"{row.path} (kind changed)" if row.kind_changed else row.path)
         table.add_row(label, *_change_cells(row.change), terminal_text(row.status))
+    from aitune.compare.gains import speedup_line
+
     parts: list[Any] = [table, terminal_text(speedup_line(diff.run_time))]
     if any(diff.world_sizes):
         parts.append(terminal_text(merged_line(diff.world_sizes)))
@@ -328,6 +330,8 @@ def _operator_table(diff: ProfileDiff) -> Table:
 
 
 def _change_cells(change: Change) -> tuple[str, str, str]:
+    from aitune.compare.gains import ratio_text
+
     return ms(change.before_us), ms(change.after_us), ratio_text(change)
 
 
@@ -341,6 +345,8 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
 
     Paths, types and messages come from the profile: they are shown through `terminal_text`, never as markup.
     """
+    from aitune.suggest.gain import speedup_text
+
     picked = suggestions.recommended()
     scenario = f", scenario {suggestions.scenario}" if suggestions.scenario else ""
     table = Table(
@@ -387,6 +393,8 @@ def _precision_lines(suggestions: Suggestions) -> list[Text]:
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
+    from aitune.suggest.gain import speedup_text
+
     if not suggestions.targets:
         return [terminal_text("Nothing to tune: no region is named by a module path that wrap or --targets take.")]
     if not picked:

@@ -6,22 +6,20 @@ does not import the Markdown renderer nor the trace analysis a command never cal
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from aitune.lazy_exports import lazy_exports
 
 # Eager, and after its submodule's import: the package's ``validate`` is the function, not the module.
 from aitune.report.validate import check_adds_up as check_adds_up
 from aitune.report.validate import validate as validate
 
 _HOMES = {
+    "builder": ("build_profile", "profile_from_events"),
     "document": (
         "LITE_LACKS",
         "SCHEMA_VERSION",
         "ProfileDoc",
-        "build_profile",
         "combine_scenarios",
         "is_lite",
-        "profile_from_events",
         "scenario_names",
         "select_scenario",
     ),
@@ -34,14 +32,4 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = sorted([*_HOME_OF, "check_adds_up", "validate"])
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME_OF:
-        raise AttributeError(f"module 'aitune.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"aitune.report.{_HOME_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _HOME_OF, globals())

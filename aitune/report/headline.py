@@ -24,8 +24,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.attribution import SPANS_RUN_FRACTION, fraction
-from aitune.analysis.statistics import median_share
+from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction, median_share
 from aitune.markers import region_path
 
 RESIDUAL_LABEL = "(residual)"
@@ -49,7 +48,7 @@ class HeadlineRow:
 
     @property
     def share(self) -> float:
-        """Its share of the run, as every reader shows it (`aitune.analysis.statistics.median_share`)."""
+        """Its share of the run, as every reader shows it (`aitune.analysis.shares.median_share`)."""
         return median_share(self.fractions)
 
 

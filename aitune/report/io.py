@@ -13,16 +13,18 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from aitune.analysis.events import TraceEvents, check_trace, gc_paused
-from aitune.analysis.trace_json import trace_events_from_json
+from aitune.analysis.gc_pause import gc_paused
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.ranks import check_ranks
 from aitune.report.validate import validate
+
+if TYPE_CHECKING:
+    from aitune.analysis.events import TraceEvents
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -175,6 +177,8 @@ def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_items: int 
 def read_trace_file_events(path: str | Path) -> TraceEvents:
     """The events of the Chrome trace file at ``path`` (plain or gzipped), read by the typed fast path
     (`aitune.analysis.trace_json`) with `read_json`'s bounds; `ProfileError` names the file."""
+    from aitune.analysis.trace_json import trace_events_from_json  # here: reading a document needs no trace reader
+
     name = str(path)
     data = unpacked(read_regular(path, MAX_JSON_BYTES), name)
     return trace_events_from_json(data, name, lambda json: parse_json(json, name))
@@ -369,4 +373,6 @@ def check_profile_header(raw: Any, path: str | Path) -> None:
 
 def read_trace(path: str | Path) -> dict[str, Any]:
     """Read a Chrome trace (plain or gzipped); `ProfileError` when it is not one."""
+    from aitune.analysis.events import check_trace  # here: reading a document needs no trace analysis (numpy)
+
     return check_trace(read_json(path), str(path))

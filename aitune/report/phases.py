@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.statistics import median_share
+from aitune.analysis.shares import median_share
 from aitune.markers import region_path
 
 

@@ -30,8 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aitune.analysis.attribution import fraction
-from aitune.analysis.statistics import median_share
+from aitune.analysis.shares import fraction, median_share
 from aitune.errors import ProfileError
 from aitune.report.efficiency import efficiency_by_region
 from aitune.report.samples import DOMAINS, run_samples, select_scenario

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.attribution import fraction
+from aitune.analysis.shares import fraction
 from aitune.report.document import operator_runs
 from aitune.report.headline import headline_rows
 from aitune.suggest.candidates import Found, wrappable

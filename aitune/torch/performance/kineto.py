@@ -32,8 +32,8 @@ from aitune.analysis.events import (
     NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
-    gc_paused,
 )
+from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.trace_json import trace_events_from_json
 from aitune.analysis.work import COUNTED
 from aitune.markers import SPAN_PREFIX
