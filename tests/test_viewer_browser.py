@@ -17,6 +17,7 @@ from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewe
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
 from aitune.report import dumps, load
+from aitune.report.formatting import factor
 from aitune.suggest import suggest
 from aitune.viewer import overview, targets
 
@@ -95,7 +96,7 @@ def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, bro
         expect = _expect()
         expect(page.locator(".gain-table .tabulator-row")).to_have_count(len(report.regions))
         expect(page.locator(".tuned-speedup")).to_contain_text(
-            overview.format_gain(report.speedup, report.ci_low, report.ci_high)
+            factor(report.speedup, report.ci_low, report.ci_high)
         )
         page.locator(".bk-tab", has_text="Suggestions").click()
         expect(page.locator(".suggest-picked")).to_have_text(targets.picked_line(found))

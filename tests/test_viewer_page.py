@@ -84,7 +84,7 @@ def test_top_movers_name_the_self_time_of_a_region_that_spans_the_run():
 
 
 def test_the_speedup_is_before_over_after_with_the_inverted_interval():
-    assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60–2.50]"
+    assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60, 2.50]"
     assert overview.format_speedup(Change(100.0, None)) == "-"
 
 

@@ -197,7 +197,7 @@ def compare(
 ) -> None:
     """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate."""
     from aitune.cli import outputs
-    from aitune.cli.render import diff_view, ratio_text
+    from aitune.cli.render import change_speedup, diff_view
     from aitune.compare import compare_profiles, regressed
     from aitune.report import load
 
@@ -211,7 +211,8 @@ def compare(
         console.print(diff_view(diff))
         if fail_if_slower is not None:
             verdict = "FAILED" if failed else "passed"
-            console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time {ratio_text(diff.run_time)})")
+            run_time = change_speedup(diff.run_time)
+            console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time speedup {run_time})")
     if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 

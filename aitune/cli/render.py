@@ -17,31 +17,22 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import speedup
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
+from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent
 from aitune.report.headline import HeadlineRow, headline_rows
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
 from aitune.report.samples import run_samples
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions, Target
 
-MISSING = "-"
 TOP_REGIONS = 10
 TOP_TARGETS = 15
 PIPE_WIDTH = 200
 """Columns of output to a pipe or file: wide enough that a table row stays one line."""
 
 
-def ms(value_us: float | None) -> str:
-    """Microseconds as milliseconds, ``-`` when absent."""
-    return MISSING if value_us is None else f"{value_us / 1000:,.3f}"
-
-
-def ratio_text(change: Change) -> str:
-    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
-    if change.ratio is None:
-        return MISSING
-    if change.ci_low is None or change.ci_high is None:
-        return f"{change.ratio:.3f}×"
-    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
+def change_speedup(change: Change) -> str:
+    """``1.29× [1.20, 1.38]``: a change as a speedup (before ÷ after) with its interval, as far as they exist."""
+    return factor(*speedup(change))
 
 
 def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
@@ -49,7 +40,7 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
     samples = run_samples(doc, domain)
     if not samples:
         return "run time: no measured runs"
-    spread = f"{ms(min(samples))}–{ms(max(samples))} ms over {len(samples)} run(s)"
+    spread = f"{ms_spread(min(samples), max(samples))} ms over {len(samples)} run(s)"
     return f"run time: median {ms(statistics.median(samples))} ms ({spread}, {domain})"
 
 
@@ -98,7 +89,7 @@ def communication_table(doc: Mapping[str, Any]) -> Table | None:
     caption = None
     if summary.device_overlap_us is not None and summary.device_overlap_fraction is not None:
         overlap, share = ms(summary.device_overlap_us), summary.device_overlap_fraction
-        caption = f"NCCL kernels beside compute kernels: {overlap} ms ({share:.1%} of their time)"
+        caption = f"NCCL kernels beside compute kernels: {overlap} ms ({percent(share)} of their time)"
     table = Table(title=terminal_text("Communication (median per run)"), caption=caption)
     table.add_column("Region")
     for key in summary.keys:
@@ -144,7 +135,7 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
         table.add_row(
             str(row.rank),
             ms(row.median_us),
-            f"{ms(row.min_us)}–{ms(row.max_us)}",
+            ms_spread(row.min_us, row.max_us),
             ms(row.barrier_wait_us),
             f"{row.slowest_steps} step(s)",
             terminal_text(row.straggler_region or MISSING),
@@ -154,18 +145,17 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
         regions.add_column(header, justify="left" if header == "Region" else "right")
     rows = regions_across_ranks(doc)
     for row in rows[:limit]:
-        ratio = MISSING if row.imbalance is None else f"{row.imbalance:.2f}×"
         regions.add_row(
             terminal_text(row.region_id),
             str(row.slowest_rank),
             ms(row.max_us),
             ms(statistics.median(row.medians_us)),
-            ratio,
+            factor(row.imbalance),
         )
     if len(rows) > limit:
         regions.add_row(terminal_text(f"… {len(rows) - limit} more region(s)"), "", "", "", "")
     run = ranks["run_time"]
-    balance = MISSING if "imbalance" not in run else f"{run['imbalance']:.2f}×"
+    balance = factor(run.get("imbalance"))
     line = (
         f"merged: each run is its step's slowest rank; run time imbalance (max ÷ median across ranks) {balance}, "
         f"critical rank {ranks['critical_rank']}"
@@ -174,13 +164,13 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
 
 
 def diff_view(diff: ProfileDiff) -> Group:
-    """Run time, residual and regions before/after with ratios, then operators and one-sided warnings."""
+    """Run time, residual and regions before/after with speedups, then operators and one-sided warnings."""
     scenario = f", scenario {diff.scenario}" if diff.scenario else ""
     table = Table(
         title=terminal_text(f"Before → after ({diff.domain}, median per run{scenario})"),
-        caption=f"ratio = after ÷ before; [95% bootstrap CI]; runs {diff.runs[0]} → {diff.runs[1]}",
+        caption=f"speedup = before ÷ after; [95% bootstrap CI]; runs {diff.runs[0]} → {diff.runs[1]}",
     )
-    for header in ("Region", "Before (ms)", "After (ms)", "Ratio [95% CI]", "Status"):
+    for header in ("Region", "Before (ms)", "After (ms)", "Speedup [95% CI]", "Status"):
         table.add_column(header, justify="left" if header in ("Region", "Status") else "right")
     table.add_row(terminal_text("run time", style="bold"), *_change_cells(diff.run_time), "")
     table.add_row(terminal_text("(residual)", style="italic"), *_change_cells(diff.residual), "")
@@ -200,13 +190,11 @@ def diff_view(diff: ProfileDiff) -> Group:
 
 
 def speedup_line(change: Change) -> str:
-    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
-    worded as the viewer words it."""
-    value, low, high = speedup(change)
-    if value is None:
+    """``speedup 1.29× [1.20, 1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`'
+    convention, worded as the viewer words it."""
+    if speedup(change)[0] is None:
         return f"speedup {MISSING}"
-    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
-    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
+    return f"speedup {change_speedup(change)} (before ÷ after run time)"
 
 
 def merged_line(world_sizes: tuple[int | None, int | None]) -> str:
@@ -220,18 +208,17 @@ def _operator_table(diff: ProfileDiff) -> Table:
     for header in ("Operator", "Before (ms)", "After (ms)", "Δ (ms)"):
         table.add_column(header, justify="left" if header == "Operator" else "right", overflow="fold")
     for row in diff.operators:
-        delta = MISSING if row.delta_us is None else f"{row.delta_us / 1000:+,.3f}"
-        table.add_row(terminal_text(row.key), ms(row.before_us), ms(row.after_us), delta)
+        table.add_row(terminal_text(row.key), ms(row.before_us), ms(row.after_us), ms_change(row.delta_us))
     return table
 
 
 def _change_cells(change: Change) -> tuple[str, str, str]:
-    return ms(change.before_us), ms(change.after_us), ratio_text(change)
+    return ms(change.before_us), ms(change.after_us), change_speedup(change)
 
 
 def _time_cells(row: HeadlineRow) -> tuple[str, str, str]:
     times = row.times_us
-    return ms(statistics.median(times)), f"{row.share:.1%}", f"{ms(min(times))}–{ms(max(times))}"
+    return ms(statistics.median(times)), percent(row.share), ms_spread(min(times), max(times))
 
 
 def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Group:
@@ -254,7 +241,7 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
     for target in suggestions.targets[:limit]:
         table.add_row(
             terminal_text(target.path),
-            f"{target.share:.1%}",
+            percent(target.share),
             ms(target.time_per_run_us),
             f"{target.calls_per_run:g}",
             _speedup(target.upper_bound_speedup),
@@ -267,7 +254,7 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
 
 
 def _speedup(value: float) -> str:
-    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
+    return "∞" if value >= UPPER_BOUND_CAP else factor(value)
 
 
 def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> list[Text]:
@@ -279,15 +266,15 @@ def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> lis
     for rank, target in enumerate(picked, 1):
         lines.append(
             terminal_text(
-                f"{rank}. {target.path} — {target.share:.1%} of the run, {ms(target.time_per_run_us)} ms a run in "
-                f"{target.calls_per_run:g} call(s): predicted {target.predicted_speedup:.3f}× end to end "
-                f"({target.predicted_region_speedup:.2f}× for it), at most {_speedup(target.upper_bound_speedup)}."
+                f"{rank}. {target.path} — {percent(target.share)} of the run, {ms(target.time_per_run_us)} ms a run in "
+                f"{target.calls_per_run:g} call(s): predicted {factor(target.predicted_speedup)} end to end "
+                f"({factor(target.predicted_region_speedup)} for it), at most {_speedup(target.upper_bound_speedup)}."
             )
         )
         lines += [terminal_text(f"   {reason.code}: {reason.message}") for reason in target.reasons]
     predicted, bound = suggestions.combined(picked)
     if len(picked) > 1:
-        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {_speedup(bound)}."
+        together = f"All {len(picked)} together: predicted {factor(predicted)} end to end, at most {_speedup(bound)}."
         lines.append(terminal_text(together))
     return lines
 

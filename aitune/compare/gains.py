@@ -15,6 +15,7 @@ from typing import Any
 from aitune.compare import Change, ProfileDiff
 from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
+from aitune.report.formatting import factor
 from aitune.report.samples import path_of
 
 
@@ -187,7 +188,7 @@ def weigh_whole_model(suggestions: Mapping[str, Any], paths: Sequence[str]) -> W
     whole = combined_speedup(outermost(targets))
     separate = combined_speedup([target for target in targets if target["path"] in paths])
     chosen = whole is not None and (separate is None or whole >= separate)
-    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
+    figures = f"{factor(whole or 0)} predicted whole, {factor(separate or 0)} for {', '.join(paths)}"
     reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
     return WholeModel(whole, separate, tuple(paths), chosen, reason)
 
@@ -230,7 +231,7 @@ def slowdown_line(slowdowns: Sequence[Slowdown], limit: int = 5) -> str | None:
     """``untuned regions ran slower after tuning: decoder 1.31× [1.20, 1.45]; …``, or None for none."""
     if not slowdowns:
         return None
-    shown = "; ".join(f"{s.path} {s.factor:.2f}× [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in slowdowns[:limit])
+    shown = "; ".join(f"{s.path} {factor(s.factor, s.ci_low, s.ci_high)}" for s in slowdowns[:limit])
     more = f" and {len(slowdowns) - limit} more" if len(slowdowns) > limit else ""
     return (
         f"warning: untuned regions ran slower after tuning: {shown}{more} (after ÷ before); a tuned backend may be "

@@ -16,12 +16,11 @@ from aitune.report.document import (
     scenario_names,
     select_scenario,
 )
+from aitune.report.formatting import MISSING, factor, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
-
-MISSING = "-"
 
 
 class Markup(str):
@@ -53,15 +52,6 @@ def render_markdown(doc: ProfileDoc) -> str:
         ]
     sections.append(_environment(doc))
     return "\n\n".join(section for section in sections if section) + "\n"
-
-
-def ms(value_us: float | None) -> str:
-    """Microseconds as milliseconds with three decimals, ``-`` when absent."""
-    return MISSING if value_us is None else f"{value_us / 1000:.3f}"
-
-
-def percent(fraction: float | None) -> str:
-    return MISSING if fraction is None else f"{fraction * 100:.1f}%"
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -98,12 +88,10 @@ def _overview(doc: ProfileDoc) -> str:
         lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")
     if overhead:
-        low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
-        interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
+        ratio = factor(overhead["ratio"], overhead.get("ratio_low"), overhead.get("ratio_high"))
         lines.append(
             f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups "
-            f"({overhead['ratio']:.2f}×{interval})"
+            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups ({ratio}, 95% interval)"
         )
     warmup = doc.get("warmup")
     if warmup:
@@ -163,7 +151,7 @@ def _label(label: str, role: str) -> str:
 
 
 def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
-    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), f"{summary['cv'] * 100:.1f}%"
+    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), percent(summary["cv"])
 
 
 def _ranks(doc: ProfileDoc) -> str:
@@ -192,7 +180,7 @@ def _ranks(doc: ProfileDoc) -> str:
             (
                 row.region_id,
                 row.slowest_rank,
-                MISSING if row.imbalance is None else f"{row.imbalance:.2f}×",
+                factor(row.imbalance),
                 *map(ms, row.medians_us),
             )
             for row in regions_across_ranks(doc)
