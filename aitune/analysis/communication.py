@@ -24,11 +24,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aitune.analysis.attribution import fraction, run_index_of
+from aitune.analysis.attribution import fraction
 from aitune.analysis.collectives import PARAM_COMMS
 from aitune.analysis.events import CommunicationSpan, Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
 from aitune.analysis.region_operators import NodeKey, node_keys
+from aitune.markers import span_run_index
 
 Item = TypeVar("Item")
 
@@ -99,7 +100,7 @@ def communication(events: TraceEvents) -> Communication | None:
     in_flight = merged((span.start_us, span.end_us) for span in events.communication)
     carriers = _byte_carriers(events.communication)
     nodes: dict[NodeKey, CommunicationShare] = defaultdict(CommunicationShare)
-    runs: dict[int, CommunicationShare] = {run_index_of(run): CommunicationShare() for run in events.runs}
+    runs: dict[int, CommunicationShare] = {span_run_index(run.name): CommunicationShare() for run in events.runs}
     device_of = {activity.correlation: 0.0 for activity in kernels}
     for activity in kernels:
         device_of[activity.correlation] += activity.duration_us
@@ -113,7 +114,7 @@ def communication(events: TraceEvents) -> Communication | None:
             if key is not None:
                 nodes[key].cpu_time_us += covered_within(in_flight, span.start_us, span.end_us)
         for run in thread_runs:
-            runs[run_index_of(run)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
+            runs[span_run_index(run.name)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
         _add_bytes(carriers, thread_runs, regions, keys, nodes, runs)
         _add_device_time(events, view, device_of, thread_runs, regions, keys, nodes, runs)
     return Communication(
@@ -180,7 +181,7 @@ def _in_runs(
         items, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
     ):
         if run is not None:
-            yield item, run_index_of(runs[run]), _ancestors(keys[region] if region is not None else None)
+            yield item, span_run_index(runs[run].name), _ancestors(keys[region] if region is not None else None)
 
 
 def _ancestors(key: NodeKey | None) -> list[NodeKey]:
@@ -199,7 +200,7 @@ def _device_overlap(events: TraceEvents) -> dict[int, float]:
         launches = [events.launches[i] for i in view.launches]
         owners = innermost_enclosing(columns(runs), [launch.start_us for launch in launches])
         run_of.update(
-            (launch.correlation, run_index_of(runs[owner]))
+            (launch.correlation, span_run_index(runs[owner].name))
             for launch, owner in zip(launches, owners, strict=True)
             if owner is not None
         )

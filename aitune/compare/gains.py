@@ -17,6 +17,7 @@ from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.formatting import factor
 from aitune.report.samples import path_of
+from aitune.suggest import Suggestions, Target
 
 
 @dataclass(frozen=True)
@@ -137,28 +138,13 @@ def _end_to_end(run_before: float | None, before: float | None, after: float | N
     return run_before / remaining if remaining > 0 else None
 
 
-def combined_speedup(targets: Sequence[Mapping[str, Any]]) -> float | None:
-    """The predicted end-to-end speedup of tuning all ``targets`` (disjoint, suggest's dicts) together:
-    ``1 / ((1 - Σ share) + Σ share / predicted_region_speedup)``; None for no targets.
-
-    >>> round(combined_speedup([{"share": 0.5, "predicted_region_speedup": 2.0},
-    ...                         {"share": 0.3, "predicted_region_speedup": 3.0}]), 3)
-    1.818
-    """
-    if not targets:
-        return None
-    shares = sum(target["share"] for target in targets)
-    remaining = max(0.0, 1.0 - shares) + sum(t["share"] / t["predicted_region_speedup"] for t in targets)
-    return 1.0 / remaining if remaining > 0 else None
-
-
-def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def outermost(targets: Sequence[Target]) -> list[Target]:
     """The targets no other target contains (``blocks.0`` is inside ``blocks``), in their order."""
-    paths = {target["path"] for target in targets}
+    paths = {target.path for target in targets}
     return [
         target
         for target in targets
-        if target["path"] and not any(target["path"].startswith(f"{other}.") for other in paths if other)
+        if target.path and not any(target.path.startswith(f"{other}.") for other in paths if other)
     ]
 
 
@@ -166,7 +152,7 @@ def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 class WholeModel:
     """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
 
-    Both predictions combine suggest's per-region forecasts (`combined_speedup`): the
+    Both predictions combine suggest's per-region forecasts as suggest does (`Suggestions.combined`): the
     whole model covers every module under the root, the separate regions only the chosen ones. It is
     chosen when it is predicted at least as fast, for one build instead of several; if it then fails
     or loses, the separate regions are tuned instead.
@@ -179,14 +165,15 @@ class WholeModel:
     reason: str
 
 
-def weigh_whole_model(suggestions: Mapping[str, Any], paths: Sequence[str]) -> WholeModel | None:
-    """How tuning the root module whole compares with tuning ``paths`` (suggest's choice, from its
-    ``to_dict()``); None when one path was chosen. The caller knows whether the root is a module."""
+def weigh_whole_model(found: Suggestions, paths: Sequence[str]) -> WholeModel | None:
+    """How tuning the root module whole compares with tuning ``paths`` (suggest's choice among ``found``);
+    None when one path was chosen. The caller knows whether the root is a module."""
     if len(paths) < 2:
         return None
-    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
-    whole = combined_speedup(outermost(targets))
-    separate = combined_speedup([target for target in targets if target["path"] in paths])
+    targets = [target for target in found.targets if target.predicted_region_speedup]
+    covered, chosen_targets = outermost(targets), [target for target in targets if target.path in paths]
+    whole = found.combined(covered)[0] if covered else None
+    separate = found.combined(chosen_targets)[0] if chosen_targets else None
     chosen = whole is not None and (separate is None or whole >= separate)
     figures = f"{factor(whole or 0)} predicted whole, {factor(separate or 0)} for {', '.join(paths)}"
     reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"

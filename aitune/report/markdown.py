@@ -21,6 +21,7 @@ from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
+from aitune.report.samples import has_device_time, median_run, residual_causes
 
 
 class Markup(str):
@@ -143,7 +144,7 @@ def _summary(doc: ProfileDoc) -> str:
 
 
 def _domains(doc: ProfileDoc) -> list[str]:
-    return ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
+    return ["cpu"] + (["device"] if has_device_time(doc) else [])
 
 
 def _label(label: str, role: str) -> str:
@@ -195,18 +196,11 @@ def _ranks(doc: ProfileDoc) -> str:
 
 
 def _residual_causes(doc: ProfileDoc) -> str:
-    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
-    if not runs:
+    causes = residual_causes(doc)
+    if not causes:
         return ""
-    causes = list(runs[0]["residual"]["causes"])
-    rows = [
-        (
-            cause,
-            ms(_median([run["residual"]["causes"][cause]["cpu_time_us"] for run in runs])),
-            percent(_median([run["residual"]["causes"][cause]["cpu_time_fraction"] for run in runs])),
-        )
-        for cause in causes
-    ]
+    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
+    rows = [(cause, ms(summary.time_us), percent(summary.share)) for cause, summary in causes.items()]
     spanning = markdown_text(", ".join(doc.get("spanning_regions", [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
     over = f"the {len(runs)} operator runs" if doc.get("operator_runs") else "runs"
@@ -244,7 +238,7 @@ def _tree(doc: ProfileDoc) -> str:
     runs = [run for run in doc["runs"] if run.get("tree")]
     if not runs:
         return ""
-    run = _median_run(runs)
+    run = median_run(runs)
     rows: list[Sequence[Any]] = []
     stack = [(node, 0) for node in reversed(run["tree"])]
     while stack:
@@ -271,17 +265,6 @@ def _tree(doc: ProfileDoc) -> str:
         "Device self (ms)",
     ]
     return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
-
-
-def _median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    ordered = sorted(runs, key=lambda run: (run["timing"]["cpu_time_us"], run["run_index"]))
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _runs(doc: ProfileDoc) -> str:
