@@ -93,7 +93,6 @@ def capture(
 ) -> None:
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
     from aitune.cli import outputs
-    from aitune.cli.render import profile_summary, warnings_table
 
     _require_torch("capture")
     _check_run_counts(warmup, runs)
@@ -127,10 +126,7 @@ def capture(
         outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
         return
     for item in written:
-        console.print(profile_summary(item.doc))
-        warnings = warnings_table(item.doc["warnings"])
-        if warnings is not None:
-            console.print(warnings)
+        _print_profile(item.doc)
         console.print(item.listing(), markup=False)
 
 
@@ -402,7 +398,7 @@ def merge(
 ) -> None:
     """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
     from aitune.cli import outputs
-    from aitune.cli.render import profile_summary, ranks_view, warnings_table
+    from aitune.cli.render import ranks_view
     from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profiles
 
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
@@ -412,12 +408,17 @@ def merge(
     if as_json:
         outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
         return
-    console.print(profile_summary(doc))
-    console.print(ranks_view(doc))
-    warnings = warnings_table(doc["warnings"])
-    if warnings is not None:
-        console.print(warnings)
+    _print_profile(doc, ranks_view(doc))
     console.print(f"profile:  {written.profile}\nmarkdown: {written.markdown}", markup=False)
+
+
+def _print_profile(doc: Any, *between: Any) -> None:
+    """A written profile's summary, then ``between`` (a merged document's ranks), then its warnings."""
+    from aitune.cli.render import profile_summary, warnings_table
+
+    warnings = warnings_table(doc["warnings"])
+    for part in (profile_summary(doc), *between, *([warnings] if warnings is not None else [])):
+        console.print(part)
 
 
 def _require_torch(command: str) -> None:
