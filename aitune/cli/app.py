@@ -143,10 +143,7 @@ def analyze(
     from aitune.cli.render import profile_summary
 
     doc = outputs.analyze_trace(trace)
-    written = None
-    if out is not None:
-        with outputs.output_folder(out):
-            written = outputs.write_profile(out, doc, trace=trace)
+    written = None if out is None else outputs.write_profile_into(out, doc, trace=trace)
     if as_json:
         outputs.print_json(doc)
         return
@@ -402,9 +399,7 @@ def merge(
     from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profiles
 
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
-    target = out or folder / MERGED_FOLDER
-    with outputs.output_folder(target, exclusive=True):
-        written = outputs.write_profile(target, doc)
+    written = outputs.write_profile_into(out or folder / MERGED_FOLDER, doc, exclusive=True)
     if as_json:
         outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
         return
