@@ -89,6 +89,16 @@ def run_span_name(run_index: int) -> str:
     return f"{RUN_SPAN_PREFIX}{run_index}"
 
 
+def span_region_id(span_name: str) -> str:
+    """The one reader of `region_span_name`: ``aitune::region::untuned_module:unet`` → ``untuned_module:unet``."""
+    return span_name[len(REGION_SPAN_PREFIX) :]
+
+
+def span_run_index(span_name: str) -> int:
+    """The one reader of `run_span_name`: ``aitune::run::3`` → 3."""
+    return int(span_name[len(RUN_SPAN_PREFIX) :])
+
+
 TRACE_KIND_AITUNE = "aitune"
 TRACE_KIND_AITUNE_06 = "aitune-0.6"
 TRACE_KIND_TORCH = "torch.profiler"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import torch
+from apps.busy_app import busy_wait
 from torch import nn
 
 
@@ -12,15 +11,6 @@ def median_gap(pairs: list[tuple[float, float]]) -> float:
     """Median |measured − expected| over runs: one run stretched by a preemption cannot decide a test."""
     gaps = sorted(abs(measured - expected) for measured, expected in pairs)
     return gaps[len(gaps) // 2]
-
-
-def busy_wait(ms: float) -> float:
-    """Spin for ``ms`` milliseconds of wall time; returns the µs really spent (a busy machine overshoots)."""
-    start = time.perf_counter()
-    end = start + ms / 1000
-    while time.perf_counter() < end:
-        pass
-    return (time.perf_counter() - start) * 1e6
 
 
 class Busy(nn.Module):

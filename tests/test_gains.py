@@ -9,6 +9,7 @@ from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
 from aitune.compare.loop_report import read_loop_report
 from aitune.errors import ProfileError
+from aitune.suggest import Suggestions, Target
 
 SUGGESTED = {
     "targets": [
@@ -104,34 +105,55 @@ def test_a_bad_compare_report_is_one_sentence_naming_the_field(change, sentence)
     assert str(error.value) == f"run/compare.json: {sentence}; write the folder again with `aitune-profile tune`."
 
 
-def test_the_whole_model_is_chosen_when_it_covers_more_for_one_build():
-    suggestions = {
-        "targets": [
-            {"path": "blocks.0", "share": 0.4, "predicted_region_speedup": 1.5},
-            {"path": "blocks.1", "share": 0.4, "predicted_region_speedup": 1.5},
-            {"path": "head", "share": 0.1, "predicted_region_speedup": 1.2},
-        ]
-    }
+def suggested(*targets: tuple[str, float, float], runs: int = 3) -> Suggestions:
+    """suggest's record of targets (path, share, predicted region speedup) over ``runs`` runs of 100 µs, each
+    target taking its share of every run."""
+    return Suggestions(
+        domain="cpu",
+        run_time_us=100.0,
+        targets=tuple(
+            Target(
+                path=path,
+                region_id=f"untuned_module:{path}",
+                module_type=None,
+                share=share,
+                share_low=share,
+                share_high=share,
+                time_per_run_us=100.0 * share,
+                calls_per_run=1.0,
+                time_per_call_us=100.0 * share,
+                upper_bound_speedup=1 / (1 - share),
+                predicted_region_speedup=region_speedup,
+                predicted_speedup=1 / ((1 - share) + share / region_speedup),
+                recommended=True,
+                reasons=(),
+                times_us=(100.0 * share,) * runs,
+            )
+            for path, share, region_speedup in targets
+        ),
+        advice=(),
+        run_times=(100.0,) * runs,
+    )
 
-    whole = weigh_whole_model(suggestions, ["blocks.0", "blocks.1"])
+
+def test_the_whole_model_is_chosen_when_it_covers_more_for_one_build():
+    found = suggested(("blocks.0", 0.4, 1.5), ("blocks.1", 0.4, 1.5), ("head", 0.1, 1.2))
+
+    whole = weigh_whole_model(found, ["blocks.0", "blocks.1"])
 
     assert whole.chosen and whole.predicted_speedup > whole.separate_predicted_speedup
+    assert whole.predicted_speedup == found.combined(found.targets)[0]  # suggest's own "all together" figure
     assert whole.reason.startswith("one build instead of 2")
 
 
 def test_separate_regions_win_when_the_outer_module_is_forecast_no_gain():
-    suggestions = {
-        "targets": [
-            {"path": "model", "share": 0.9, "predicted_region_speedup": 1.0},
-            {"path": "model.a", "share": 0.45, "predicted_region_speedup": 2.0},
-            {"path": "model.b", "share": 0.45, "predicted_region_speedup": 2.0},
-        ]
-    }
+    found = suggested(("model", 0.9, 1.0), ("model.a", 0.45, 2.0), ("model.b", 0.45, 2.0))
 
-    whole = weigh_whole_model(suggestions, ["model.a", "model.b"])
+    whole = weigh_whole_model(found, ["model.a", "model.b"])
 
     assert not whole.chosen and whole.reason.startswith("separate regions win")
+    assert whole.separate_predicted_speedup == found.combined(found.targets[1:])[0]
 
 
 def test_one_chosen_region_leaves_nothing_to_weigh():
-    assert weigh_whole_model({"targets": []}, ["unet"]) is None
+    assert weigh_whole_model(suggested(("unet", 0.5, 2.0)), ["unet"]) is None

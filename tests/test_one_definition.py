@@ -5,7 +5,7 @@ from rich.console import Console
 from viewer_docs import pipeline_doc
 
 from aitune import compare
-from aitune.cli.render import profile_summary, speedup_line
+from aitune.cli.render import diff_view, profile_summary, speedup_line
 from aitune.report import build_profile, render_markdown
 from aitune.suggest import suggest
 from aitune.viewer import overview
@@ -55,3 +55,13 @@ def test_the_cli_and_the_viewer_word_a_speedup_the_same_way():
 
     assert cli.startswith(f"speedup {viewer} ")
     assert float(viewer.split("×")[0]) > 1  # the after side is faster: a speedup above 1, before ÷ after
+
+
+def test_compare_shows_in_its_table_the_speedup_the_viewer_shows():
+    diff = compare.compare_profiles(pipeline_doc(65.0), pipeline_doc(30.0))
+
+    table = terminal_text(diff_view(diff))
+    run_time_row = next(line for line in table.splitlines() if "run time" in line)
+
+    assert overview.format_speedup(diff.run_time) in run_time_row  # before ÷ after in both, one interval style
+    assert "Speedup [95% CI]" in table and "Ratio" not in table

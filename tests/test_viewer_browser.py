@@ -17,6 +17,7 @@ from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewe
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
 from aitune.report import dumps, load
+from aitune.report.formatting import factor
 from aitune.suggest import suggest
 from aitune.viewer import overview, targets
 
@@ -94,9 +95,7 @@ def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, bro
 
         expect = _expect()
         expect(page.locator(".gain-table .tabulator-row")).to_have_count(len(report.regions))
-        expect(page.locator(".tuned-speedup")).to_contain_text(
-            overview.format_gain(report.speedup, report.ci_low, report.ci_high)
-        )
+        expect(page.locator(".tuned-speedup")).to_contain_text(factor(report.speedup, report.ci_low, report.ci_high))
         page.locator(".bk-tab", has_text="Suggestions").click()
         expect(page.locator(".suggest-picked")).to_have_text(targets.picked_line(found))
         assert page.locator(".target-table .tabulator-row").count() >= 1
@@ -183,7 +182,7 @@ def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_
         page.locator(".profile-upload input[type=file]").set_input_files(str(deep))
 
         _expect()(page.locator(".aitune-problem")).to_have_text(
-            "deep.json: JSON nested deeper than 64 levels is refused."
+            "deep.json: JSON nested deeper than 64 levels is refused; no profile or trace nests that deep."
         )
 
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import panel as pn
 from builders import decoder_trace
 from viewer_docs import HOSTILE, pipeline_doc
 
@@ -84,25 +85,37 @@ def test_top_movers_name_the_self_time_of_a_region_that_spans_the_run():
 
 
 def test_the_speedup_is_before_over_after_with_the_inverted_interval():
-    assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60–2.50]"
+    assert overview.format_speedup(Change(100.0, 50.0, 0.5, 0.4, 0.625)) == "2.00× [1.60, 2.50]"
     assert overview.format_speedup(Change(100.0, None)) == "-"
+
+
+PAIR_SHOWN = '<div class="aitune-names">tuned-pipeline/before/profile.json vs tuned-pipeline/after/profile.json</div>'
+"""The overview's first line for the samples folder: the tune folder's own pair, opened without a URL."""
 
 
 def test_the_page_builds_for_the_sample_pair():
     page = build_page(SAMPLES, {})
+    page.get_root()  # every view renders
 
-    assert page.get_root() is not None
+    assert PAIR_SHOWN in [str(pane.object) for pane in page.select(pn.pane.HTML)]
 
 
 def test_the_viewer_imports_and_builds_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "from pathlib import Path\n"
+        "import panel as pn\n"
         "from aitune.viewer.app import build_page\n"
-        f"build_page(Path({str(SAMPLES)!r}), {{}}).get_root()\n"
+        f"page = build_page(Path({str(SAMPLES)!r}), {{}})\n"
+        "page.get_root()\n"
+        "print(*(pane.object for pane in page.select(pn.pane.HTML)), sep='\\n')\n"
+        "print(sys.modules['torch'])\n"
     )
 
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    shown = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+
+    assert PAIR_SHOWN in shown.stdout.splitlines()
+    assert shown.stdout.splitlines()[-1] == "None"  # torch was never imported
 
 
 def test_top_movers_are_topmost_regions_not_blocks_inside_a_module_tuned_whole():

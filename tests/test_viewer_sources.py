@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from aitune.errors import ProfileError
+from aitune.report import io as report_io
 from aitune.report import read_trace
 from aitune.viewer import sources
 
@@ -68,7 +69,7 @@ def test_deeply_nested_json_is_refused(depth):
     [
         (b"not json", r"^x.json: not valid JSON"),
         (b'{"hello": 1}', r"^x.json: not a profile document \(no schema_version and runs keys\)\.$"),
-        (orjson.dumps({"schema_version": 9, "runs": []}), "schema_version 9 is newer than this viewer reads"),
+        (orjson.dumps({"schema_version": 9, "runs": []}), "schema_version 9 is newer than this aitune reads"),
         (orjson.dumps({"schema_version": 1, "runs": []}), r"^x.json: \(document\): 'created_at' is a required"),
     ],
 )
@@ -78,8 +79,8 @@ def test_a_bad_file_gets_one_sentence_naming_the_file(data, message):
 
 
 def test_nesting_depth_counts_containers_only():
-    assert sources.nesting_depth(1) == 0
-    assert sources.nesting_depth({"a": [1, {"b": []}]}) == 4
+    assert report_io.nesting_depth(1) == 0
+    assert report_io.nesting_depth({"a": [1, {"b": []}]}) == 4
 
 
 def test_links_that_lead_out_of_the_runs_folder_are_not_listed(tmp_path):

@@ -17,7 +17,7 @@ from aitune.analysis.events import Span, TraceEvents
 from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
 from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction
 from aitune.errors import ProfileError
-from aitune.markers import REGION_SPAN_PREFIX, RUN_SPAN_PREFIX
+from aitune.markers import span_region_id, span_run_index
 
 
 @dataclass
@@ -168,13 +168,8 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
     return Attribution(runs=runs, unmapped_region_spans=unmapped, observed_region_ids=list(observed))
 
 
-def run_index_of(span: Span) -> int:
-    """The run index encoded in a run span's name (``aitune::run::3`` → 3)."""
-    return int(span.name[len(RUN_SPAN_PREFIX) :])
-
-
 def _empty_run(span: Span, wall_times_us: Sequence[float], has_device: bool) -> AttributedRun:
-    index = run_index_of(span)
+    index = span_run_index(span.name)
     wall = wall_times_us[index] if index < len(wall_times_us) else None
     return AttributedRun(
         run_index=index,
@@ -192,13 +187,8 @@ def _device_work_by_correlation(events: TraceEvents) -> dict[int, list[Interval]
     }
 
 
-def region_of(span: Span) -> str:
-    """The region id of a region span (``aitune::region::untuned_module:unet`` → ``untuned_module:unet``)."""
-    return span.name[len(REGION_SPAN_PREFIX) :]
-
-
 def _region_ids(spans: Sequence[Span]) -> list[str]:
-    return [region_of(span) for span in spans]
+    return [span_region_id(span.name) for span in spans]
 
 
 def _work_launched_by_span(

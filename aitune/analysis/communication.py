@@ -24,12 +24,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aitune.analysis.attribution import run_index_of
 from aitune.analysis.collectives import PARAM_COMMS
-from aitune.analysis.events import CommunicationSpan, Span, ThreadView, TraceEvents
+from aitune.analysis.events import CommunicationSpan, Span, TraceEvents
 from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
 from aitune.analysis.region_operators import NodeKey, node_keys
 from aitune.analysis.shares import fraction
+from aitune.markers import span_run_index
 
 Item = TypeVar("Item")
 
@@ -100,7 +100,7 @@ def communication(events: TraceEvents) -> Communication | None:
     in_flight = merged((span.start_us, span.end_us) for span in events.communication)
     carriers = _byte_carriers(events.communication)
     nodes: dict[NodeKey, CommunicationShare] = defaultdict(CommunicationShare)
-    runs: dict[int, CommunicationShare] = {run_index_of(run): CommunicationShare() for run in events.runs}
+    runs: dict[int, CommunicationShare] = {span_run_index(run.name): CommunicationShare() for run in events.runs}
     device_of = {activity.correlation: 0.0 for activity in kernels}
     for activity in kernels:
         device_of[activity.correlation] += activity.duration_us
@@ -114,9 +114,12 @@ def communication(events: TraceEvents) -> Communication | None:
             if key is not None:
                 nodes[key].cpu_time_us += covered_within(in_flight, span.start_us, span.end_us)
         for run in thread_runs:
-            runs[run_index_of(run)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
-        _add_bytes(carriers, thread_runs, regions, keys, nodes, runs)
-        _add_device_time(events, view, device_of, thread_runs, regions, keys, nodes, runs)
+            runs[span_run_index(run.name)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
+        sent = [(span.start_us, span.bytes or 0) for span in carriers]  # bytes: at the operation's start
+        _add_at_start(sent, "bytes", thread_runs, regions, keys, nodes, runs)
+        launched = [events.launches[i] for i in view.launches if events.launches[i].correlation in device_of]
+        ran = [(launch.start_us, device_of[launch.correlation]) for launch in launched]  # NCCL kernel µs: at launch
+        _add_at_start(ran, "device_time_us", thread_runs, regions, keys, nodes, runs)
     return Communication(
         nodes=dict(nodes),
         runs=runs,
@@ -134,38 +137,20 @@ def _byte_carriers(spans: Sequence[CommunicationSpan]) -> list[CommunicationSpan
     return param_comms or known
 
 
-def _add_bytes(
-    carriers: Sequence[CommunicationSpan],
+def _add_at_start(
+    amounts: Sequence[tuple[float, float]],
+    key: str,
     runs: Sequence[Span],
     regions: Sequence[Span],
     keys: Sequence[NodeKey | None],
     nodes: dict[NodeKey, CommunicationShare],
     totals: dict[int, CommunicationShare],
 ) -> None:
-    """Each operation's bytes to the run and the innermost region open when it started (and that region's ancestors)."""
-    for span, run, above in _in_runs(carriers, [span.start_us for span in carriers], runs, regions, keys):
-        totals[run].bytes += span.bytes or 0
-        for node in above:
-            nodes[node].bytes += span.bytes or 0
-
-
-def _add_device_time(
-    events: TraceEvents,
-    view: ThreadView,
-    device_of: dict[int, float],
-    runs: Sequence[Span],
-    regions: Sequence[Span],
-    keys: Sequence[NodeKey | None],
-    nodes: dict[NodeKey, CommunicationShare],
-    totals: dict[int, CommunicationShare],
-) -> None:
-    """NCCL kernel time to the run and the innermost region open at its launch (and that region's ancestors)."""
-    launches = [launch for launch in (events.launches[i] for i in view.launches) if launch.correlation in device_of]
-    for launch, run, above in _in_runs(launches, [launch.start_us for launch in launches], runs, regions, keys):
-        duration = device_of[launch.correlation]
-        totals[run].device_time_us += duration
-        for node in above:
-            nodes[node].device_time_us += duration
+    """Each (start µs, amount) to the ``key`` (bytes, device µs) of the run and of the innermost region open at
+    its start (and that region's ancestors)."""
+    for (_, amount), run, above in _in_runs(amounts, [start for start, _ in amounts], runs, regions, keys):
+        for share in (totals[run], *(nodes[node] for node in above)):
+            setattr(share, key, getattr(share, key) + amount)
 
 
 def _in_runs(
@@ -181,7 +166,7 @@ def _in_runs(
         items, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
     ):
         if run is not None:
-            yield item, run_index_of(runs[run]), _ancestors(keys[region] if region is not None else None)
+            yield item, span_run_index(runs[run].name), _ancestors(keys[region] if region is not None else None)
 
 
 def _ancestors(key: NodeKey | None) -> list[NodeKey]:
@@ -200,7 +185,7 @@ def _device_overlap(events: TraceEvents) -> dict[int, float]:
         launches = [events.launches[i] for i in view.launches]
         owners = innermost_enclosing(columns(runs), [launch.start_us for launch in launches])
         run_of.update(
-            (launch.correlation, run_index_of(runs[owner]))
+            (launch.correlation, span_run_index(runs[owner].name))
             for launch, owner in zip(launches, owners, strict=True)
             if owner is not None
         )

@@ -28,11 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from aitune.analysis.attribution import run_index_of
 from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Columns, columns, enclosing_array, nesting_order, parents
 from aitune.analysis.residual import operator_cause
-from aitune.markers import REGION_SPAN_PREFIX
+from aitune.markers import span_region_id, span_run_index
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
@@ -206,9 +205,9 @@ def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | N
         if index < len(runs):
             continue
         parent = parent_of[index]
-        region = spans[index].name[len(REGION_SPAN_PREFIX) :]
+        region = span_region_id(spans[index].name)
         if parent is not None and parent < len(runs):
-            keys[index] = (run_index_of(runs[parent]), (region,))
+            keys[index] = (span_run_index(runs[parent].name), (region,))
         elif parent is not None and (above := keys[parent]) is not None:
             keys[index] = (above[0], (*above[1], region))
     return keys[len(runs) :]

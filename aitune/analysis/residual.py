@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aitune.analysis.attribution import AttributedRun, region_of, run_index_of
+from aitune.analysis.attribution import AttributedRun
 from aitune.analysis.collectives import is_communication
 from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Columns, Interval, columns, covered_within, enclosing_array, innermost_enclosing
 from aitune.analysis.shares import fraction
+from aitune.markers import span_region_id, span_run_index
 
 CAUSES = ("synchronization", "memory_copy", "tensor_ops", "python")
 """The causes of every full capture's residual; a trace with communication adds `COMMUNICATION`."""
@@ -77,14 +78,14 @@ def residual_causes(
     ``communication_us``: each run's residual communication (`aitune.analysis.communication`), None when the trace
     has none; ``in_flight`` (merged intervals) is when it was in flight, time the other causes do not get.
     """
-    causes: dict[int, ResidualCauses] = {run_index_of(run): ResidualCauses() for run in events.runs}
+    causes: dict[int, ResidualCauses] = {span_run_index(run.name): ResidualCauses() for run in events.runs}
     if communication_us is not None:
         for index, residual in causes.items():
             residual.known_us[COMMUNICATION] = communication_us.get(index, 0.0)
     for view in events.threads.values():
         runs = [events.runs[i] for i in view.runs]
         thread_regions = (events.regions[i] for i in view.regions)
-        regions = columns([span for span in thread_regions if region_of(span) not in spanning])
+        regions = columns([span for span in thread_regions if span_region_id(span.name) not in spanning])
         outside = enclosing_array(regions, view.op_starts_us) < 0
         parent_of = view.op_parents
         top = np.flatnonzero(outside & ((parent_of < 0) | ~outside[np.maximum(parent_of, 0)]))  # topmost of them
@@ -100,7 +101,7 @@ def residual_causes(
             cause = operator_cause(names[index])
             if run is not None and cause != COMMUNICATION:  # communication is counted by time in flight
                 overlap = covered_within(in_flight, start, start + duration) if in_flight else 0.0
-                causes[run_index_of(runs[run])].known_us[cause] += duration - overlap
+                causes[span_run_index(runs[run].name)].known_us[cause] += duration - overlap
         _add_bare_runtime_calls(events, view, runs, regions, causes, in_flight)
     return causes
 
@@ -132,4 +133,4 @@ def _add_bare_runtime_calls(
     ):
         if region is None and op is None and run is not None:
             overlap = covered_within(in_flight, call.start_us, call.start_us + call.duration_us) if in_flight else 0.0
-            causes[run_index_of(runs[run])].known_us[operator_cause(call.name)] += call.duration_us - overlap
+            causes[span_run_index(runs[run].name)].known_us[operator_cause(call.name)] += call.duration_us - overlap

@@ -96,7 +96,6 @@ def capture(
 ) -> None:
     """Profile a function of a file or module (app.py:infer), or a whole script (app.py -- args)."""
     from aitune.cli import outputs
-    from aitune.cli.render import profile_summary, warnings_table
 
     _require_torch("capture")
     _check_run_counts(warmup, runs)
@@ -130,10 +129,7 @@ def capture(
         outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
         return
     for item in written:
-        console.print(profile_summary(item.doc))
-        warnings = warnings_table(item.doc["warnings"])
-        if warnings is not None:
-            console.print(warnings)
+        _print_profile(item.doc)
         console.print(item.listing(), markup=False)
 
 
@@ -150,10 +146,7 @@ def analyze(
     from aitune.cli.render import profile_summary
 
     doc = outputs.analyze_trace(trace)
-    written = None
-    if out is not None:
-        with outputs.output_folder(out):
-            written = outputs.write_profile(out, doc, trace=trace)
+    written = None if out is None else outputs.write_profile_into(out, doc, trace=trace)
     if as_json:
         outputs.print_json(doc)
         return
@@ -227,7 +220,7 @@ def compare(
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
-    """Per-region before/after medians, ratios with bootstrap confidence intervals, and an optional gate.
+    """Per-region before/after medians, speedups with bootstrap confidence intervals, and an optional gate.
 
     BEFORE may be the folder `aitune-profile tune` wrote, with no AFTER: its two profiles are compared,
     and --html adds its tuned regions' predicted and realised gains.
@@ -235,7 +228,7 @@ def compare(
     from aitune.cli import outputs
     from aitune.cli.render import diff_view
     from aitune.compare import compare_profiles, regressed
-    from aitune.compare.gains import ratio_text
+    from aitune.compare.gains import change_speedup
     from aitune.compare.loop_report import is_tune_folder, read_tune_folder
     from aitune.report import load
 
@@ -265,7 +258,8 @@ def compare(
         console.print(diff_view(diff))
         if fail_if_slower is not None:
             verdict = "FAILED" if failed else "passed"
-            console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time {ratio_text(diff.run_time)})")
+            run_time = change_speedup(diff.run_time)
+            console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time speedup {run_time})")
     if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 
@@ -488,22 +482,25 @@ def merge(
 ) -> None:
     """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
     from aitune.cli import outputs
-    from aitune.cli.render import profile_summary, ranks_view, warnings_table
+    from aitune.cli.render import ranks_view
     from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profiles
 
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
-    target = out or folder / MERGED_FOLDER
-    with outputs.output_folder(target, exclusive=True):
-        written = outputs.write_profile(target, doc)
+    written = outputs.write_profile_into(out or folder / MERGED_FOLDER, doc, exclusive=True)
     if as_json:
         outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
         return
-    console.print(profile_summary(doc))
-    console.print(ranks_view(doc))
-    warnings = warnings_table(doc["warnings"])
-    if warnings is not None:
-        console.print(warnings)
+    _print_profile(doc, ranks_view(doc))
     console.print(f"profile:  {written.profile}\nmarkdown: {written.markdown}", markup=False)
+
+
+def _print_profile(doc: Any, *between: Any) -> None:
+    """A written profile's summary, then ``between`` (a merged document's ranks), then its warnings."""
+    from aitune.cli.render import profile_summary, warnings_table
+
+    warnings = warnings_table(doc["warnings"])
+    for part in (profile_summary(doc), *between, *([warnings] if warnings is not None else [])):
+        console.print(part)
 
 
 def _require_torch(command: str) -> None:

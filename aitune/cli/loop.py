@@ -17,11 +17,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
-from aitune.cli.render import MISSING, ms
 from aitune.compare.gains import slowdown_line, speedup
 from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
+from aitune.report.formatting import factor, ms
 from aitune.report.io import write_atomic
 from aitune.report.safe_text import terminal_text
 
@@ -150,8 +150,8 @@ def loop_view(result: LoopResult) -> Group:
         table.add_row(
             terminal_text(gain.path or "(whole model)"),
             terminal_text(gain.winner),
-            _times(gain.predicted_speedup),
-            *(_times(value) for value in gain.realised_shown),  # an untouched region's change is noise
+            factor(gain.predicted_speedup),
+            *(factor(value) for value in gain.realised_shown),  # an untouched region's change is noise
             terminal_text(gain.note),
         )
     lines = [*verification_lines(result), end_to_end_line(result), *precision_lines(result)]
@@ -195,19 +195,14 @@ def _mb(size: int) -> str:
 
 
 def end_to_end_line(result: LoopResult) -> str:
-    """``end to end: 1.412× faster [1.380, 1.447] (54.139 → 38.342 ms median run, cpu)``."""
+    """``end to end: 1.41× [1.38, 1.45] faster (54.139 → 38.342 ms median run, cpu)``."""
     value, low, high = speedup(result.diff.run_time)
     change = result.diff.run_time
     if value is None:
         return "end to end: no measured runs to compare"
-    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     verdict = "faster" if value >= 1 else "slower"
     untouched = "" if result.tuned else "; nothing stayed tuned, so the difference is noise, drift or warm-up"
     return (
-        f"end to end: {value:.3f}× {verdict}{interval} "
+        f"end to end: {factor(value, low, high)} {verdict} "
         f"({ms(change.before_us)} → {ms(change.after_us)} ms median run, {result.diff.domain}){untouched}"
     )
-
-
-def _times(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.2f}×"

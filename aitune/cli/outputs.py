@@ -142,6 +142,12 @@ def rank_folder(folder: Path) -> Path:
     return folder if launched is None else folder / f"rank{launched.rank}"
 
 
+def write_profile_into(folder: Path, doc: ProfileDoc, *, trace: Path | None = None, exclusive: bool = False) -> Written:
+    """`write_profile` inside `output_folder`: on a failure the folder is left as it was."""
+    with output_folder(folder, exclusive=exclusive):
+        return write_profile(folder, doc, trace=trace)
+
+
 def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Path | None = None) -> Written:
     """``profile<suffix>.json`` and ``profile<suffix>.md`` in ``folder``; ``trace`` is already in place."""
     _make_folder(folder)

@@ -16,8 +16,8 @@ from rich.text import Text
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
 from aitune.report.efficiency import region_efficiencies
+from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
-from aitune.report.markdown import percent, si
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
@@ -28,16 +28,10 @@ if TYPE_CHECKING:  # each view imports its stage when it is called: `report` loa
     from aitune.compare import Change, ProfileDiff
     from aitune.suggest import Suggestions, Target
 
-MISSING = "-"
 TOP_REGIONS = 10
 TOP_TARGETS = 15
 PIPE_WIDTH = 200
 """Columns of output to a pipe or file: wide enough that a table row stays one line."""
-
-
-def ms(value_us: float | None) -> str:
-    """Microseconds as milliseconds, ``-`` when absent."""
-    return MISSING if value_us is None else f"{value_us / 1000:,.3f}"
 
 
 def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
@@ -45,7 +39,7 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
     samples = run_samples(doc, domain)
     if not samples:
         return "run time: no measured runs"
-    spread = f"{ms(min(samples))}–{ms(max(samples))} ms over {len(samples)} run(s)"
+    spread = f"{ms_spread(min(samples), max(samples))} ms over {len(samples)} run(s)"
     return f"run time: median {ms(statistics.median(samples))} ms ({spread}, {domain})"
 
 
@@ -94,7 +88,7 @@ def communication_table(doc: Mapping[str, Any]) -> Table | None:
     caption = None
     if summary.device_overlap_us is not None and summary.device_overlap_fraction is not None:
         overlap, share = ms(summary.device_overlap_us), summary.device_overlap_fraction
-        caption = f"NCCL kernels beside compute kernels: {overlap} ms ({share:.1%} of their time)"
+        caption = f"NCCL kernels beside compute kernels: {overlap} ms ({percent(share)} of their time)"
     table = Table(title=terminal_text("Communication (median per run)"), caption=caption)
     table.add_column("Region")
     for key in summary.keys:
@@ -213,7 +207,7 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
         table.add_row(
             str(row.rank),
             ms(row.median_us),
-            f"{ms(row.min_us)}–{ms(row.max_us)}",
+            ms_spread(row.min_us, row.max_us),
             ms(row.barrier_wait_us),
             f"{row.slowest_steps} step(s)",
             terminal_text(row.straggler_region or MISSING),
@@ -223,18 +217,17 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
         regions.add_column(header, justify="left" if header == "Region" else "right")
     rows = regions_across_ranks(doc)
     for row in rows[:limit]:
-        ratio = MISSING if row.imbalance is None else f"{row.imbalance:.2f}×"
         regions.add_row(
             terminal_text(row.region_id),
             str(row.slowest_rank),
             ms(row.max_us),
             ms(statistics.median(row.medians_us)),
-            ratio,
+            factor(row.imbalance),
         )
     if len(rows) > limit:
         regions.add_row(terminal_text(f"… {len(rows) - limit} more region(s)"), "", "", "", "")
     run = ranks["run_time"]
-    balance = MISSING if "imbalance" not in run else f"{run['imbalance']:.2f}×"
+    balance = factor(run.get("imbalance"))
     line = (
         f"merged: each run is its step's slowest rank; run time imbalance (max ÷ median across ranks) {balance}, "
         f"critical rank {ranks['critical_rank']}"
@@ -243,13 +236,13 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
 
 
 def diff_view(diff: ProfileDiff) -> Group:
-    """Run time, residual and regions before/after with ratios, then operators and one-sided warnings."""
+    """Run time, residual and regions before/after with speedups, then operators and one-sided warnings."""
     scenario = f", scenario {diff.scenario}" if diff.scenario else ""
     table = Table(
         title=terminal_text(f"Before → after ({diff.domain}, median per run{scenario})"),
-        caption=f"ratio = after ÷ before; [95% bootstrap CI]; runs {diff.runs[0]} → {diff.runs[1]}",
+        caption=f"speedup = before ÷ after; [95% bootstrap CI]; runs {diff.runs[0]} → {diff.runs[1]}",
     )
-    for header in ("Region", "Before (ms)", "After (ms)", "Ratio [95% CI]", "Status"):
+    for header in ("Region", "Before (ms)", "After (ms)", "Speedup [95% CI]", "Status"):
         table.add_column(header, justify="left" if header in ("Region", "Status") else "right")
     table.add_row(terminal_text("run time", style="bold"), *_change_cells(diff.run_time), "")
     table.add_row(terminal_text("(residual)", style="italic"), *_change_cells(diff.residual), "")
@@ -276,7 +269,7 @@ def diff_view(diff: ProfileDiff) -> Group:
 def _phase_table(diff: ProfileDiff) -> Table:
     """Each phase both sides have, its regions and residual below it, then the token figures."""
     table = Table(title=terminal_text("Phases before → after (cpu, median per run)"))
-    for header in ("Phase", "Before (ms)", "After (ms)", "Ratio [95% CI]"):
+    for header in ("Phase", "Before (ms)", "After (ms)", "Speedup [95% CI]"):
         table.add_column(header, justify="left" if header == "Phase" else "right")
     for phase in diff.phases:
         table.add_row(terminal_text(phase.name, style="bold"), *_change_cells(phase.change))
@@ -324,20 +317,19 @@ def _operator_table(diff: ProfileDiff) -> Table:
     for header in ("Operator", "Before (ms)", "After (ms)", "Δ (ms)"):
         table.add_column(header, justify="left" if header == "Operator" else "right", overflow="fold")
     for row in diff.operators:
-        delta = MISSING if row.delta_us is None else f"{row.delta_us / 1000:+,.3f}"
-        table.add_row(terminal_text(row.key), ms(row.before_us), ms(row.after_us), delta)
+        table.add_row(terminal_text(row.key), ms(row.before_us), ms(row.after_us), ms_change(row.delta_us))
     return table
 
 
 def _change_cells(change: Change) -> tuple[str, str, str]:
-    from aitune.compare.gains import ratio_text
+    from aitune.compare.gains import change_speedup
 
-    return ms(change.before_us), ms(change.after_us), ratio_text(change)
+    return ms(change.before_us), ms(change.after_us), change_speedup(change)
 
 
 def _time_cells(row: HeadlineRow) -> tuple[str, str, str]:
     times = row.times_us
-    return ms(statistics.median(times)), f"{row.share:.1%}", f"{ms(min(times))}–{ms(max(times))}"
+    return ms(statistics.median(times)), percent(row.share), ms_spread(min(times), max(times))
 
 
 def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Group:
@@ -362,7 +354,7 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
     for target in suggestions.targets[:limit]:
         table.add_row(
             terminal_text(target.path),
-            f"{target.share:.1%}",
+            percent(target.share),
             ms(target.time_per_run_us),
             f"{target.calls_per_run:g}",
             speedup_text(target.upper_bound_speedup),
@@ -403,15 +395,18 @@ def _recommendation_lines(suggestions: Suggestions, picked: list[Target]) -> lis
     for rank, target in enumerate(picked, 1):
         lines.append(
             terminal_text(
-                f"{rank}. {target.path} — {target.share:.1%} of the run, {ms(target.time_per_run_us)} ms a run in "
-                f"{target.calls_per_run:g} call(s): predicted {target.predicted_speedup:.3f}× end to end "
-                f"({target.predicted_region_speedup:.2f}× for it), at most {speedup_text(target.upper_bound_speedup)}."
+                f"{rank}. {target.path} — {percent(target.share)} of the run, {ms(target.time_per_run_us)} ms a run in "
+                f"{target.calls_per_run:g} call(s): predicted {factor(target.predicted_speedup)} end to end "
+                f"({factor(target.predicted_region_speedup)} for it), "
+                f"at most {speedup_text(target.upper_bound_speedup)}."
             )
         )
         lines += [terminal_text(f"   {reason.code}: {reason.message}") for reason in target.reasons]
     predicted, bound = suggestions.combined(picked)
     if len(picked) > 1:
-        together = f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {speedup_text(bound)}."
+        together = (
+            f"All {len(picked)} together: predicted {factor(predicted)} end to end, at most {speedup_text(bound)}."
+        )
         lines.append(terminal_text(together))
     return lines
 

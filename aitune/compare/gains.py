@@ -15,7 +15,9 @@ from typing import Any
 from aitune.compare import Change, ProfileDiff
 from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
+from aitune.report.formatting import factor
 from aitune.report.samples import path_of
+from aitune.suggest import Suggestions, Target
 
 MISSING = "-"
 
@@ -75,23 +77,14 @@ def speedup(change: Change) -> tuple[float | None, float | None, float | None]:
     return _inverse(change.ratio), _inverse(change.ci_high), _inverse(change.ci_low)
 
 
-def ratio_text(change: Change) -> str:
-    """``1.043× [0.998, 1.087]``: the ratio and its confidence interval, as far as they exist."""
-    if change.ratio is None:
-        return MISSING
-    if change.ci_low is None or change.ci_high is None:
-        return f"{change.ratio:.3f}×"
-    return f"{change.ratio:.3f}× [{change.ci_low:.3f}, {change.ci_high:.3f}]"
+def change_speedup(change: Change) -> str:
+    """``1.29× [1.20, 1.38]``: a change as a speedup (before ÷ after) with its interval, as far as they exist."""
+    return factor(*speedup(change))
 
 
 def speedup_line(change: Change) -> str:
-    """``speedup 1.29× [1.20–1.38] (before ÷ after run time)``: the run's speedup in `aitune.compare.gains`' convention,
-    worded as the viewer words it."""
-    value, low, high = speedup(change)
-    if value is None:
-        return f"speedup {MISSING}"
-    interval = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
-    return f"speedup {value:.2f}×{interval} (before ÷ after run time)"
+    """``speedup 1.29× [1.20, 1.38] (before ÷ after run time)``: the run's speedup, as every reader words it."""
+    return f"speedup {change_speedup(change)} (before ÷ after run time)"
 
 
 def region_gains(
@@ -157,28 +150,13 @@ def _end_to_end(run_before: float | None, before: float | None, after: float | N
     return run_before / remaining if remaining > 0 else None
 
 
-def combined_speedup(targets: Sequence[Mapping[str, Any]]) -> float | None:
-    """The predicted end-to-end speedup of tuning all ``targets`` (disjoint, suggest's dicts) together:
-    ``1 / ((1 - Σ share) + Σ share / predicted_region_speedup)``; None for no targets.
-
-    >>> round(combined_speedup([{"share": 0.5, "predicted_region_speedup": 2.0},
-    ...                         {"share": 0.3, "predicted_region_speedup": 3.0}]), 3)
-    1.818
-    """
-    if not targets:
-        return None
-    shares = sum(target["share"] for target in targets)
-    remaining = max(0.0, 1.0 - shares) + sum(t["share"] / t["predicted_region_speedup"] for t in targets)
-    return 1.0 / remaining if remaining > 0 else None
-
-
-def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def outermost(targets: Sequence[Target]) -> list[Target]:
     """The targets no other target contains (``blocks.0`` is inside ``blocks``), in their order."""
-    paths = {target["path"] for target in targets}
+    paths = {target.path for target in targets}
     return [
         target
         for target in targets
-        if target["path"] and not any(target["path"].startswith(f"{other}.") for other in paths if other)
+        if target.path and not any(target.path.startswith(f"{other}.") for other in paths if other)
     ]
 
 
@@ -186,7 +164,7 @@ def outermost(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 class WholeModel:
     """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
 
-    Both predictions combine suggest's per-region forecasts (`combined_speedup`): the
+    Both predictions combine suggest's per-region forecasts as suggest does (`Suggestions.combined`): the
     whole model covers every module under the root, the separate regions only the chosen ones. It is
     chosen when it is predicted at least as fast, for one build instead of several; if it then fails
     or loses, the separate regions are tuned instead.
@@ -199,16 +177,17 @@ class WholeModel:
     reason: str
 
 
-def weigh_whole_model(suggestions: Mapping[str, Any], paths: Sequence[str]) -> WholeModel | None:
-    """How tuning the root module whole compares with tuning ``paths`` (suggest's choice, from its
-    ``to_dict()``); None when one path was chosen. The caller knows whether the root is a module."""
+def weigh_whole_model(found: Suggestions, paths: Sequence[str]) -> WholeModel | None:
+    """How tuning the root module whole compares with tuning ``paths`` (suggest's choice among ``found``);
+    None when one path was chosen. The caller knows whether the root is a module."""
     if len(paths) < 2:
         return None
-    targets = [target for target in suggestions.get("targets", ()) if target.get("predicted_region_speedup")]
-    whole = combined_speedup(outermost(targets))
-    separate = combined_speedup([target for target in targets if target["path"] in paths])
+    targets = [target for target in found.targets if target.predicted_region_speedup]
+    covered, chosen_targets = outermost(targets), [target for target in targets if target.path in paths]
+    whole = found.combined(covered)[0] if covered else None
+    separate = found.combined(chosen_targets)[0] if chosen_targets else None
     chosen = whole is not None and (separate is None or whole >= separate)
-    figures = f"{whole or 0:.2f}× predicted whole, {separate or 0:.2f}× for {', '.join(paths)}"
+    figures = f"{factor(whole or 0)} predicted whole, {factor(separate or 0)} for {', '.join(paths)}"
     reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
     return WholeModel(whole, separate, tuple(paths), chosen, reason)
 
@@ -251,7 +230,7 @@ def slowdown_line(slowdowns: Sequence[Slowdown], limit: int = 5) -> str | None:
     """``untuned regions ran slower after tuning: decoder 1.31× [1.20, 1.45]; …``, or None for none."""
     if not slowdowns:
         return None
-    shown = "; ".join(f"{s.path} {s.factor:.2f}× [{s.ci_low:.2f}, {s.ci_high:.2f}]" for s in slowdowns[:limit])
+    shown = "; ".join(f"{s.path} {factor(s.factor, s.ci_low, s.ci_high)}" for s in slowdowns[:limit])
     more = f" and {len(slowdowns) - limit} more" if len(slowdowns) > limit else ""
     return (
         f"warning: untuned regions ran slower after tuning: {shown}{more} (after ÷ before); a tuned backend may be "

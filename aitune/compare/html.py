@@ -2,16 +2,16 @@
 on one side only; for a tune folder, each tuned region's predicted and realised gain.
 
 Figures come from `aitune.compare.ProfileDiff` (and a tune folder's `LoopReport`) unchanged, worded as
-the terminal words them (`ratio_text`, `speedup_line`); names pass through `aitune.report.html`'s helpers.
+the terminal words them (`change_speedup`, `speedup_line`); names pass through `aitune.report.html`'s helpers.
 """
 
 from __future__ import annotations
 
 from aitune.compare.diff import Change, ProfileDiff
-from aitune.compare.gains import ratio_text, speedup_line
+from aitune.compare.gains import change_speedup, speedup, speedup_line
 from aitune.compare.loop_report import LoopReport
+from aitune.report.formatting import MISSING, ms
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, facts_list, name, paragraph, table
-from aitune.report.markdown import MISSING, ms
 from aitune.report.svg import Interval, Pair, interval_chart, pair_chart
 
 
@@ -33,7 +33,7 @@ def speedup_section(diff: ProfileDiff) -> Section:
     scenario = f", scenario {diff.scenario}" if diff.scenario else ""
     facts = [
         ("Run time", f"{ms(run.before_us)} → {ms(run.after_us)} ms (median per run, {diff.domain}{scenario})"),
-        ("Ratio after ÷ before [95% CI]", f"{ratio_text(run)}: {verdict}"),
+        ("Speedup before ÷ after [95% CI]", f"{change_speedup(run)}: {verdict}"),
         ("Time outside every region", f"{ms(diff.residual.before_us)} → {ms(diff.residual.after_us)} ms"),
         ("Measured runs", f"{diff.runs[0]} → {diff.runs[1]}"),
     ]
@@ -67,13 +67,13 @@ def headline_changes(diff: ProfileDiff) -> Section:
     rows = diff.headline
     pairs = [Pair(row.path, row.change.before_us, row.change.after_us, _pair_text(row.change)) for row in rows]
     intervals = [
-        Interval(label, change.ratio, change.ci_low, change.ci_high, ratio_text(change))
+        Interval(label, *speedup(change), change_speedup(change))
         for label, change in [("run time", diff.run_time), ("(residual)", diff.residual)]
         + [(row.path, row.change) for row in rows]
         if change.ratio is not None
     ]
     body = pair_chart("Median time per run, before and after", pairs)
-    body += interval_chart("Ratio after ÷ before with its 95% interval (left of 1: faster)", intervals)
+    body += interval_chart("Speedup before ÷ after with its 95% interval (right of 1: faster)", intervals)
     return Section(f"Where the time went ({diff.domain})", Html(body), "headline-changes")
 
 
@@ -118,7 +118,7 @@ def one_sided_warnings(diff: ProfileDiff) -> Section:
 
 
 def _cells(change: Change) -> tuple[str, str, str]:
-    return ms(change.before_us), ms(change.after_us), ratio_text(change)
+    return ms(change.before_us), ms(change.after_us), change_speedup(change)
 
 
 def _pair_text(change: Change) -> str:

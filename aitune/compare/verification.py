@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aitune.report.formatting import factor
+
 CONFIDENCE = 0.95
 
 Measure = Callable[[frozenset[str]], float]
@@ -65,7 +67,7 @@ class PairedSpeedup:
 
     def shown(self) -> str:
         """``0.73× [0.63, 0.92] over 12 rounds``."""
-        return f"{self.median:.2f}× [{self.ci_low:.2f}, {self.ci_high:.2f}] over {self.rounds} rounds"
+        return f"{factor(self.median, self.ci_low, self.ci_high)} over {self.rounds} rounds"
 
     @staticmethod
     def from_dict(data: Any) -> PairedSpeedup | None:

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
+from aitune.report.formatting import MISSING, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import operator_views
-from aitune.report.markdown import MISSING, median_run, ms, percent, time_domains
+from aitune.report.markdown import time_domains
 from aitune.report.safe_text import MAX_NAME_CHARS, html_text, shown_name
+from aitune.report.samples import median_run
 from aitune.report.svg import Bar, bar_chart
 
 MAX_TABLE_ROWS = 200

@@ -259,13 +259,14 @@ def parse_json(
     max_bytes: int = MAX_JSON_BYTES,
     fix: str = _TOO_BIG_FIX,
     max_items: int = MAX_JSON_ITEMS,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> Any:
     """Parse JSON bytes, gunzipped first when gzipped: the one reader of the command line and the viewer.
 
     Untrusted input is bounded: `ProfileError` naming ``name`` when the JSON is (or unpacks to) more
     than ``max_bytes`` (or more than `MAX_GZIP_RATIO` × its gzipped size), holds more than
-    ``max_items`` values (counted before any is built), nests deeper than `MAX_JSON_DEPTH`, or is not
-    JSON; ``fix`` says what to do about a file that is too big.
+    ``max_items`` values (counted before any is built), nests deeper than ``max_depth`` (at most
+    `MAX_JSON_DEPTH`, orjson's own limit), or is not JSON; ``fix`` says what to do about a file that is too big.
     """
     data = unpacked(data, name, max_bytes, fix)
     check_item_count(data, name, max_items, fix)
@@ -274,13 +275,32 @@ def parse_json(
             value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         if "depth limit" in str(error):
-            raise ProfileError(_too_deep(name)) from None
+            raise ProfileError(_too_deep(name, max_depth)) from None
         raise ProfileError(f"{name}: not valid JSON ({error}).") from None
     try:  # orjson's writer stops at its depth limit in C: a depth check ~15× cheaper than a walk in Python
         orjson.dumps(value)
     except orjson.JSONEncodeError:
-        raise ProfileError(_too_deep(name)) from None
+        raise ProfileError(_too_deep(name, max_depth)) from None
+    if max_depth < MAX_JSON_DEPTH and nesting_depth(value, max_depth) > max_depth:
+        raise ProfileError(_too_deep(name, max_depth))
     return value
+
+
+def nesting_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar is 0), computed without recursion; the walk
+    stops at the first container deeper than ``limit``."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return depth
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def check_item_count(data: bytes, name: str, max_items: int, fix: str = _TOO_BIG_FIX) -> None:
@@ -332,8 +352,8 @@ def _too_big(name: str, size: int, limit: int, fix: str, verb: str = "is", whose
     return f"{name} {verb} {size / 2**20:.0f} MB, over {whose} {limit // 2**20} MB limit; {fix}."
 
 
-def _too_deep(name: str) -> str:
-    return f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels is refused; no profile or trace nests that deep."
+def _too_deep(name: str, limit: int = MAX_JSON_DEPTH) -> str:
+    return f"{name}: JSON nested deeper than {limit} levels is refused; no profile or trace nests that deep."
 
 
 def load(path: str | Path) -> ProfileDoc:

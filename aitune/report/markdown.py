@@ -17,14 +17,14 @@ from aitune.report.document import (
     select_scenario,
 )
 from aitune.report.efficiency import has_work, machine_peaks, region_efficiencies
+from aitune.report.formatting import MISSING, factor, ms, percent, si
 from aitune.report.headline import headline_rows, phase_rows
 from aitune.report.key_averages import operator_views
 from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
-
-MISSING = "-"
+from aitune.report.samples import has_device_time, median_run, residual_causes
 
 
 class Markup(str):
@@ -61,15 +61,6 @@ def render_markdown(doc: ProfileDoc) -> str:
     return "\n\n".join(section for section in sections if section) + "\n"
 
 
-def ms(value_us: float | None) -> str:
-    """Microseconds as milliseconds with three decimals, ``-`` when absent."""
-    return MISSING if value_us is None else f"{value_us / 1000:.3f}"
-
-
-def percent(fraction: float | None) -> str:
-    return MISSING if fraction is None else f"{fraction * 100:.1f}%"
-
-
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table; every cell but a `Markup` one is escaped (`markdown_text`), so names cannot break it."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -104,12 +95,10 @@ def _overview(doc: ProfileDoc) -> str:
         lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
     overhead = doc.get("capture_overhead")
     if overhead:
-        low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
-        interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
+        ratio = factor(overhead["ratio"], overhead.get("ratio_low"), overhead.get("ratio_high"))
         lines.append(
             f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups "
-            f"({overhead['ratio']:.2f}×{interval})"
+            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups ({ratio}, 95% interval)"
         )
     warmup = doc.get("warmup")
     if warmup:
@@ -187,8 +176,8 @@ def _phases(doc: ProfileDoc) -> str:
 
 
 def time_domains(doc: ProfileDoc) -> list[str]:
-    """``cpu``, and ``device`` when a run has device time."""
-    return ["cpu"] + (["device"] if any("device_time_us" in run["timing"] for run in doc["runs"]) else [])
+    """``cpu``, and ``device`` when the runs have device time (`has_device_time`)."""
+    return ["cpu"] + (["device"] if has_device_time(doc) else [])
 
 
 def _label(label: str, role: str) -> str:
@@ -196,7 +185,7 @@ def _label(label: str, role: str) -> str:
 
 
 def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
-    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), f"{summary['cv'] * 100:.1f}%"
+    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), percent(summary["cv"])
 
 
 def _ranks(doc: ProfileDoc) -> str:
@@ -225,7 +214,7 @@ def _ranks(doc: ProfileDoc) -> str:
             (
                 row.region_id,
                 row.slowest_rank,
-                MISSING if row.imbalance is None else f"{row.imbalance:.2f}×",
+                factor(row.imbalance),
                 *map(ms, row.medians_us),
             )
             for row in regions_across_ranks(doc)
@@ -240,18 +229,11 @@ def _ranks(doc: ProfileDoc) -> str:
 
 
 def _residual_causes(doc: ProfileDoc) -> str:
-    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
-    if not runs:
+    causes = residual_causes(doc)
+    if not causes:
         return ""
-    causes = list(runs[0]["residual"]["causes"])
-    rows = [
-        (
-            cause,
-            ms(_median([run["residual"]["causes"][cause]["cpu_time_us"] for run in runs])),
-            percent(_median([run["residual"]["causes"][cause]["cpu_time_fraction"] for run in runs])),
-        )
-        for cause in causes
-    ]
+    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
+    rows = [(cause, ms(summary.time_us), percent(summary.share)) for cause, summary in causes.items()]
     spanning = markdown_text(", ".join(doc.get("spanning_regions", [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
     over = f"the {len(runs)} operator runs" if doc.get("operator_runs") else "runs"
@@ -351,18 +333,6 @@ def _tree(doc: ProfileDoc) -> str:
     return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
 
 
-def median_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The run of median CPU time (the lower middle one of an even count; ties by run index)."""
-    ordered = sorted(runs, key=lambda run: (run["timing"]["cpu_time_us"], run["run_index"]))
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def _runs(doc: ProfileDoc) -> str:
     rows = [
         (
@@ -437,16 +407,6 @@ def _key_averages(doc: ProfileDoc) -> str:
             ]
             parts.append(f"### Top operators {title}\n\n" + table(header, rows))
     return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
-
-
-def si(value: float | None, unit: str) -> str:
-    """``value`` with an SI prefix (``1.23 G`` + unit); ``-`` when absent."""
-    if value is None:
-        return MISSING
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {prefix}{unit}"
-    return f"{value:.0f} {unit}"
 
 
 def _efficiency(doc: ProfileDoc) -> str:

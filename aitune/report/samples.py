@@ -8,9 +8,12 @@ root object a document names (``target.root``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+import statistics
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from aitune.analysis.attribution import fraction
 from aitune.errors import ProfileError
 from aitune.markers import region_path
 from aitune.report import document
@@ -45,6 +48,18 @@ def relative_path(path: str, root: str) -> str:
     return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
 
 
+def has_device_time(doc: Mapping[str, Any]) -> bool:
+    """Whether the document has a device domain: every measured run carries device time (none without runs)."""
+    runs = doc["runs"]
+    return bool(runs) and all("device_time_us" in run["timing"] for run in runs)
+
+
+def median_run(runs: Sequence[Mapping[str, Any]], domain: str = "cpu") -> Mapping[str, Any]:
+    """The median run by its ``domain`` time: the lower middle one of an even count, ties by run index."""
+    ordered = sorted(runs, key=lambda run: (run["timing"].get(f"{domain}_time_us", 0.0), run["run_index"]))
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
     """Each measured run's time in ``domain`` (µs)."""
     return [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
@@ -57,6 +72,38 @@ def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
     ``runs[i].residual`` (at the level below them) holds.
     """
     return headline_rows(doc, domain)[-1].times_us
+
+
+@dataclass(frozen=True)
+class ResidualCause:
+    """One cause of the residual (synchronisation, copies, operators, Python…), medians over the runs that
+    traced operators (`aitune.report.document.operator_runs`)."""
+
+    time_us: float  # its CPU time per run
+    share: float  # its fraction of the run
+    of_residual: float  # its fraction of the residual
+
+
+def residual_causes(doc: Mapping[str, Any]) -> dict[str, ResidualCause]:
+    """Each residual cause that every traced run split its residual into, in the first run's order;
+    empty when no run did (a lite or an AITune document)."""
+    residuals = [run["residual"] for run in document.operator_runs(doc) if "causes" in run["residual"]]
+    if not residuals:
+        return {}
+    summary = {}
+    for cause in residuals[0]["causes"]:
+        if not all(cause in residual["causes"] for residual in residuals):
+            continue  # communication: only in a trace that holds some
+        parts = [residual["causes"][cause] for residual in residuals]
+        of_residual = [
+            fraction(part["cpu_time_us"], r["cpu_time_us"]) for part, r in zip(parts, residuals, strict=True)
+        ]
+        summary[cause] = ResidualCause(
+            time_us=statistics.median(part["cpu_time_us"] for part in parts),
+            share=statistics.median(part["cpu_time_fraction"] for part in parts),
+            of_residual=statistics.median(of_residual),
+        )
+    return summary
 
 
 def region_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:

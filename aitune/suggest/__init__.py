@@ -33,7 +33,7 @@ from typing import Any
 from aitune.analysis.shares import fraction, median_share
 from aitune.errors import ProfileError
 from aitune.report.efficiency import efficiency_by_region
-from aitune.report.samples import DOMAINS, run_samples, select_scenario
+from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
@@ -210,7 +210,7 @@ def _outlook(candidate: Candidate, domain: str, calibration: Calibration, precis
 
 
 def _domain(doc: Mapping[str, Any], asked: str | None) -> str:
-    has_device = all("device_time_us" in run["timing"] for run in doc["runs"])
+    has_device = has_device_time(doc)
     if asked is None:
         return "device" if has_device else "cpu"
     if asked not in DOMAINS:

@@ -17,6 +17,7 @@ from typing import Any
 from aitune.analysis.shares import fraction
 from aitune.report.document import operator_runs
 from aitune.report.headline import headline_rows
+from aitune.report.samples import residual_causes
 from aitune.suggest.candidates import Found, wrappable
 from aitune.suggest.phase_advice import phase_advice
 
@@ -137,18 +138,14 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
         if separate
         else ""
     )
+    summary = residual_causes(doc)
     for cause, (code, what, fix) in RESIDUAL_ADVICE.items():
-        if not all(cause in residual["causes"] for residual in traced):
+        if cause not in summary:
             continue  # communication: only in a trace that holds some
-        causes = [residual["causes"][cause] for residual in traced]
         if separate:
-            part = statistics.median(
-                fraction(c["cpu_time_us"], r["cpu_time_us"]) for c, r in zip(causes, traced, strict=True)
-            )
-            cause_us, cause_share = part * time, part * share
+            cause_us, cause_share = summary[cause].of_residual * time, summary[cause].of_residual * share
         else:  # the measured runs traced their operators: their own medians
-            cause_us = statistics.median(c["cpu_time_us"] for c in causes)
-            cause_share = statistics.median(c["cpu_time_fraction"] for c in causes)
+            cause_us, cause_share = summary[cause].time_us, summary[cause].share
         if cause_share >= ADVICE_MIN_SHARE:
             message = f"{what} {cause_us / 1000:,.3f} ms a run ({cause_share:.1%}{source}): {fix}."
             yield Advice(code, message, cause_us, cause_share)

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aitune.report.formatting import factor
 from aitune.suggest.candidates import Candidate
 from aitune.suggest.headroom import Headroom, capped_speedup
 
@@ -215,8 +216,8 @@ def upper_bound(share: float) -> float:
 
 
 def speedup_text(value: float) -> str:
-    """A predicted or bounding speedup as every reader shows it: ``1.234×``, or ``∞`` at `UPPER_BOUND_CAP`."""
-    return "∞" if value >= UPPER_BOUND_CAP else f"{value:.3f}×"
+    """A predicted or bounding speedup as every reader shows it: ``1.23×`` (`factor`), or ``∞`` at `UPPER_BOUND_CAP`."""
+    return "∞" if value >= UPPER_BOUND_CAP else factor(value)
 
 
 def end_to_end(share: float, region_speedup: float) -> float:

@@ -7,8 +7,8 @@ through `aitune.report.html`'s escaping helpers.
 
 from __future__ import annotations
 
+from aitune.report.formatting import ms, percent
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, name, paragraph, table, text
-from aitune.report.markdown import ms, percent
 from aitune.report.svg import Bar, bar_chart
 from aitune.suggest import Suggestions, Target
 from aitune.suggest.gain import speedup_text

@@ -360,7 +360,7 @@ def _search(
         config.strategy.expect({t.path: 1.0 - 1.0 / t.predicted_speedup for t in found.targets if t.path in paths})
     # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
     weigh = not config.targets and config.mode != "jit" and isinstance(obj, nn.Module)
-    whole = weigh_whole_model(suggestions, paths) if weigh else None
+    whole = weigh_whole_model(found, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
         tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)

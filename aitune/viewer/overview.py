@@ -9,6 +9,7 @@ import panel as pn
 from aitune.compare import Change, ProfileDiff
 from aitune.compare.gains import speedup
 from aitune.compare.loop_report import LoopReport
+from aitune.report.formatting import MISSING, factor, ms, ms_spread, percent
 from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import tables
 from aitune.viewer.store import ProfileStore
@@ -24,27 +25,20 @@ TITLES = {
 
 
 def format_ms(us: float | None) -> str:
-    """Microseconds as milliseconds with two decimals; ``-`` when missing."""
-    return "-" if us is None else f"{us / 1000:.2f} ms"
+    """Microseconds as ``12.345 ms`` (`aitune.report.formatting.ms`); ``-`` when missing."""
+    return MISSING if us is None else f"{ms(us)} ms"
 
 
 def format_speedup(change: Change) -> str:
-    """before ÷ after as ``1.85×``, with the interval ``[1.70–2.01]`` when compare gave one; ``-`` when missing."""
-    return format_gain(*speedup(change))
-
-
-def format_gain(value: float | None, low: float | None = None, high: float | None = None) -> str:
-    """A speedup (before ÷ after) as ``1.85×``, with its interval ``[1.70–2.01]`` when known; ``-`` when missing."""
-    if not value:
-        return "-"
-    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low and high else "")
+    """before ÷ after as ``1.85×``, with the interval ``[1.70, 2.01]`` when compare gave one; ``-`` when missing."""
+    return factor(*speedup(change))
 
 
 def spread(store: ProfileStore, side: str, metric: str) -> str:
     """``min–max`` of one side's per-run ``metric`` time in ms."""
     runs = store.run_table()
     values = runs.loc[runs["side"] == side, f"{metric}_time_us"].dropna()
-    return "-" if values.empty else f"{values.min() / 1000:.2f}–{values.max() / 1000:.2f} ms"
+    return MISSING if values.empty else f"{ms_spread(values.min(), values.max())} ms"
 
 
 def card(label: str, value: str, css_class: str) -> str:
@@ -101,7 +95,7 @@ def single_cards(store: ProfileStore) -> str:
             card("measured runs", str(len(runs)), "overview-runs"),
             card(
                 "residual (median share of CPU time)",
-                f"{residual.iloc[0]:.1%}" if len(residual) else "-",
+                percent(residual.iloc[0] if len(residual) else None),
                 "overview-residual",
             ),
         ]
@@ -138,7 +132,7 @@ def tuned_line(report: LoopReport) -> str:
     else:
         verdict = "faster" if (report.speedup or 0) >= 1 else "slower"
     return (
-        f"Tuned by aitune-profile tune: {format_gain(report.speedup, low, high)} end to end, {verdict} "
+        f"Tuned by aitune-profile tune: {factor(report.speedup, low, high)} end to end, {verdict} "
         f"({report.domain}, 95% CI). Per tuned region, the gain suggest predicted and the gain measured "
         "(realised: the run's speedup had only that region changed; region: its own speedup)."
     )

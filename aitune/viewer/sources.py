@@ -26,7 +26,7 @@ from aitune.compare.loop_report import (
     read_loop_report,
 )
 from aitune.errors import ProfileError
-from aitune.report import SCHEMA_VERSION, ProfileDoc, scenario_names, select_scenario
+from aitune.report import ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
 from aitune.report.validate import shortened
 
@@ -114,30 +114,17 @@ def read_trace_file(path: Path, name: str) -> TraceEvents:
 
 
 def parse_json(data: bytes, name: str) -> Any:
-    """Parse JSON bytes (gunzipped first when gzipped) with the viewer's size and depth limits; one-sentence errors.
-
-    The command line's reader (`aitune.report.io.parse_json`) with the viewer's tighter bounds.
-    """
-    try:
-        value = report_io.parse_json(data, name, MAX_FILE_BYTES, _VIEWER_FIX, max_items=report_io.MAX_PROFILE_ITEMS)
-    except ProfileError as error:
-        if "nested deeper" in str(error):
-            raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.") from None
-        raise
-    if nesting_depth(value) > MAX_DEPTH:
-        raise ProfileError(f"{name}: JSON nested deeper than {MAX_DEPTH} levels is refused.")
-    return value
+    """Parse JSON bytes (gunzipped first when gzipped): the command line's reader (`aitune.report.io.parse_json`)
+    with the viewer's tighter size and depth limits; one-sentence errors."""
+    return report_io.parse_json(
+        data, name, MAX_FILE_BYTES, _VIEWER_FIX, max_items=report_io.MAX_PROFILE_ITEMS, max_depth=MAX_DEPTH
+    )
 
 
 def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
-    """A validated profile document from file bytes, ours or AITune's; `ProfileError` names the problem."""
-    raw = parse_json(data, name)
-    if not isinstance(raw, dict) or "schema_version" not in raw or "runs" not in raw:
-        raise ProfileError(f"{name}: not a profile document (no schema_version and runs keys).")
-    version = raw["schema_version"]
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise ProfileError(f"{name}: schema_version {version} is newer than this viewer reads ({SCHEMA_VERSION}).")
-    return report_io.checked_profile(raw, name, hint=False)
+    """A validated profile document from file bytes, ours or AITune's (`aitune.report.io.checked_profile`);
+    `ProfileError` names the problem."""
+    return report_io.checked_profile(parse_json(data, name), name, hint=False)
 
 
 def load_from_folder(root: Path, name: str) -> Loaded:
@@ -189,22 +176,6 @@ def trace_beside(profile_path: Path, doc: ProfileDoc, root: Path) -> Path | None
         return resolve_inside(root, f"{folder}/{Path(trace_name).name}")
     except ProfileError:
         return None
-
-
-def nesting_depth(value: Any) -> int:
-    """How deep lists and dicts nest in ``value`` (a scalar is 0), computed without recursion."""
-    deepest = 0
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if depth > MAX_DEPTH:
-            return depth
-        pending.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 _VIEWER_FIX = "capture fewer runs, or read it with `aitune-profile report` instead"

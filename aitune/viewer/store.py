@@ -21,6 +21,7 @@ from aitune.report import scenario_names
 from aitune.report.efficiency import machine_peaks
 from aitune.report.memory import memory_note, memory_source
 from aitune.report.phases import split_line, tokens_line
+from aitune.report.samples import has_device_time
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
@@ -102,7 +103,7 @@ class ProfileStore(param.Parameterized):
     def has_device_time(self) -> bool:
         """Whether every loaded profile has device time, so the device domain can be offered."""
         loaded = self.sides().values()
-        return bool(loaded) and all(tables.has_device_time(item.doc) for item in loaded)
+        return bool(loaded) and all(has_device_time(item.doc) for item in loaded)
 
     # Derived tables ------------------------------------------------------------------------
 

@@ -16,11 +16,11 @@ from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
 from aitune.compare.loop_report import LoopReport
 from aitune.markers import (
-    REGION_SPAN_PREFIX,
     parse_region_id,
     region_kind,
     region_path,
     run_span_name,
+    span_region_id,
 )
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.efficiency import region_efficiencies
@@ -69,11 +69,6 @@ GAIN_COLUMNS = [
     "note",
 ]
 WHOLE_MODEL = "(whole model)"
-
-
-def has_device_time(doc: ProfileDoc) -> bool:
-    """Whether any run of the document carries device time."""
-    return any("device_time_us" in run["timing"] for run in doc["runs"])
 
 
 def _kind(meta_kind: str | None, region_id: str) -> str:
@@ -232,7 +227,7 @@ def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
         return pd.DataFrame(columns=TIMELINE_COLUMNS)
     rows = [
         {
-            "lane": region_path(span.name[len(REGION_SPAN_PREFIX) :]),
+            "lane": region_path(span_region_id(span.name)),
             "start_ms": (span.start_us - run.start_us) / 1000,
             "end_ms": (span.end_us - run.start_us) / 1000,
             "duration_ms": span.duration_us / 1000,

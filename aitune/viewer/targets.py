@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from aitune.report.formatting import factor, ms
 from aitune.report.safe_text import shown_name
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 from aitune.viewer import tables
@@ -32,7 +33,7 @@ NOTE = (
 def heading(store_side: str, name: str, found: Suggestions) -> str:
     """What the tab shows, of which profile, in which domain and against which median run."""
     what = "What to tune next, in the after profile" if store_side == "after" else "What to tune"
-    return f"{what} {name} ({found.domain}, median run {found.run_time_us / 1000:,.3f} ms)."
+    return f"{what} {name} ({found.domain}, median run {ms(found.run_time_us)} ms)."
 
 
 def picked_line(found: Suggestions) -> str:
@@ -40,10 +41,10 @@ def picked_line(found: Suggestions) -> str:
     picked = found.recommended()
     if not picked:
         return "Nothing to tune: no region passes; the verdict column says why for each."
-    parts = ", ".join(f"{shown_name(target.path)} ({target.predicted_speedup:.3f}×)" for target in picked)
+    parts = ", ".join(f"{shown_name(target.path)} ({factor(target.predicted_speedup)})" for target in picked)
     predicted, bound = found.combined(picked)
-    bound_text = "unbounded" if bound >= UPPER_BOUND_CAP else f"at most {bound:.3f}×"
-    return f"Tune, best first: {parts}; together predicted {predicted:.3f}× end to end, {bound_text}."
+    bound_text = "unbounded" if bound >= UPPER_BOUND_CAP else f"at most {factor(bound)}"
+    return f"Tune, best first: {parts}; together predicted {factor(predicted)} end to end, {bound_text}."
 
 
 class TuningTargets(StoreView):

@@ -6,7 +6,6 @@ a node's children and self time still add up to its total.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +14,7 @@ import pandas as pd
 
 from aitune import compare
 from aitune.markers import region_path
-from aitune.report import ProfileDoc
+from aitune.report import ProfileDoc, samples
 from aitune.report.samples import DOMAINS, region_samples
 
 INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
@@ -34,10 +33,8 @@ class Node:
 
 
 def median_run(doc: ProfileDoc, domain: str) -> int:
-    """The index of the run whose ``domain`` time is the median (the lower one of an even count)."""
-    times = {run["run_index"]: run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]}
-    middle = statistics.median_low(times.values())
-    return next(index for index, time_us in times.items() if time_us == middle)
+    """The index of the run whose ``domain`` time is the median (`aitune.report.samples.median_run`)."""
+    return samples.median_run(doc["runs"], domain)["run_index"]
 
 
 def has_tree(doc: ProfileDoc) -> bool:

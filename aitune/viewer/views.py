@@ -17,6 +17,7 @@ from bokeh.models import NumberFormatter
 
 from aitune.errors import ProfileError
 from aitune.report.document import operator_runs_note
+from aitune.report.formatting import MISSING, SHARE_DECIMALS, SPEEDUP_DECIMALS, numeral
 from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
@@ -31,7 +32,7 @@ MEDIAN_RUN = "median run of each side"
 
 def number_format(decimals: int) -> NumberFormatter:
     """Digits grouped (12,345.6), ``-`` where a side has no value."""
-    return NumberFormatter(format="0,0" + ("." + "0" * decimals if decimals else ""), nan_format="-", null_format="-")
+    return NumberFormatter(format=numeral(decimals, grouped=True), nan_format=MISSING, null_format=MISSING)
 
 
 def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
@@ -39,14 +40,14 @@ def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
     return pn.pane.HTML(f'<div class="{css_class}">{html_text(text)}</div>', sizing_mode="stretch_width")
 
 
-def speedup_format(missing: str = "-") -> NumberFormatter:
-    """A speedup (before ÷ after, or an end-to-end bound) to three decimals; ``missing`` where there is none."""
-    return NumberFormatter(format="0.000", nan_format=missing, null_format=missing)
+def speedup_format(missing: str = MISSING) -> NumberFormatter:
+    """A speedup (before ÷ after, or an end-to-end bound) with `factor`'s decimals; ``missing`` where there is none."""
+    return NumberFormatter(format=numeral(SPEEDUP_DECIMALS), nan_format=missing, null_format=missing)
 
 
 def share_format() -> NumberFormatter:
-    """A fraction of the run as a percentage with one decimal."""
-    return NumberFormatter(format="0.0%", nan_format="-", null_format="-")
+    """A fraction of the run as a percentage with `percent`'s decimals."""
+    return NumberFormatter(format=numeral(SHARE_DECIMALS, percent=True), nan_format=MISSING, null_format=MISSING)
 
 
 def table(

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
-from tuning.conftest import FAST_MEASURE
+from tuning.conftest import eager_strategy
 
-import aitune.torch as ait
 from aitune.torch import jit
 from aitune.torch.backends import Backend, BuildContext, Built
 
@@ -19,10 +18,6 @@ def jit_reset():
     """Every JIT test ends with JIT off: modules detached, interception undone, the process mode forgotten."""
     yield
     jit.reset()
-
-
-def eager_strategy() -> ait.OneBackendStrategy:
-    return ait.OneBackendStrategy(ait.EagerBackend(), measure=FAST_MEASURE)
 
 
 def config(**options: Any) -> jit.JitConfig:

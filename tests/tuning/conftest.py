@@ -118,3 +118,8 @@ class DirectLinearBackend(Backend):
 
 
 FAST_MEASURE = ait.MeasureConfig(warmup=1, min_repeats=3, max_repeats=5, max_seconds=0.2)
+
+
+def eager_strategy() -> ait.OneBackendStrategy:
+    """Tune with the eager backend alone, measured briefly: the cheapest real tuning."""
+    return ait.OneBackendStrategy(ait.EagerBackend(), measure=FAST_MEASURE)

@@ -10,11 +10,7 @@ import aitune.torch as ait
 from aitune.errors import TuningError
 from aitune.torch.registry import MODULE_REGISTRY
 
-from .conftest import FAST_MEASURE, tiny_mlp
-
-
-def eager_strategy() -> ait.OneBackendStrategy:
-    return ait.OneBackendStrategy(ait.EagerBackend(), measure=FAST_MEASURE)
+from .conftest import FAST_MEASURE, eager_strategy, tiny_mlp
 
 
 def recorded(wrapped, *inputs: torch.Tensor) -> ait.Module:

@@ -25,10 +25,11 @@ state is stored on the user's modules; the entry flags live in the wrappers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from torch import nn
@@ -143,7 +144,7 @@ class Instrumented:
         thread = _thread()
         spans = _ProfilerSpans() if self._stamps is None else _StampedSpans(self._stamps, thread)
         spanning = functools.partial(_spanning, spans=spans, thread=thread, off_thread=self.off_thread)
-        try:
+        with _undone_on_failure(self._undo):
             for target in self.targets:
                 forward, methods = _EntryPoint(), _EntryPoint()
                 if target.hook_forward:
@@ -157,9 +158,6 @@ class Instrumented:
                     name = region_span_name(target.method_region(method))
                     wrap = spanning(name, methods, inside=forward)
                     self._undo.append(_override_method(target.module, method, wrap))
-        except BaseException:
-            _restore_all(self._undo)
-            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -194,7 +192,7 @@ class InputShapes:
 
     def __enter__(self) -> InputShapes:
         self._thread = _thread()
-        try:
+        with _undone_on_failure(self._undo):
             for target in self.targets:
                 top = target.parent is None
                 if target.hook_forward:
@@ -202,9 +200,6 @@ class InputShapes:
                 for method in target.methods:
                     record = self._recorder(target.method_region(method), top)
                     self._undo.append(_override_method(target.module, method, _recording(record)))
-        except BaseException:
-            _restore_all(self._undo)
-            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -241,6 +236,16 @@ class InputShapes:
                 seen[key] = {t["path"]: t["shape"] for t in tensors}
 
         return record
+
+
+@contextlib.contextmanager
+def _undone_on_failure(undo: list[Undo]) -> Iterator[None]:
+    """Around installing: when one install fails, undo the ones made before it (`_restore_all`) and re-raise."""
+    try:
+        yield
+    except BaseException:
+        _restore_all(undo)
+        raise
 
 
 def _restore_all(undo: list[Undo]) -> None:

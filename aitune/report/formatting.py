@@ -1,0 +1,72 @@
+"""How every reader writes a figure: times in milliseconds, shares of the run, speedups with their interval.
+
+One style for the terminal (`aitune.cli`), the Markdown (`aitune.report.markdown`) and the viewer
+(`aitune.viewer`), so a number reads the same wherever it is shown:
+
+- a time is milliseconds with three decimals, digits grouped: ``1,763.921``;
+- a share of the run is a percentage with one decimal: ``45.0%``;
+- a speedup is before ÷ after (above 1: faster) with two decimals, its 95% interval in brackets
+  after it: ``1.29× [1.20, 1.38]``; compare's ratios (after ÷ before) are turned into speedups
+  (`aitune.compare.gains.speedup`) before they are shown (`factor`);
+- a spread (the lowest to the highest measured value, not an interval) joins its ends with a dash:
+  ``1,757.590–1,789.540``.
+
+A missing figure is ``-``. The viewer's table cells format numbers in the browser: `numeral` gives
+them the same decimals in numeral.js's pattern.
+"""
+
+from __future__ import annotations
+
+MISSING = "-"
+MS_DECIMALS = 3
+SHARE_DECIMALS = 1
+SPEEDUP_DECIMALS = 2
+
+
+def ms(value_us: float | None) -> str:
+    """Microseconds as milliseconds: ``1,763.921``; ``-`` when absent."""
+    return MISSING if value_us is None else f"{value_us / 1000:,.{MS_DECIMALS}f}"
+
+
+def ms_change(delta_us: float | None) -> str:
+    """A change in time, in milliseconds with its sign: ``+1.250``, ``-0.500``; ``-`` when absent."""
+    return MISSING if delta_us is None else f"{delta_us / 1000:+,.{MS_DECIMALS}f}"
+
+
+def ms_spread(low_us: float, high_us: float) -> str:
+    """The lowest to the highest of measured times, in milliseconds: ``1,757.590–1,789.540``."""
+    return f"{ms(low_us)}–{ms(high_us)}"
+
+
+def percent(fraction: float | None) -> str:
+    """A fraction (of the run, of a region) as a percentage: ``45.0%``; ``-`` when absent."""
+    return MISSING if fraction is None else f"{fraction:.{SHARE_DECIMALS}%}"
+
+
+def factor(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A ratio (a speedup, an imbalance, an overhead) as ``1.29×``, with its interval ``[1.20, 1.38]`` when both
+    ends are known; ``-`` when there is none.
+
+    >>> factor(1.2912, 1.2, 1.38)
+    '1.29× [1.20, 1.38]'
+    """
+    if value is None:
+        return MISSING
+    interval = "" if low is None or high is None else f" [{low:.{SPEEDUP_DECIMALS}f}, {high:.{SPEEDUP_DECIMALS}f}]"
+    return f"{value:.{SPEEDUP_DECIMALS}f}×{interval}"
+
+
+def numeral(decimals: int, *, grouped: bool = False, percent: bool = False) -> str:
+    """The numeral.js pattern the viewer's table cells format with: ``numeral(2)`` is ``0.00``."""
+    whole = "0,0" if grouped else "0"
+    return whole + ("." + "0" * decimals if decimals else "") + ("%" if percent else "")
+
+
+def si(value: float | None, unit: str) -> str:
+    """``value`` with an SI prefix (``1.23 G`` + unit); ``-`` when absent."""
+    if value is None:
+        return MISSING
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
