@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from aitune.analysis.attribution import region_of, run_index_of
 from aitune.analysis.events import MemoryEvent, Span, ThreadKey, TraceEvents
 from aitune.analysis.intervals import columns, innermost_enclosing
+from aitune.markers import span_region_id, span_run_index
 
 STATS = ("allocated_bytes", "freed_bytes", "peak_live_bytes")
 
@@ -128,10 +128,14 @@ def run_memory(events: TraceEvents) -> list[RunMemory]:
         regions = [events.regions[index] for index in view.regions]
         owners = innermost_enclosing(columns(runs), [span.start_us for span in regions])
         for run in runs:
-            found[run_index_of(run)] = RunMemory(run_index_of(run), _span_stats(streams, thread, devices, run), {})
+            found[span_run_index(run.name)] = RunMemory(
+                span_run_index(run.name), _span_stats(streams, thread, devices, run), {}
+            )
         for span, owner in zip(regions, owners, strict=True):
             if owner is not None:
-                _add_region(found[run_index_of(runs[owner])].regions, span, _span_stats(streams, thread, devices, span))
+                _add_region(
+                    found[span_run_index(runs[owner].name)].regions, span, _span_stats(streams, thread, devices, span)
+                )
     return [found[index] for index in sorted(found)]
 
 
@@ -157,7 +161,7 @@ def _span_stats(
 def _add_region(
     regions: dict[str, tuple[int, Mapping[str, MemoryStats]]], span: Span, stats: Mapping[str, MemoryStats]
 ) -> None:
-    region = region_of(span)
+    region = span_region_id(span.name)
     if region not in regions:
         regions[region] = (1, stats)
         return

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-from aitune.analysis.attribution import fraction, run_index_of
 from aitune.analysis.events import Span, TraceEvents
 from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
+from aitune.analysis.shares import fraction
 from aitune.analysis.statistics import percentile
-from aitune.markers import REGION_SPAN_PREFIX, region_path
+from aitune.markers import REGION_SPAN_PREFIX, region_path, span_run_index
 
 ENCODER, PREFILL, DECODE = "encoder", "prefill", "decode"
 PHASE_NAMES = (ENCODER, PREFILL, DECODE)
@@ -133,7 +133,7 @@ def _level_calls(run: Span, spans: Sequence[Span], spanning: tuple[str, ...]) ->
         elif chain[:-1] == spanning:
             calls.append(Call(chain[-1], spans[index].start_us, spans[index].end_us))
     return RunCalls(
-        run_index=run_index_of(run),
+        run_index=span_run_index(run.name),
         start_us=run.start_us,
         end_us=run.end_us,
         within_end_us=run.end_us if within_end is None else min(within_end, run.end_us),
