@@ -5,7 +5,8 @@ from rich.console import Console
 from viewer_docs import pipeline_doc
 
 from aitune import compare
-from aitune.cli.render import diff_view, profile_summary, speedup_line
+from aitune.cli.render import diff_view, profile_summary
+from aitune.compare.gains import speedup_line
 from aitune.report import build_profile, render_markdown
 from aitune.suggest import suggest
 from aitune.viewer import overview
