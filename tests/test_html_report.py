@@ -7,6 +7,7 @@ import base64
 import hashlib
 import html
 import os
+import re
 import stat
 import zipfile
 from html.parser import HTMLParser
@@ -129,7 +130,7 @@ def test_a_pair_page_shows_the_speedup_with_its_interval_and_every_regions_chang
     page = pair_page(before, after, diff)
 
     line = speedup_line(diff.run_time)
-    assert "[" in line and "–" in line  # the sample pair has an interval
+    assert re.search(r"\[\d+\.\d\d, \d+\.\d\d\]", line)  # the sample pair has an interval
     assert html.escape(line) in page
     for row in diff.regions:
         assert html.escape(row.path) in page
@@ -222,7 +223,7 @@ def test_an_output_that_is_no_regular_file_is_refused_and_left_as_it_was(tmp_pat
     result = invoke_cli("report", str(TUNED / "before" / "profile.json"), "--format", "html", "-o", str(pipe))
 
     assert result.returncode == 2
-    assert f"{pipe} is not a regular file (a device, a pipe or a folder)" in result.stderr
+    assert f"{pipe} is not a regular file (a device or a pipe)" in result.stderr
     assert stat.S_ISFIFO(pipe.stat().st_mode)
 
 

@@ -94,8 +94,8 @@ def written_atomically(path: str | Path) -> Iterator[Path]:
     block (a full disk, a folder in the way) becomes `OutputError`.
     """
     target = Path(path)
-    if target.exists() and not target.is_file():  # a rename onto /dev/null (as root) would replace the device
-        raise OutputError(f"{target} is not a regular file (a device, a pipe or a folder); name a file instead.")
+    if target.exists() and not target.is_file() and not target.is_dir():  # a rename as root would replace /dev/null
+        raise OutputError(f"{target} is not a regular file (a device or a pipe); name a file instead.")
     folder: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

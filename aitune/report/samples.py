@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitune.analysis.attribution import fraction
+from aitune.analysis.shares import fraction
 from aitune.errors import ProfileError
 from aitune.markers import region_path
 from aitune.report import document

@@ -188,7 +188,7 @@ def optimize(
     memory = process_memory(rss_before, process_rss_bytes())  # what tuning left in the process, measured
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
-        if (loss := _captured_loss(before, after, tuning)) is not None:
+        if config.verification is not None and (loss := _captured_loss(before, after, tuning)) is not None:
             tuning = _put_back_whole(tuning, loss)
             after = capture(traces[1], phase("capture after, everything put back", _calls(config)))
     except BaseException:

@@ -38,6 +38,7 @@ CANDIDATE_KEYS = {
     "verdict",
     "max_abs_error",
     "cosine_similarity",
+    "held_memory",
 }
 
 
