@@ -46,7 +46,6 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune
 import torch
 import torch.utils._pytree as pytree
 
-from aitune.compare.gains import combined_speedup
 from aitune.errors import TuningError
 from aitune.suggest import suggest
 from aitune.torch import LoopConfig, optimize, profile
@@ -114,8 +113,10 @@ def predicted(result: Any) -> float | None:
     kept = [gain for gain in result.gains if gain.tuned]
     if any(not gain.path for gain in kept) and result.whole_model is not None:
         return result.whole_model.predicted_speedup
-    targets = {target["path"]: target for target in result.suggestions["targets"]}
-    return combined_speedup([targets[gain.path] for gain in kept if gain.path in targets]) or 1.0
+    found = suggest(result.before)  # the same suggestions the loop read: suggest is a function of the document
+    targets = {target.path: target for target in found.targets}
+    picked = [targets[gain.path] for gain in kept if gain.path in targets]
+    return found.combined(picked)[0] if picked else 1.0
 
 
 def whole_compile(build: Callable[[], Any]) -> tuple[Callable[[], Any] | None, float | None, str]:
