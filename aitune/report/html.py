@@ -26,7 +26,7 @@ from typing import Any
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.formatting import MISSING, ms, percent
 from aitune.report.headline import headline_rows
-from aitune.report.key_averages import operator_views
+from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.markdown import time_domains
 from aitune.report.safe_text import MAX_NAME_CHARS, html_text, shown_name
 from aitune.report.samples import median_run
@@ -272,37 +272,10 @@ def _count(nodes: Sequence[Mapping[str, Any]]) -> int:
 
 def operators(doc: ProfileDoc) -> Section:
     """The profiler's top operators, by CPU total and by device total, as the document saved them."""
-    views = operator_views(doc)
-    parts = []
-    for view, title in (("cpu_time_total", "By CPU total"), ("device_time_total", "By device total")):
-        rows = [
-            (
-                row["key"],
-                row.get("device_type", MISSING),
-                str(row["count"]),
-                *(
-                    ms(row.get(key))
-                    for key in (
-                        "self_cpu_time_total_us",
-                        "cpu_time_total_us",
-                        "self_device_time_total_us",
-                        "device_time_total_us",
-                    )
-                ),
-            )
-            for row in views.get(view, [])
-        ]
-        if rows:
-            header = [
-                "Operator",
-                "Device",
-                "Count",
-                "Self CPU (ms)",
-                "CPU total (ms)",
-                "Self device (ms)",
-                "Device total (ms)",
-            ]
-            parts.append(f"<h3>{text(title)}</h3>" + table(header, rows))
+    parts = [
+        f"<h3>{text(title[0].upper() + title[1:])}</h3>" + table(list(OPERATOR_HEADER), rows)
+        for title, rows in operator_tables(doc)
+    ]
     return Section("Operators", Html("".join(parts)), "operators")
 
 

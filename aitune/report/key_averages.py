@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aitune.markers import MARKER_KEY_PREFIXES
+from aitune.report.formatting import MISSING, ms
 
 CPU_VIEW = "cpu_time_total"
 AITUNE = "aitune"
@@ -50,3 +51,35 @@ def written_by(doc: Mapping[str, Any]) -> str:
 
 def _rows(view: Any) -> list[Mapping[str, Any]]:
     return view.get("events", []) if isinstance(view, Mapping) else view
+
+
+OPERATOR_HEADER = (
+    "Operator",
+    "Device",
+    "Count",
+    "Self CPU (ms)",
+    "CPU total (ms)",
+    "Self device (ms)",
+    "Device total (ms)",
+)
+_TIME_KEYS = ("self_cpu_time_total_us", "cpu_time_total_us", "self_device_time_total_us", "device_time_total_us")
+
+
+def operator_tables(doc: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """The top-operator tables every reader shows, as ``(title, rows)`` under `OPERATOR_HEADER`: by CPU
+    total, then by device total, each only when the document holds rows for it (times in ms)."""
+    views = operator_views(doc)
+    tables = []
+    for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
+        rows = [
+            (
+                str(row["key"]),
+                str(row.get("device_type", MISSING)),
+                str(row["count"]),
+                *(ms(row.get(key)) for key in _TIME_KEYS),
+            )
+            for row in views.get(view, [])
+        ]
+        if rows:
+            tables.append((title, rows))
+    return tables

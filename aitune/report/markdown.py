@@ -19,7 +19,7 @@ from aitune.report.document import (
 from aitune.report.efficiency import has_work, machine_peaks, region_efficiencies
 from aitune.report.formatting import MISSING, factor, ms, percent, si
 from aitune.report.headline import headline_rows, phase_rows
-from aitune.report.key_averages import operator_views
+from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
@@ -380,32 +380,9 @@ def _attribution(doc: ProfileDoc) -> str:
 
 
 def _key_averages(doc: ProfileDoc) -> str:
-    views = operator_views(doc)
-    parts = []
-    for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
-        rows = [
-            (
-                row["key"],
-                row.get("device_type", MISSING),
-                row["count"],
-                ms(row.get("self_cpu_time_total_us")),
-                ms(row.get("cpu_time_total_us")),
-                ms(row.get("self_device_time_total_us")),
-                ms(row.get("device_time_total_us")),
-            )
-            for row in views.get(view, [])
-        ]
-        if rows:
-            header = [
-                "Operator",
-                "Device",
-                "Count",
-                "Self CPU (ms)",
-                "CPU total (ms)",
-                "Self device (ms)",
-                "Device total (ms)",
-            ]
-            parts.append(f"### Top operators {title}\n\n" + table(header, rows))
+    parts = [
+        f"### Top operators {title}\n\n" + table(list(OPERATOR_HEADER), rows) for title, rows in operator_tables(doc)
+    ]
     return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
 
 
