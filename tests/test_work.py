@@ -206,3 +206,16 @@ def test_a_regions_work_includes_its_childrens_and_an_operator_is_counted_once_a
     assert found["untuned_module:outer.inner"].flops == 2 * 8 * 4 * 2
     assert found["untuned_module:outer"].flops == 2 * (2 * 8 * 4 * 2)  # its linear once, and its child's mm
     assert found["untuned_module:outer"].counted_us == 80 + 90
+
+
+def test_a_profile_with_a_region_tree_but_no_shapes_shows_no_work_rather_than_zero_work():
+    from pathlib import Path
+
+    from aitune.report import load
+    from aitune.report.efficiency import has_work
+
+    doc = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tuned-pipeline" / "before" / "profile.json")
+    assert any("tree" in run for run in doc["runs"])  # nested regions: the tree path of the sum
+
+    assert not has_work(doc) and region_efficiencies(doc) == []
+    assert "No operator shapes recorded in this profile" in render_markdown(doc)

@@ -141,7 +141,8 @@ def _run_works(run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def _subtree(node: Mapping[str, Any], found: dict[str, dict[str, Any]]) -> dict[str, Any]:
     total = _add({}, node["work"]) if "work" in node else {}
     for child in node.get("children", ()):
-        total = _add(total, _subtree(child, found))
+        if below := _subtree(child, found):  # a child without work adds nothing, not zeros
+            total = _add(total, below)
     if total:
         found[node["region_id"]] = _add(found.get(node["region_id"], {}), total)
     return total
