@@ -123,3 +123,19 @@ FAST_MEASURE = ait.MeasureConfig(warmup=1, min_repeats=3, max_repeats=5, max_sec
 def eager_strategy() -> ait.OneBackendStrategy:
     """Tune with the eager backend alone, measured briefly: the cheapest real tuning."""
     return ait.OneBackendStrategy(ait.EagerBackend(), measure=FAST_MEASURE)
+
+
+def onnxruntime_encoder(pipe: Any) -> Any:
+    """The loop app's ``encoder`` wrapped and tuned on ONNX Runtime (first-wins: it wins by passing the
+    gate), as a plan's `TunedRegion`; the caller unwraps ``pipe``'s ``encoder`` when done."""
+    import loop_app
+
+    from aitune.torch.tuning.plan import TunedRegion
+    from aitune.torch.tuning.strategies import named_strategy
+
+    wrappers = ait.wrap(pipe, ["encoder"])
+    ait.tune(
+        pipe, [loop_app.x], modules=list(wrappers.values()), strategy=named_strategy("first-wins", ["onnxruntime"])
+    )
+    wrapper = wrappers["encoder"]
+    return TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.tuning_report)

@@ -15,9 +15,9 @@ from aitune.torch.backends import BuildContext
 from aitune.torch.module.graph_spec import Sample
 from aitune.torch.module.paths import unwrap
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
-from aitune.torch.tuning.plan import TunedRegion, load_plan, make_plan, schema_problems
+from aitune.torch.tuning.plan import load_plan, make_plan, schema_problems
 from aitune.torch.tuning.report import region_held_memory
-from aitune.torch.tuning.strategies import named_strategy
+from tuning.conftest import onnxruntime_encoder
 
 
 def test_an_onnxruntime_session_holds_its_own_copy_of_the_weights_within_ten_percent():
@@ -49,17 +49,11 @@ def test_the_process_memory_is_what_tuning_left_and_never_below_zero():
 @pytest.fixture(scope="module")
 def plan():
     pipe = loop_app.build()
-    wrappers = ait.wrap(pipe, ["encoder"])
     try:
-        ait.tune(
-            pipe, [loop_app.x], modules=list(wrappers.values()), strategy=named_strategy("first-wins", ["onnxruntime"])
-        )
-        wrapper = wrappers["encoder"]
-        region = TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.tuning_report)
+        region = onnxruntime_encoder(pipe)
         memory = process_memory(1_000_000, 3_000_000)
-        return make_plan(
-            "loop_app.Pipeline", [region], {"rtol": None, "atol": None}, process_memory=memory
-        ), wrapper.tuning_report
+        plan = make_plan("loop_app.Pipeline", [region], {"rtol": None, "atol": None}, process_memory=memory)
+        return plan, region.report
     finally:
         unwrap(pipe, ["encoder"])
 

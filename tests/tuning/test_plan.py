@@ -28,21 +28,15 @@ from aitune.torch.tuning.plan import (
     replayed_plan,
     schema_problems,
 )
-from aitune.torch.tuning.strategies import named_strategy
+from tuning.conftest import onnxruntime_encoder
 
 
 @pytest.fixture(scope="module")
 def plan():
     """A real plan: the loop app's encoder tuned on ONNX Runtime (first-wins: it wins by passing the gate)."""
     pipe = loop_app.build()
-    wrappers = ait.wrap(pipe, ["encoder"])
     try:
-        ait.tune(
-            pipe, [loop_app.x], modules=list(wrappers.values()), strategy=named_strategy("first-wins", ["onnxruntime"])
-        )
-        wrapper = wrappers["encoder"]
-        region = TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.tuning_report)
-        return make_plan("loop_app.Pipeline", [region], {"rtol": None, "atol": None})
+        return make_plan("loop_app.Pipeline", [onnxruntime_encoder(pipe)], {"rtol": None, "atol": None})
     finally:
         unwrap(pipe, ["encoder"])
 
