@@ -136,3 +136,15 @@ def busy_captures(tmp_path_factory):
         )
         paths[name] = out / "profile.json"
     return paths
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, headless, shared by the tests of one module (the viewer's and the HTML report's)."""
+    import viewer_server
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=viewer_server.CHROMIUM, args=viewer_server.open_page.ARGS)
+        yield chromium
+        chromium.close()

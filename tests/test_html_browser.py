@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from viewer_docs import HOSTILE, pipeline_doc, with_warning
-from viewer_server import CHROMIUM, open_page, page_text
+from viewer_server import CHROMIUM, page_text
 
 from aitune import compare
 from aitune.cli.pages import pair_page, profile_page
@@ -29,16 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
 TUNED = SAMPLES / "tuned-pipeline"
 NAMED = sorted((ROOT / "tests" / "hostile").glob("name-*.profile.json"))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=open_page.ARGS)
-        yield chromium
-        chromium.close()
 
 
 @contextlib.contextmanager

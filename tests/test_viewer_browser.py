@@ -61,16 +61,6 @@ def _expect():
     return expect
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=open_page.ARGS)
-        yield chromium
-        chromium.close()
-
-
 def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
         page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
