@@ -15,7 +15,8 @@ import classifier_app
 import pytest
 import torch
 from cli_helpers import APPS, run_cli
-from hf_models import llama_decoder
+from hf_models import bert_encoder, llama_decoder
+from torch import nn
 
 from aitune.compare.quality import TaskJudgment, parse_bar
 from aitune.errors import TuningError
@@ -72,6 +73,49 @@ def test_int8_that_keeps_every_decision_passes_and_its_plan_carries_the_figure_a
     assert backends == [{"name": "int8_dynamic", "config": {}}]
     assert torch.equal(fresh(classifier_app.x).argmax(-1), model(classifier_app.x).argmax(-1))
     unwrap(fresh, list(applied.wrappers))
+
+
+class ConvClassifier(nn.Module):
+    """A ResNet's shape in small: convolutions in ``features``, one linear layer in ``head``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 3), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(8, 4)
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def test_int8_on_a_region_of_convolutions_is_not_built_and_says_there_is_no_linear_layer():
+    model = ConvClassifier()
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    config = LoopConfig(targets=("features",), strategy=strategy, precision="int8", **UNVERIFIED)
+
+    result = optimize(model, torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(0)), config=config)
+
+    candidate = result.tuning["modules"][0]["graphs"][0]["candidates"][0]
+    reason = "no linear layer to quantize (dynamic int8 converts nn.Linear layers only; its 2 convolution(s) stay fp32)"
+    assert (candidate["status"], candidate["build_time_s"]) == ("skipped", None)
+    assert candidate["reason"] == f"not offered: {reason}"
+    assert result.tuned == [] and reason in result.gains[0].reason and result.task_gate is None
+
+
+def test_int8_on_a_bert_quantizes_every_linear_layer_and_is_judged_on_the_task():
+    model, ids, encode = bert_encoder()
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    config = LoopConfig(targets=("encoder",), strategy=strategy, precision="int8", **UNVERIFIED)
+    linears = sum(isinstance(layer, nn.Linear) for layer in model.encoder.modules())
+
+    result = optimize(model, ids, encode, config=config)
+
+    candidate = result.tuning["modules"][0]["graphs"][0]["candidates"][0]
+    assert candidate["status"] == "winner" and candidate["build_details"]["linear_layers"] == linears > 0
+    assert result.task_gate.metric == "cosine" and result.task_gate.regions == ("encoder",)
+    assert result.task_gate.passed == (result.task_gate.value >= 0.99)
+    result.restore()
 
 
 def test_a_quality_bar_overrides_the_default_metric_and_value():
