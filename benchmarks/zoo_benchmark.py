@@ -174,6 +174,7 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
         "description": APPS[name].DESCRIPTION,
         "tuned": ", ".join(f"{gain.path or '(whole)'}→{gain.winner}" for gain in tuned_paths) or "none",
         "refusal": refusal if result is None else None,
+        "not_tuned": not_tuned(result),
         "predicted": predicted(result) if result is not None else 1.0,
         "loop_speedup": value,
         "loop_ci": (low, high),
@@ -189,6 +190,12 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
         "precision": options.precision,
         "task_gate": task_gate(result),
     }
+
+
+def not_tuned(result: Any) -> dict[str, str]:
+    """Why each region the loop tried was left as it was (its gain's reason), by path."""
+    gains = result.gains if result is not None else []
+    return {gain.path or "(whole)": gain.reason for gain in gains if not gain.tuned and gain.reason}
 
 
 def task_gate(result: Any) -> str:
@@ -285,6 +292,8 @@ def main() -> None:
     for row in rows:
         if row["refusal"]:
             print(f"{row['model']}: nothing tuned: {row['refusal']}")
+        for path, reason in row["not_tuned"].items():  # each candidate's reason: tuning.json has the rest
+            print(f"{row['model']}: {path} not tuned: {reason}")
     if options.json is not None:
         options.json.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
 

@@ -15,6 +15,7 @@ from viewer_docs import HOSTILE, pipeline_doc
 
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
+from aitune.compare.quality import TaskJudgment
 from aitune.report import load
 from aitune.report.formatting import factor
 from aitune.suggest import suggest
@@ -243,3 +244,65 @@ def test_the_page_opens_the_tune_folders_pair_by_default_with_a_suggestions_tab(
     assert (store.before.name, store.after.name) == (BEFORE, AFTER)
     tabs = next(item for item in page.select(views.pn.Tabs))
     assert tabs._names[:2] == ["Regions", "Suggestions"]
+
+
+def gated_store(tmp_path: Path, gate: TaskJudgment | dict) -> tuple[ProfileStore, list[str]]:
+    """The showcase's tune folder with a task gate's verdict on its first tuned region written into compare.json."""
+    shutil.copytree(SAMPLES / TUNED, tmp_path / TUNED)
+    written = orjson.loads((tmp_path / TUNED / "compare.json").read_bytes())
+    paths = [gain["path"] for gain in written["tuned_regions"]]
+    verdict = gate.to_dict() if isinstance(gate, TaskJudgment) else gate
+    gated = {**written, "precision": verdict["precision"], "task_gate": {**verdict, "regions": paths[:1]}}
+    (tmp_path / TUNED / "compare.json").write_bytes(orjson.dumps(gated))
+    return sample_store(BEFORE, AFTER, runs_dir=tmp_path), paths
+
+
+@pytest.mark.parametrize(
+    ("gate", "shown"),
+    [
+        (
+            TaskJudgment("int8", "top1_agreement", 0.99, 0.9375, (), 2),
+            "int8: top-1 agreement 0.94 < 0.99 over 2 inputs, refused",
+        ),
+        (TaskJudgment("bf16", "token_agreement", 0.95, 1.0, ()), "bf16: token agreement 1.00 ≥ 0.95"),
+        (TaskJudgment("int8", "top1_agreement", 0.99, 0.9896, ()), "int8: top-1 agreement 0.9896 < 0.9900, refused"),
+        (TaskJudgment("bf16", "psnr_db", 30.0, 31.25, ()), "bf16: PSNR 31.25 ≥ 30.00 dB"),
+    ],
+    ids=["int8-refused", "bf16-passed", "close-to-the-bar", "psnr"],
+)
+def test_a_tune_folder_at_a_reduced_precision_shows_the_task_gates_verdict_per_region(tmp_path, gate, shown):
+    store, paths = gated_store(tmp_path, gate)
+
+    parts = rendered(overview.TunedRegions, store)
+
+    rows = tables.gain_table(store.tune_report())
+    assert rows["task_gate"].tolist() == [shown] + ["-"] * (len(paths) - 1)  # the regions it did not judge: none
+    grid = next(part for part in parts if "gain-table" in getattr(part, "css_classes", []))
+    assert grid.value["task_gate"].tolist() == rows["task_gate"].tolist()
+
+
+def test_a_tune_folder_at_fp32_has_no_task_gate_column():
+    rows = tables.gain_table(sample_store(BEFORE, AFTER).tune_report())
+
+    assert "task_gate" not in rows.columns
+
+
+def test_a_task_gates_problem_from_a_stranger_reaches_the_table_as_text(tmp_path):
+    gate = TaskJudgment("int8", "cosine", 0.99, None, (), problem="<b>bold</b>\x1b[31m red\u202e")
+    store, _ = gated_store(tmp_path, gate)
+
+    parts = rendered(overview.TunedRegions, store)
+
+    grid = next(part for part in parts if "gain-table" in getattr(part, "css_classes", []))
+    cell = grid.value["task_gate"].iloc[0]
+    assert cell == "int8: cosine -, not judged: <b>bold</b>\\x1b[31m red\\u202e"  # controls and bidi spelled out
+    assert grid.formatters["task_gate"] == views.WRAPPED_TEXT  # a textarea: the browser shows tags as text
+
+
+def test_a_compare_report_whose_task_gate_is_not_a_verdict_is_one_sentence(tmp_path):
+    store, _ = gated_store(tmp_path, {"precision": "int8", "metric": "accuracy", "minimum": 0.99, "value": 1.0})
+
+    assert store.tune_report() is None
+    assert store.problem.startswith("tuned-pipeline/compare.json: task_gate {") and "is not a task gate verdict" in (
+        store.problem
+    )

@@ -345,6 +345,14 @@ def tune(
     ] = None,
     obj: Annotated[str | None, typer.Option(help="Global to discover regions under (default: all models).")] = None,
     input_name: Annotated[str | None, typer.Option("--input", help="Global holding the input.")] = None,
+    eval_inputs: Annotated[
+        str | None,
+        typer.Option(
+            help="Global holding a list of further inputs, each in the form --input takes: at a reduced precision "
+            "the task gate judges the output on each of them as well as on the recorded input.",
+            metavar="GLOBAL",
+        ),
+    ] = None,
     warmup: Annotated[int, typer.Option(help="Unmeasured warmup calls per capture.")] = 3,
     runs: Annotated[int, typer.Option(help="Measured calls per capture.")] = 10,
     record: Annotated[int, typer.Option(help="Workload calls recorded for tuning.")] = 2,
@@ -389,6 +397,8 @@ def tune(
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
     check_precision(precision)
+    if eval_inputs is not None and precision == "fp32" and plan is None:
+        fail("--eval-inputs feeds the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
     bar = parse_bar(quality) if quality is not None else None
     config = LoopConfig(
         top=top,
@@ -411,6 +421,7 @@ def tune(
             function,
             obj=obj,
             input_name=input_name,
+            eval_inputs_name=eval_inputs,
             config=config,
             plan=checked,
             keep_traces=not no_trace,

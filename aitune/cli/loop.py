@@ -61,6 +61,7 @@ def tune_entry_into(
     obj: str | None,
     input_name: str | None,
     config: LoopConfig,
+    eval_inputs_name: str | None = None,
     plan: Path | Mapping[str, Any] | None,
     keep_traces: bool,
 ) -> tuple[LoopResult, LoopFiles]:
@@ -73,13 +74,16 @@ def tune_entry_into(
         with without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
             for side in (BEFORE_FOLDER, AFTER_FOLDER):
                 (folder / side).mkdir(exist_ok=True)
-            with loaded_entry(source, function, obj=obj, input_name=input_name) as entry:
+            with loaded_entry(
+                source, function, obj=obj, input_name=input_name, eval_inputs_name=eval_inputs_name
+            ) as entry:
                 result = optimize(
                     entry.root,
                     entry.input_data,
                     entry.function,
                     config=config,
                     plan=plan,
+                    eval_inputs=entry.eval_inputs,
                     trace_files=traces,
                     on_phase=on_phase,
                     obj_name=entry.root_name,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aitune.compare.gains import RegionGain
+from aitune.compare.quality import TaskJudgment
 from aitune.compare.verification import RegionCheck
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
@@ -41,6 +42,12 @@ class LoopReport:
     ci_low: float | None
     ci_high: float | None
     regions: list[RegionGain]
+    task_gate: TaskJudgment | None = None  # the task gate's verdict at a reduced precision; None: none ran
+
+    def gate_verdict(self, path: str) -> str | None:
+        """The task gate's verdict on the region at ``path`` (`TaskJudgment.verdict`), None where it judged none."""
+        gate = self.task_gate
+        return gate.verdict() if gate is not None and path in gate.regions else None
 
 
 def read_loop_report(raw: Any, name: str) -> LoopReport:
@@ -54,7 +61,11 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
         raise _bad(name, "has no speedup object")
     value, low, high = (_number(speedup.get(key), f"speedup.{key}", name) for key in _SPEEDUP_KEYS)
     regions = [_region(item, f"tuned_regions[{index}]", name) for index, item in enumerate(raw["tuned_regions"])]
-    return LoopReport(raw["domain"], value, low, high, regions)
+    gate = raw.get("task_gate")  # absent or null at fp32 and in reports written before it existed
+    judgment = TaskJudgment.from_dict(gate) if gate is not None else None
+    if gate is not None and judgment is None:
+        raise _bad(name, f"task_gate {_quoted(gate)} is not a task gate verdict (precision, metric, minimum, value)")
+    return LoopReport(raw["domain"], value, low, high, regions, judgment)
 
 
 @dataclass(frozen=True)

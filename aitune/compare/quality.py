@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aitune.errors import TuningError
+from aitune.report.formatting import bar_verdict
 
 PRECISIONS = ("fp32", "bf16", "int8")
 """The precisions ``tune --precision`` takes; fp32 is the default and is never left implicitly."""
@@ -30,6 +32,14 @@ METRICS: dict[str, tuple[float, float]] = {
     COSINE: (-1.0, 1.0),
 }
 """Each metric's range: a bar outside it is refused; PSNR of identical images is reported as its top, 100 dB."""
+
+LABELS: dict[str, tuple[str, str]] = {
+    TOP1: ("top-1 agreement", ""),
+    TOKENS: ("token agreement", ""),
+    PSNR: ("PSNR", "dB"),
+    COSINE: ("cosine", ""),
+}
+"""Each metric as a reader names it, and its unit."""
 
 DEFAULT_BARS: dict[str, float] = {TOP1: 0.99, TOKENS: 0.95, PSNR: 30.0, COSINE: 0.99}
 """The default bar per metric (the docs' "Reduced precision" table states the same values)."""
@@ -77,9 +87,25 @@ def check_precision(precision: str) -> str:
     return precision
 
 
+def pooled(metric: str, figures: Sequence[tuple[float, int]]) -> float:
+    """One figure over several inputs from each input's ``(value, decisions)``: an agreement is the share over
+    all their decisions (the mean weighted by them); PSNR and cosine are the worst input's.
+
+    >>> pooled(TOP1, [(1.0, 30), (0.5, 10)])
+    0.875
+    >>> pooled(PSNR, [(41.0, 1), (28.5, 1)])
+    28.5
+    """
+    if metric in (TOP1, TOKENS):
+        total = sum(weight for _, weight in figures)
+        return sum(value * weight for value, weight in figures) / total if total else 1.0
+    return min(value for value, _ in figures)
+
+
 @dataclass(frozen=True)
 class TaskJudgment:
-    """The task gate's verdict on the reduced-precision regions ``regions`` over ``inputs`` workload inputs.
+    """The task gate's verdict on the reduced-precision regions ``regions`` over ``inputs`` workload inputs
+    (the recorded one and any ``--eval-inputs``).
 
     ``value`` is the measured figure (None when the output could not be judged, with ``problem``
     saying why); ``first_divergence`` is the first token position where greedy generation differed
@@ -106,7 +132,38 @@ class TaskJudgment:
             return f"{head}could not judge: {self.problem}"
         verdict = "passed" if self.passed else "refused, the regions run in fp32"
         diverged = f", first divergent token at {self.first_divergence}" if self.first_divergence is not None else ""
-        return f"{head}{self.metric} {_figure(self.metric, self.value)} >= {self.minimum:g}{diverged}: {verdict}"
+        over = f" over {self.inputs} inputs" if self.inputs > 1 else ""
+        figure = _figure(self.metric, self.value)
+        return f"{head}{self.metric} {figure} >= {self.minimum:g}{over}{diverged}: {verdict}"
+
+    def verdict(self) -> str:
+        """The figure against the bar for a reader (`aitune.report.formatting.bar_verdict`): ``int8: top-1
+        agreement 0.94 < 0.99, refused``; a problem, when there is one, is said after it."""
+        label, unit = LABELS[self.metric]
+        shown = bar_verdict(self.precision, label, self.value, self.minimum, unit=unit, inputs=self.inputs)
+        return f"{shown}: {self.problem}" if self.problem is not None else shown
+
+    @staticmethod
+    def from_dict(data: Any) -> TaskJudgment | None:
+        """The record of its `to_dict` form, or None when ``data`` is not one (a reader decides what that means)."""
+        if not isinstance(data, dict) or data.get("precision") not in PRECISIONS or data.get("metric") not in METRICS:
+            return None
+        minimum, value, inputs = data.get("minimum"), data.get("value"), data.get("inputs", 1)
+        divergence, problem, regions = data.get("first_divergence"), data.get("problem"), data.get("regions")
+        if not (_finite(minimum) and (value is None or _finite(value))):
+            return None
+        if not (isinstance(inputs, int) and not isinstance(inputs, bool) and inputs >= 1):
+            return None
+        if not (divergence is None or (isinstance(divergence, int) and not isinstance(divergence, bool))):
+            return None
+        if not (problem is None or isinstance(problem, str)):
+            return None
+        if not (isinstance(regions, list) and all(isinstance(region, str) for region in regions)):
+            return None
+        figure = None if value is None else float(value)
+        return TaskJudgment(
+            data["precision"], data["metric"], float(minimum), figure, tuple(regions), inputs, divergence, problem
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +177,10 @@ class TaskJudgment:
             "first_divergence": self.first_divergence,
             "problem": self.problem,
         }
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _figure(metric: str, value: float) -> str:

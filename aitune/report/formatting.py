@@ -56,6 +56,27 @@ def factor(value: float | None, low: float | None = None, high: float | None = N
     return f"{value:.{SPEEDUP_DECIMALS}f}×{interval}"
 
 
+def bar_verdict(
+    precision: str, label: str, value: float | None, minimum: float, *, unit: str = "", inputs: int = 1
+) -> str:
+    """A quality figure against its bar, as the task gate judged it: ``int8: top-1 agreement 0.94 < 0.99,
+    refused`` or ``bf16: token agreement 1.00 ≥ 0.99``; two decimals, more where two would show the figure
+    equal to a bar it misses; ``over N inputs`` when there were several; ``-`` and "not judged" without a figure.
+
+    >>> bar_verdict("int8", "top-1 agreement", 0.9896, 0.99)
+    'int8: top-1 agreement 0.9896 < 0.9900, refused'
+    >>> bar_verdict("bf16", "PSNR", 41.5, 30, unit="dB", inputs=3)
+    'bf16: PSNR 41.50 ≥ 30.00 dB over 3 inputs'
+    """
+    over = f" over {inputs} inputs" if inputs > 1 else ""
+    if value is None:
+        return f"{precision}: {label} {MISSING}{over}, not judged"
+    decimals = next((d for d in range(2, 7) if f"{value:.{d}f}" != f"{minimum:.{d}f}"), 6)
+    sign, verdict = ("≥", "") if value >= minimum else ("<", ", refused")
+    suffix = f" {unit}" if unit else ""
+    return f"{precision}: {label} {value:.{decimals}f} {sign} {minimum:.{decimals}f}{suffix}{over}{verdict}"
+
+
 def numeral(decimals: int, *, grouped: bool = False, percent: bool = False) -> str:
     """The numeral.js pattern the viewer's table cells format with: ``numeral(2)`` is ``0.00``."""
     whole = "0,0" if grouped else "0"

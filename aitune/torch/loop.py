@@ -19,7 +19,7 @@ is put back before any timing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,7 @@ def optimize(
     *,
     config: LoopConfig | None = None,
     plan: str | Path | Mapping[str, Any] | None = None,
+    eval_inputs: Sequence[Any] = (),
     trace_files: tuple[Path, Path] | None = None,
     on_phase: PhaseHook | None = None,
     obj_name: str | None = None,
@@ -146,7 +147,8 @@ def optimize(
     the before and after Chrome traces; ``obj_name`` names ``obj`` in them as ``profile`` does.
     Whatever was tuned (searched or from the plan) is verified end to end first, and what does not
     make the run faster beyond noise is put back; ``deadline`` (a `time.monotonic` value) cuts the
-    verification's extra rounds short.
+    verification's extra rounds short. At a reduced precision, the task gate judges the output on
+    ``input`` and on each of ``eval_inputs`` (each in the same form as ``input``).
 
     Example::
 
@@ -168,6 +170,7 @@ def optimize(
         _verified,
         function,
         input_data,
+        eval_inputs=tuple(eval_inputs),
         precision=precision,
         quality=config.quality,
         config=config.verification,
@@ -276,6 +279,7 @@ def _verified(
     input_data: Any,
     tuning: _Tuning,
     *,
+    eval_inputs: tuple[Any, ...] = (),
     precision: str,
     quality: QualityBar | None,
     config: VerifyConfig | None,
@@ -286,7 +290,7 @@ def _verified(
     """Judge the reduced-precision regions on the task, then verify the tuned regions end to end, putting back
     the ones that fail or do not win: the tuning of what stayed, with the verification (joined to one made
     before, as when the whole model was put back first)."""
-    tuning = _judged(function, input_data, tuning, precision, quality, phase)
+    tuning = _judged(function, (input_data, *eval_inputs), tuning, precision, quality, phase)
     if config is None or not tuning.tuned:
         return tuning
     if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
@@ -309,7 +313,7 @@ def _verified(
 
 def _judged(
     function: Callable[..., Any],
-    input_data: Any,
+    inputs: Sequence[Any],
     tuning: _Tuning,
     precision: str,
     quality: QualityBar | None,
@@ -322,7 +326,7 @@ def _judged(
         return tuning
     tick = phase("task gate", len(reduced) + 3)
     try:
-        judgment = judge_task(function, input_data, tuning.switches, reduced, precision, quality)
+        judgment = judge_task(function, inputs, tuning.switches, reduced, precision, quality)
     except BaseException:
         tuning.undo()
         raise

@@ -21,6 +21,7 @@ TITLES = {
     "realised_speedup": "realised ×",
     "predicted_region_speedup": "predicted, region ×",
     "realised_region_speedup": "realised, region ×",
+    "task_gate": "task gate",
 }
 
 
@@ -150,6 +151,7 @@ class TunedRegions(StoreView):
         if report is None:
             return pn.Spacer(height=0)
         rows = tables.gain_table(report)
-        gains = table(rows, ["path", "winner"], "gain-table", formatters={"note": WRAPPED_TEXT}, titles=TITLES)
+        wrapped = {"note": WRAPPED_TEXT, tables.TASK_GATE_COLUMN: WRAPPED_TEXT}  # the gate's verdict: text, escaped
+        gains = table(rows, ["path", "winner"], "gain-table", formatters=wrapped, titles=TITLES)
         line = text_block(tuned_line(report), "aitune-text tuned-speedup")
         return pn.Column(line, gains, sizing_mode="stretch_width")

@@ -24,6 +24,7 @@ from aitune.markers import (
 )
 from aitune.report import ProfileDoc, headline_rows
 from aitune.report.efficiency import region_efficiencies
+from aitune.report.formatting import MISSING
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
 from aitune.report.memory import format_bytes, memory_rows
@@ -68,6 +69,7 @@ GAIN_COLUMNS = [
     "realised_region_speedup",
     "note",
 ]
+TASK_GATE_COLUMN = "task_gate"  # only in a tune folder's table made at a reduced precision
 WHOLE_MODEL = "(whole model)"
 
 
@@ -276,8 +278,11 @@ def advice_table(suggestions: Suggestions) -> pd.DataFrame:
 def gain_table(report: LoopReport) -> pd.DataFrame:
     """Per region a tune folder tuned: its winner, predicted and realised gains, and why it was kept as it was.
 
-    A region kept as it was has no realised gain (`RegionGain.realised_shown`): its change is noise.
+    A region kept as it was has no realised gain (`RegionGain.realised_shown`): its change is noise. At a
+    reduced precision, a ``task_gate`` column holds the task gate's verdict on each region it judged
+    (`LoopReport.gate_verdict`), ``-`` on the others.
     """
+    gated = report.task_gate is not None
     rows = [
         {
             **{column: getattr(gain, column) for column in GAIN_COLUMNS[:-1]},
@@ -285,7 +290,8 @@ def gain_table(report: LoopReport) -> pd.DataFrame:
             "realised_speedup": gain.realised_shown[0],
             "realised_region_speedup": gain.realised_shown[1],
             "note": gain.note,
+            **({TASK_GATE_COLUMN: report.gate_verdict(gain.path) or MISSING} if gated else {}),
         }
         for gain in report.regions
     ]
-    return pd.DataFrame(rows, columns=GAIN_COLUMNS)
+    return pd.DataFrame(rows, columns=[*GAIN_COLUMNS, TASK_GATE_COLUMN] if gated else GAIN_COLUMNS)

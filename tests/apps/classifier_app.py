@@ -2,6 +2,7 @@
 its decisions), one whose classes are far apart (int8 keeps them).
 
 aitune-profile tune tests/apps/classifier_app.py:infer --input x --targets body --precision int8
+(add --eval-inputs eval_inputs to judge a second input as well)
 """
 
 from __future__ import annotations
@@ -46,8 +47,28 @@ def _far_from_the_boundary(count: int) -> torch.Tensor:
     return drawn[(logits[:, 0] - logits[:, 1]).abs() > 4][:count]
 
 
+def near_the_boundary(count: int) -> torch.Tensor:
+    """``count`` inputs on which `well_apart`'s two logits are all but tied (bisected between the two classes)."""
+    model = well_apart()
+    drawn = torch.randn(8 * count, FEATURES, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        first = _first_class(model, drawn)
+        low, high = drawn[first][:count], drawn[~first][:count]
+        for _ in range(40):
+            middle = (low + high) / 2
+            on_first = _first_class(model, middle).unsqueeze(-1)
+            low, high = torch.where(on_first, middle, low), torch.where(on_first, high, middle)
+    return (low + high) / 2
+
+
+def _first_class(model: Classifier, inputs: torch.Tensor) -> torch.Tensor:
+    logits = model(inputs)
+    return logits[:, 0] > logits[:, 1]
+
+
 model = near_tied()
 x = _far_from_the_boundary(BATCH)
+eval_inputs = [x[: BATCH // 2]]  # for --eval-inputs: half the recorded rows again
 
 
 @torch.no_grad()

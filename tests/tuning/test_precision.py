@@ -9,13 +9,15 @@ other machines its refusal is what is tested.
 
 from __future__ import annotations
 
+import copy
 import json
 
 import classifier_app
 import pytest
 import torch
 from cli_helpers import APPS, run_cli
-from hf_models import llama_decoder
+from hf_models import bert_encoder, llama_decoder
+from torch import nn
 
 from aitune.compare.quality import TaskJudgment, parse_bar
 from aitune.errors import TuningError
@@ -72,6 +74,67 @@ def test_int8_that_keeps_every_decision_passes_and_its_plan_carries_the_figure_a
     assert backends == [{"name": "int8_dynamic", "config": {}}]
     assert torch.equal(fresh(classifier_app.x).argmax(-1), model(classifier_app.x).argmax(-1))
     unwrap(fresh, list(applied.wrappers))
+
+
+class ConvClassifier(nn.Module):
+    """A ResNet's shape in small: convolutions in ``features``, one linear layer in ``head``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 3), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(8, 4)
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def test_int8_on_a_region_of_convolutions_is_not_built_and_says_there_is_no_linear_layer():
+    model = ConvClassifier()
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    config = LoopConfig(targets=("features",), strategy=strategy, precision="int8", **UNVERIFIED)
+
+    result = optimize(model, torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(0)), config=config)
+
+    candidate = result.tuning["modules"][0]["graphs"][0]["candidates"][0]
+    reason = "no linear layer to quantize (dynamic int8 converts nn.Linear layers only; its 2 convolution(s) stay fp32)"
+    assert (candidate["status"], candidate["build_time_s"]) == ("skipped", None)
+    assert candidate["reason"] == f"not offered: {reason}"
+    assert result.tuned == [] and reason in result.gains[0].reason and result.task_gate is None
+
+
+def test_int8_on_a_bert_quantizes_every_linear_layer_and_is_judged_on_the_task():
+    model, ids, encode = bert_encoder()
+    strategy = named_strategy("first-wins", ["int8_dynamic"], precision="int8")
+    config = LoopConfig(targets=("encoder",), strategy=strategy, precision="int8", **UNVERIFIED)
+    linears = sum(isinstance(layer, nn.Linear) for layer in model.encoder.modules())
+
+    result = optimize(model, ids, encode, config=config)
+
+    candidate = result.tuning["modules"][0]["graphs"][0]["candidates"][0]
+    assert candidate["status"] == "winner" and candidate["build_details"]["linear_layers"] == linears > 0
+    assert result.task_gate.metric == "cosine" and result.task_gate.regions == ("encoder",)
+    assert result.task_gate.passed == (result.task_gate.value >= 0.99)
+    result.restore()
+
+
+def test_an_eval_input_near_the_decision_boundary_reveals_what_the_recorded_input_hides():
+    model = classifier_app.well_apart()
+    boundary = classifier_app.near_the_boundary(classifier_app.BATCH)
+    quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8)
+    kept = int((quantized(boundary).argmax(-1) == model(boundary).argmax(-1)).sum())
+
+    result = optimize(model, classifier_app.x, config=int8_loop(), eval_inputs=[boundary])
+
+    gate = result.task_gate
+    assert (gate.inputs, gate.passed) == (2, False)
+    assert gate.value == pytest.approx((classifier_app.BATCH + kept) / (2 * classifier_app.BATCH)) and gate.value < 0.99
+    assert f"top1_agreement {gate.value:.4f} >= 0.99 over 2 inputs: refused" in gate.line()
+    assert result.tuned == [] and result.tuning["task_gate"]["inputs"] == 2
+    alone = optimize(classifier_app.well_apart(), classifier_app.x, config=int8_loop())
+    assert alone.task_gate.passed and alone.task_gate.inputs == 1  # the recorded input alone passes
+    alone.restore()
 
 
 def test_a_quality_bar_overrides_the_default_metric_and_value():
@@ -162,12 +225,27 @@ def test_tune_precision_int8_prints_the_task_gate_beside_the_speedup_and_stores_
         assert stored["precision"] == "int8" and stored["task_gate"]["metric"] == "top1_agreement", name
 
 
+def test_tune_eval_inputs_are_judged_with_the_recorded_input_and_counted(tmp_path):
+    app = f"{APPS / 'classifier_app.py'}:infer"
+
+    ran = run_cli(
+        "tune", app, "--input", "x", "--eval-inputs", "eval_inputs", "--targets", "body", "--strategy", "first-wins",
+        "--backends", "int8_dynamic", "--precision", "int8", "--warmup", "1", "--runs", "2", "--record", "1",
+        "--no-verify", "--no-trace", "--out", str(tmp_path / "out"), check=True,
+    )  # fmt: skip
+
+    assert "task gate (int8): top1_agreement 0.4792 >= 0.99 over 2 inputs: refused" in ran.stdout
+    assert json.loads((tmp_path / "out" / "tuning.json").read_text())["task_gate"]["inputs"] == 2
+
+
 @pytest.mark.parametrize(
     ("options", "sentence"),
     [
         (["--precision", "fp16"], "unknown precision 'fp16'; choose one of fp32, bf16, int8."),
         (["--precision", "int8", "--quality", "accuracy>=0.9"], "--quality 'accuracy>=0.9' is not METRIC>=VALUE"),
         (["--precision", "int8", "--quality", "psnr_db>=500"], "outside the metric's range 0..100"),
+        (["--eval-inputs", "eval_inputs"], "--eval-inputs feeds the task gate, which judges a reduced precision"),
+        (["--precision", "int8", "--eval-inputs", "x"], "--eval-inputs x holds a Tensor; it must be a non-empty list"),
     ],
 )
 def test_tune_refuses_a_bad_precision_or_quality_bar_in_one_sentence(options, sentence, tmp_path):

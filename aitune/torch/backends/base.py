@@ -63,6 +63,10 @@ class Backend(ABC):
         """One line saying why this backend cannot run on ``device`` here, or None when it can."""
         return None
 
+    def unsuited_reason(self, module: nn.Module) -> str | None:
+        """One line saying why this backend has nothing to do for ``module`` (so it is not built), or None."""
+        return None
+
     @abstractmethod
     def build(self, context: BuildContext) -> Built:
         """Build the candidate for one graph; raise on failure (the tuner catches and reports it)."""

@@ -71,13 +71,18 @@ class Int8DynamicBackend(Backend):
     def unavailable_reason(self, device: torch.device) -> str | None:
         return precision_unavailable("int8", device)
 
+    def unsuited_reason(self, module: nn.Module) -> str | None:
+        return nothing_to_quantize(module)
+
     def build(self, context: BuildContext) -> Built:
+        unsuited = nothing_to_quantize(context.module)
+        if unsuited is not None:
+            raise BackendError(unsuited)
         before = weight_bytes(context.module)
         copied = module_copy(context)
         holder = nn.ModuleDict({"module": copied})  # quantize_dynamic swaps children: the module itself may be a Linear
         converted = _conv1d_to_linear(holder)
-        if not any(isinstance(child, nn.Linear) for child in holder.modules()):
-            raise BackendError("the module has no nn.Linear layer for dynamic int8 quantization to convert")
+        linears = [child for child in holder.modules() if isinstance(child, nn.Linear)]
         with warnings.catch_warnings():  # torch.ao's deprecation notices, once per build, say nothing about this model
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", UserWarning)
@@ -89,8 +94,26 @@ class Int8DynamicBackend(Backend):
             "precision": "int8",
             "weight_bytes": {"original": before, "tuned": weight_bytes(module)},
             "conv1d_converted": converted,
+            "linear_layers": len(linears),
+            "largest_linear": _largest(linears),
         }
         return Built(run=forward, details=details)
+
+
+def nothing_to_quantize(module: nn.Module) -> str | None:
+    """Why dynamic int8 has nothing to convert in ``module`` (no ``nn.Linear``, no ``Conv1D``), or None."""
+    layers = list(module.modules())
+    if any(isinstance(layer, nn.Linear) or _is_conv1d(layer) for layer in layers):
+        return None
+    convolutions = sum(isinstance(layer, nn.modules.conv._ConvNd) for layer in layers)
+    kept = f"; its {convolutions} convolution(s) stay fp32" if convolutions else ""
+    return f"no linear layer to quantize (dynamic int8 converts nn.Linear layers only{kept})"
+
+
+def _largest(linears: list[nn.Linear]) -> str:
+    """``in x out`` of the largest linear layer: dynamic int8 pays on large layers only (docs/tuning.md)."""
+    layer = max(linears, key=lambda linear: linear.in_features * linear.out_features)
+    return f"{layer.in_features}x{layer.out_features}"
 
 
 def module_copy(context: BuildContext) -> nn.Module:
@@ -138,9 +161,9 @@ def _conv1d_to_linear(module: nn.Module) -> int:
     replaced = 0
     for parent in list(module.modules()):
         for name, child in list(parent.named_children()):
-            weight = getattr(child, "weight", None)
-            if type(child).__name__ != "Conv1D" or not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+            if not _is_conv1d(child):
                 continue
+            weight = child.weight
             bias = getattr(child, "bias", None)
             linear = nn.Linear(weight.shape[0], weight.shape[1], bias=bias is not None)
             with torch.no_grad():
@@ -150,3 +173,8 @@ def _conv1d_to_linear(module: nn.Module) -> int:
             setattr(parent, name, linear)
             replaced += 1
     return replaced
+
+
+def _is_conv1d(layer: nn.Module) -> bool:
+    weight = getattr(layer, "weight", None)
+    return type(layer).__name__ == "Conv1D" and isinstance(weight, torch.Tensor) and weight.dim() == 2

@@ -32,6 +32,7 @@ class EntryPoint:
     root: Any
     root_name: str | None  # the global the root is, when one is (profiles record the root their paths start from)
     input_data: Any = None
+    eval_inputs: tuple[Any, ...] = ()  # more inputs, each in the form of input_data, for the task gate to judge
 
     def user_error(self, error: CaptureError) -> AituneError:
         """``error`` as the user's own failure when the workload raised it (its traceback kept), else as it is."""
@@ -48,20 +49,28 @@ class EntryPoint:
 
 @contextmanager
 def loaded_entry(
-    source: str, function_name: str, *, obj: str | None = None, input_name: str | None = None
+    source: str,
+    function_name: str,
+    *,
+    obj: str | None = None,
+    input_name: str | None = None,
+    eval_inputs_name: str | None = None,
 ) -> Iterator[EntryPoint]:
-    """Load ``source`` (its folder importable for the block) and name its function, root and input."""
+    """Load ``source`` (its folder importable for the block) and name its function, root, input and the
+    global holding a list of further inputs (``eval_inputs_name``), when one is named."""
     folder = Path(source).parent if is_file_source(source) else Path.cwd()
     try:
         with importable_from(folder):
-            yield from _entry_point(source, function_name, obj, input_name)
+            yield from _entry_point(source, function_name, obj, input_name, eval_inputs_name)
     except SystemExit as exit_request:  # a BaseException: it would end the command silently with its status
         raise UserCodeError(
             f"{source}:{function_name} called sys.exit({exit_request.code!r}); an entry function must return, not exit."
         ) from None
 
 
-def _entry_point(source: str, function_name: str, obj: str | None, input_name: str | None) -> Iterator[EntryPoint]:
+def _entry_point(
+    source: str, function_name: str, obj: str | None, input_name: str | None, eval_inputs_name: str | None
+) -> Iterator[EntryPoint]:
     module = load_module(source)
     function = module_global(module, source, function_name, "function")
     if not callable(function):
@@ -73,7 +82,20 @@ def _entry_point(source: str, function_name: str, obj: str | None, input_name: s
     else:
         root, root_name = discovery_root(module)
     input_data = module_global(module, source, input_name, "input") if input_name is not None else None
-    yield EntryPoint(source, function_name, function, root, root_name, input_data)
+    eval_inputs = _input_list(module, source, eval_inputs_name) if eval_inputs_name is not None else ()
+    yield EntryPoint(source, function_name, function, root, root_name, input_data, eval_inputs)
+
+
+def _input_list(module: ModuleType, source: str, name: str) -> tuple[Any, ...]:
+    """The global ``name``: a non-empty list (or tuple) of inputs; `CaptureError` saying what it holds otherwise."""
+    value = module_global(module, source, name, "list of evaluation inputs")
+    if not isinstance(value, list | tuple) or not value:
+        held = "an empty list" if isinstance(value, list | tuple) else f"a {type(value).__name__}"
+        raise CaptureError(
+            f"{source}: --eval-inputs {name} holds {held}; it must be a non-empty list of inputs, each in the form"
+            " --input takes."
+        )
+    return tuple(value)
 
 
 def capture_entry(

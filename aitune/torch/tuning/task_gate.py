@@ -9,9 +9,13 @@ back); the figure compares the two final outputs by the output's kind (`output_m
 - images (``.images``, PIL images, a float tensor of 4 dimensions with 1, 3 or 4 channels): PSNR in dB;
 - anything else of floats (embeddings, hidden states): cosine similarity.
 
+The workload is judged on the recorded input and on any further inputs (``--eval-inputs``); over several
+inputs the figure is pooled (`aitune.compare.quality.pooled`): agreements over all their decisions, PSNR
+and cosine at the worst input.
+
 `judge_task` weighs the set of reduced regions; when the set fails and holds several, each region is
 judged alone, and the ones that pass alone are judged together once more. What fails is put back.
-Bounded: at most ``len(regions) + 3`` workload runs.
+Bounded: at most ``len(regions) + 3`` workload runs per input.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import torch
 
-from aitune.compare.quality import COSINE, PSNR, TOKENS, TOP1, QualityBar, TaskJudgment, default_bar
+from aitune.compare.quality import COSINE, PSNR, TOKENS, TOP1, QualityBar, TaskJudgment, default_bar, pooled
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.verify import Switch
 
@@ -34,15 +38,16 @@ EMBEDDING_KEYS = ("image_embeds", "text_embeds", "embeddings", "pooler_output", 
 
 def judge_task(
     function: Callable[..., Any],
-    input_data: Any,
+    inputs: Sequence[Any],
     switches: Mapping[str, Switch],
     reduced: Sequence[str],
     precision: str,
     bar: QualityBar | None = None,
 ) -> TaskJudgment:
-    """Judge the ``reduced`` regions (paths of ``switches``) on ``function(input_data)``'s final output and put
-    back the ones that fail; the judgment returned is of the regions kept (or of the whole set, when none is)."""
-    run = _runner(function, input_data, switches)
+    """Judge the ``reduced`` regions (paths of ``switches``) on ``function(input)``'s final output for each of
+    ``inputs`` (the recorded input first) and put back the ones that fail; the judgment returned is of the
+    regions kept (or of the whole set, when none is)."""
+    run = _runner(function, inputs, switches)
     reference = run(frozenset())
     tuned = frozenset(switches)
     judgment = _judged(reference, run(tuned), reduced, precision, bar)
@@ -64,13 +69,37 @@ def judge_task(
 
 
 def _judged(
-    reference: Any, candidate: Any, regions: Sequence[str], precision: str, bar: QualityBar | None
+    references: Sequence[Any],
+    candidates: Sequence[Any],
+    regions: Sequence[str],
+    precision: str,
+    bar: QualityBar | None,
 ) -> TaskJudgment:
-    metric, value, divergence, problem = output_metric(reference, candidate, bar.metric if bar else None)
-    if value is not None and not math.isfinite(value):
-        value, problem = None, "the output holds non-finite values (NaN or Inf)"
+    """The verdict over every input: the metric of the first output's kind (or the bar's), pooled over the inputs."""
+    metric = bar.metric if bar is not None else output_metric(references[0], candidates[0])[0]
+    pairs = list(zip(references, candidates, strict=True))
+    figures = [output_metric(ref, cand, metric) for ref, cand in pairs]
+    problem = next((figure[3] for figure in figures if figure[3] is not None), None)
+    if problem is None and not all(math.isfinite(figure[1]) for figure in figures):
+        problem = "the output holds non-finite values (NaN or Inf)"
+    weighed = [(figure[1], _decisions(metric, *pair)) for figure, pair in zip(figures, pairs, strict=True)]
+    value = pooled(metric, weighed) if problem is None else None
+    divergence = min((figure[2] for figure in figures if figure[2] is not None), default=None)
     minimum = bar.minimum if bar is not None else default_bar(metric).minimum
-    return TaskJudgment(precision, metric, minimum, value, tuple(regions), 1, divergence, problem)
+    return TaskJudgment(precision, metric, minimum, value, tuple(regions), len(references), divergence, problem)
+
+
+def _decisions(metric: str, reference: Any, candidate: Any) -> int:
+    """How many decisions an output holds, the weight of its agreement when inputs are pooled: its rows for
+    top-1 agreement, its rows times the longer generation for token agreement; 1 otherwise."""
+    if not isinstance(reference, torch.Tensor) or not isinstance(candidate, torch.Tensor) or reference.dim() == 0:
+        return 1
+    rows = reference.numel() // max(1, reference.shape[-1])
+    if metric == TOP1:
+        return max(1, rows)
+    if metric == TOKENS and candidate.dim() > 0:
+        return max(1, rows * max(reference.shape[-1], candidate.shape[-1]))
+    return 1
 
 
 def _put_back(switches: Mapping[str, Switch], paths: Sequence[str]) -> None:
@@ -79,18 +108,24 @@ def _put_back(switches: Mapping[str, Switch], paths: Sequence[str]) -> None:
 
 
 def _runner(
-    function: Callable[..., Any], input_data: Any, switches: Mapping[str, Switch]
-) -> Callable[[frozenset[str]], Any]:
-    args, kwargs = normalize_input(input_data)
+    function: Callable[..., Any], inputs: Sequence[Any], switches: Mapping[str, Switch]
+) -> Callable[[frozenset[str]], list[Any]]:
+    calls = [normalize_input(input_data) for input_data in inputs]
 
-    def run(enabled: frozenset[str]) -> Any:
-        with ExitStack() as stack, torch.no_grad(), _seeded():
+    def run(enabled: frozenset[str]) -> list[Any]:
+        """The final output of each input, with the regions not in ``enabled`` on their original code."""
+        with ExitStack() as stack, torch.no_grad():
             for path, switch in switches.items():
                 if path not in enabled:
                     stack.enter_context(switch.original())
-            return _detached(function(*args, **kwargs))
+            return [_seeded_output(function, args, kwargs) for args, kwargs in calls]
 
     return run
+
+
+def _seeded_output(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    with _seeded():  # each input from the same seed: its draws do not depend on the inputs judged before it
+        return _detached(function(*args, **kwargs))
 
 
 @contextmanager

@@ -171,7 +171,7 @@ class Trial:
         return measure_interleaved(calls, self.config, self.context.device, self._settled)
 
     def not_offered(self, backend: Backend) -> str | None:
-        """Why ``backend`` is not tried here at all (not available, precision not admitted), or None."""
+        """Why ``backend`` is not tried here at all (not available, precision not admitted, nothing to do), or None."""
         unavailable = backend.unavailable_reason(self.context.device)
         if unavailable is not None:
             return f"not available: {unavailable}"
@@ -180,6 +180,9 @@ class Trial:
                 f"not offered: it computes in {backend.precision}, which is judged on the task; pass "
                 f"--precision {backend.precision} (precision={backend.precision!r}) to try it"
             )
+        unsuited = backend.unsuited_reason(self.context.module)
+        if unsuited is not None:
+            return f"not offered: {unsuited}"
         precision = backend.reduced_precision
         if precision is None:
             return None
