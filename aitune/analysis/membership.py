@@ -129,6 +129,15 @@ def region_tree(
     return list(ids), found
 
 
+def nodes_at(region_nodes: np.ndarray, regions: np.ndarray) -> np.ndarray:
+    """The tree node (``region_nodes``, a thread's) of each region span in ``regions``, -1 where that is -1.
+
+    >>> nodes_at(np.array([4, -1, 5]), np.array([2, -1, 0, 1])).tolist()
+    [5, -1, 4, -1]
+    """
+    return np.where(regions >= 0, region_nodes[np.maximum(regions, 0)], -1)
+
+
 def node_keys(events: TraceEvents) -> list[NodeKey]:
     """The `NodeKey` of each node of ``events.region_tree``, in its order."""
     return [(span_run_index(events.runs[run].name), path) for run, path in events.region_tree]
