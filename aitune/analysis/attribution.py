@@ -11,10 +11,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from aitune.analysis.events import Span, TraceEvents
-from aitune.analysis.intervals import Interval, columns, innermost_enclosing, nesting_order, parents, union_length
+from aitune.analysis.events import Launch, Span, ThreadView, TraceEvents
+from aitune.analysis.intervals import Interval, union_length
+from aitune.analysis.membership import MAX_REGION_DEPTH
 from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction
 from aitune.errors import ProfileError
 from aitune.markers import span_region_id, span_run_index
@@ -77,14 +77,6 @@ class Attribution:
     observed_region_ids: list[str]
 
 
-MAX_REGION_DEPTH = 24
-"""Deepest nesting of region spans read from a trace: a model's modules nest about 6 deep (``unet``,
-``down_blocks.0``, ``attentions.0``, ``transformer_blocks.0``, ``attn1``, ``to_q``), 8 under a pipeline and
-an entry method. Each level is two levels of JSON in the profile's region tree, so every profile made
-stays well inside the readers' JSON depth (`aitune.report.io.MAX_JSON_DEPTH`, the viewer's 64), and a
-hostile trace nesting its annotations hundreds deep is one sentence, not a recursion error."""
-
-
 def spanning_regions(runs: Sequence[AttributedRun]) -> list[str]:
     """The regions inside which every run's time is spent, outermost first; [] when it splits at the top.
 
@@ -137,34 +129,30 @@ def attribute_runs(events: TraceEvents, wall_times_us: Sequence[float] = ()) -> 
 
     Device time of a region is the duration of the device work launched while its span was the
     innermost open region (kernel ↔ launch by correlation id), summed up the region's ancestors.
+    Which run and region holds each span, and the region tree, are the model's (`aitune.analysis.membership`).
+    `ProfileError` when region spans nest deeper than `MAX_REGION_DEPTH`.
     """
+    for view in events.threads.values():
+        _check_depth(events, view)
     device_work = _device_work_by_correlation(events)
     runs = [_empty_run(span, wall_times_us, events.has_device_data) for span in events.runs]
+    nodes = _tree_nodes(events, runs)
 
     unmapped = 0
     observed: dict[str, None] = {}
     for view in events.threads.values():
-        thread_runs = columns([events.runs[i] for i in view.runs])
         thread_regions = [events.regions[i] for i in view.regions]
         thread_launches = [events.launches[i] for i in view.launches]
-
-        launch_runs = innermost_enclosing(thread_runs, [launch.start_us for launch in thread_launches])
-        for launch, owner in zip(thread_launches, launch_runs, strict=True):
+        for launch, owner in zip(thread_launches, view.launch_runs.tolist(), strict=True):
             work = device_work.get(launch.correlation)
-            if owner is not None and work:
+            if owner >= 0 and work:
                 run = runs[view.runs[owner]]
                 run.device_time_us = (run.device_time_us or 0.0) + sum(end - start for start, end in work)
-
-        region_run = innermost_enclosing(thread_runs, [span.start_us for span in thread_regions])
-        unmapped += sum(1 for owner in region_run if owner is None)
-        launched = _work_launched_by_span(thread_regions, thread_launches, device_work)
+        unmapped += int((view.region_runs < 0).sum())
         for region in _region_ids(thread_regions):
             observed.setdefault(region, None)
-        _fold_region_spans(
-            thread_regions,
-            [runs[view.runs[owner]] if owner is not None else None for owner in region_run],
-            launched,
-        )
+        launched = _work_launched_by_span(view, thread_launches, device_work)
+        _fold_region_spans(view, thread_regions, launched, nodes)
     return Attribution(runs=runs, unmapped_region_spans=unmapped, observed_region_ids=list(observed))
 
 
@@ -191,58 +179,66 @@ def _region_ids(spans: Sequence[Span]) -> list[str]:
     return [span_region_id(span.name) for span in spans]
 
 
+def _check_depth(events: TraceEvents, view: ThreadView) -> None:
+    """`ProfileError` naming the first region span (parents first) that nests deeper than `MAX_REGION_DEPTH`."""
+    too_deep = view.region_depths > MAX_REGION_DEPTH
+    if not bool(too_deep.any()):
+        return
+    index = int(view.region_order[too_deep[view.region_order]][0])
+    span = events.regions[view.regions[index]]
+    raise ProfileError(
+        f"region spans nest more than {MAX_REGION_DEPTH} deep ({span_region_id(span.name)[:60]!r} at "
+        f"{span.start_us} µs), deeper than any model's modules; annotate fewer nested levels."
+    )
+
+
+def _tree_nodes(events: TraceEvents, runs: Sequence[AttributedRun]) -> list[RegionNode]:
+    """A `RegionNode` for each node of the model's ``region_tree``, placed in its run's tree, in the tree's order."""
+    nodes: list[RegionNode] = []
+    node_of: dict[tuple[int, tuple[str, ...]], RegionNode] = {}
+    for run, path in events.region_tree:
+        if len(path) == 1:
+            node = runs[run].regions.setdefault(path[0], RegionNode(path[0]))
+        else:
+            node = node_of[run, path[:-1]].child(path[-1])
+        node_of[run, path] = node
+        nodes.append(node)
+    return nodes
+
+
 def _work_launched_by_span(
-    spans: Sequence[Span], launches: Sequence[Any], device_work: Mapping[int, list[Interval]]
+    view: ThreadView, launches: Sequence[Launch], device_work: Mapping[int, list[Interval]]
 ) -> list[list[Interval]]:
-    """The device work launched while each span was the innermost open region span."""
-    launched: list[list[Interval]] = [[] for _ in spans]
+    """The device work launched while each of the thread's region spans was the innermost open one."""
+    launched: list[list[Interval]] = [[] for _ in view.regions]
     if not device_work:
         return launched
-    owners = innermost_enclosing(columns(spans), [launch.start_us for launch in launches])
-    for launch, owner in zip(launches, owners, strict=True):
-        if owner is not None:
+    for launch, owner in zip(launches, view.launch_regions.tolist(), strict=True):
+        if owner >= 0:
             launched[owner] += device_work.get(launch.correlation, ())
     return launched
 
 
 def _fold_region_spans(
-    spans: Sequence[Span], owners: Sequence[AttributedRun | None], launched: list[list[Interval]]
+    view: ThreadView, spans: Sequence[Span], launched: list[list[Interval]], nodes: Sequence[RegionNode]
 ) -> None:
-    """Add each span (all on one thread) to its run's region tree, under its enclosing region's node.
+    """Add each region span of one thread to its node of the region tree (``nodes``, by the model's ``region_tree``).
 
     ``launched`` (the device work each span launched itself) is extended in place with its children's.
     """
-    region_ids = _region_ids(spans)
-    order = nesting_order(columns(spans))
-    parent_of = parents(columns(spans), order)
+    order = view.region_order.tolist()
+    parent_of = view.region_parents.tolist()
     for index in reversed(order):  # children before parents: device work flows upwards
         parent = parent_of[index]
-        if parent is not None:
+        if parent >= 0:
             launched[parent] += launched[index]
-
-    depth: dict[int, int] = {}
-    for index in order:  # parents first
-        parent = parent_of[index]
-        depth[index] = 1 if parent is None else depth[parent] + 1
-        if depth[index] > MAX_REGION_DEPTH:
-            raise ProfileError(
-                f"region spans nest more than {MAX_REGION_DEPTH} deep ({region_ids[index][:60]!r} at "
-                f"{spans[index].start_us} µs), deeper than any model's modules; annotate fewer nested levels."
-            )
-
-    node_of: dict[int, RegionNode] = {}
+    node_of = view.region_nodes.tolist()
     for index in order:
-        run = owners[index]
-        if run is None:
+        if node_of[index] < 0:  # outside every run
             continue
-        parent = parent_of[index]
-        if parent is None or parent not in node_of:
-            node = run.regions.setdefault(region_ids[index], RegionNode(region_ids[index]))
-        else:
-            node = node_of[parent].child(region_ids[index])
+        node = nodes[node_of[index]]
         node.calls += 1
         node.cpu_time_us += spans[index].duration_us
         if launched[index]:
             node.device_time_us += sum(end - start for start, end in launched[index])
             node.device_busy_us += union_length(launched[index])
-        node_of[index] = node

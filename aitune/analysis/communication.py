@@ -20,18 +20,18 @@ Invariant: per run and domain, Σ topmost regions + residual = the run's communi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+
+import numpy as np
 
 from aitune.analysis.collectives import PARAM_COMMS
 from aitune.analysis.events import CommunicationSpan, Span, TraceEvents
-from aitune.analysis.intervals import Interval, columns, covered_within, innermost_enclosing, intersection, merged
-from aitune.analysis.region_operators import NodeKey, node_keys
+from aitune.analysis.intervals import Interval, columns, covered_within, enclosing_array, intersection, merged
+from aitune.analysis.membership import NodeKey, node_keys, nodes_at
 from aitune.analysis.shares import fraction
 from aitune.markers import span_run_index
-
-Item = TypeVar("Item")
 
 
 @dataclass
@@ -104,22 +104,31 @@ def communication(events: TraceEvents) -> Communication | None:
     device_of = {activity.correlation: 0.0 for activity in kernels}
     for activity in kernels:
         device_of[activity.correlation] += activity.duration_us
+    keys = node_keys(events)
     for view in events.threads.values():
         if not view.runs:
             continue
         thread_runs = [events.runs[i] for i in view.runs]
         regions = [events.regions[i] for i in view.regions]
-        keys = node_keys(thread_runs, regions)
-        for span, key in zip(regions, keys, strict=True):
-            if key is not None:
-                nodes[key].cpu_time_us += covered_within(in_flight, span.start_us, span.end_us)
+        for span, node in zip(regions, view.region_nodes.tolist(), strict=True):
+            if node >= 0:
+                nodes[keys[node]].cpu_time_us += covered_within(in_flight, span.start_us, span.end_us)
         for run in thread_runs:
             runs[span_run_index(run.name)].cpu_time_us += covered_within(in_flight, run.start_us, run.end_us)
-        sent = [(span.start_us, span.bytes or 0) for span in carriers]  # bytes: at the operation's start
-        _add_at_start(sent, "bytes", thread_runs, regions, keys, nodes, runs)
-        launched = [events.launches[i] for i in view.launches if events.launches[i].correlation in device_of]
-        ran = [(launch.start_us, device_of[launch.correlation]) for launch in launched]  # NCCL kernel µs: at launch
-        _add_at_start(ran, "device_time_us", thread_runs, regions, keys, nodes, runs)
+        # bytes: at the operation's start, on whichever thread it ran, in this thread's runs and regions
+        starts = [span.start_us for span in carriers]
+        in_run = enclosing_array(columns(thread_runs), starts).tolist()
+        in_node = nodes_at(view.region_nodes, enclosing_array(columns(regions), starts)).tolist()
+        sent = [span.bytes or 0 for span in carriers]
+        _add_at_start(sent, "bytes", in_run, in_node, thread_runs, keys, nodes, runs)
+        launched = [
+            position for position, index in enumerate(view.launches) if events.launches[index].correlation in device_of
+        ]  # NCCL kernel µs: at launch
+        ran = [device_of[events.launches[view.launches[position]].correlation] for position in launched]
+        launch_nodes = nodes_at(view.region_nodes, view.launch_regions)
+        picked = np.array(launched, dtype=np.intp)
+        in_run, in_node = view.launch_runs[picked].tolist(), launch_nodes[picked].tolist()
+        _add_at_start(ran, "device_time_us", in_run, in_node, thread_runs, keys, nodes, runs)
     return Communication(
         nodes=dict(nodes),
         runs=runs,
@@ -138,35 +147,24 @@ def _byte_carriers(spans: Sequence[CommunicationSpan]) -> list[CommunicationSpan
 
 
 def _add_at_start(
-    amounts: Sequence[tuple[float, float]],
+    amounts: Sequence[float],
     key: str,
+    in_run: Sequence[int],
+    in_node: Sequence[int],
     runs: Sequence[Span],
-    regions: Sequence[Span],
-    keys: Sequence[NodeKey | None],
+    keys: Sequence[NodeKey],
     nodes: dict[NodeKey, CommunicationShare],
     totals: dict[int, CommunicationShare],
 ) -> None:
-    """Each (start µs, amount) to the ``key`` (bytes, device µs) of the run and of the innermost region open at
-    its start (and that region's ancestors)."""
-    for (_, amount), run, above in _in_runs(amounts, [start for start, _ in amounts], runs, regions, keys):
-        for share in (totals[run], *(nodes[node] for node in above)):
+    """Each amount to the ``key`` (bytes, device µs) of the run it started in (``in_run``, a position in ``runs``)
+    and of the region-tree node open at its start (``in_node``, a position in ``keys``) and that node's ancestors;
+    an amount outside every run (a warmup's, or between runs) is left out."""
+    for amount, run, node in zip(amounts, in_run, in_node, strict=True):
+        if run < 0:
+            continue
+        above = _ancestors(keys[node] if node >= 0 else None)
+        for share in (totals[span_run_index(runs[run].name)], *(nodes[upper] for upper in above)):
             setattr(share, key, getattr(share, key) + amount)
-
-
-def _in_runs(
-    items: Sequence[Item],
-    starts: Sequence[float],
-    runs: Sequence[Span],
-    regions: Sequence[Span],
-    keys: Sequence[NodeKey | None],
-) -> Iterator[tuple[Item, int, list[NodeKey]]]:
-    """Each item that starts inside a run, with that run's index and the innermost region-tree node open at its
-    start followed by the nodes above it; items outside every run (a warmup's, or between runs) are left out."""
-    for item, run, region in zip(
-        items, innermost_enclosing(columns(runs), starts), innermost_enclosing(columns(regions), starts), strict=True
-    ):
-        if run is not None:
-            yield item, span_run_index(runs[run].name), _ancestors(keys[region] if region is not None else None)
 
 
 def _ancestors(key: NodeKey | None) -> list[NodeKey]:
@@ -182,12 +180,10 @@ def _device_overlap(events: TraceEvents) -> dict[int, float]:
     run_of: dict[int, int] = {}
     for view in events.threads.values():
         runs = [events.runs[i] for i in view.runs]
-        launches = [events.launches[i] for i in view.launches]
-        owners = innermost_enclosing(columns(runs), [launch.start_us for launch in launches])
         run_of.update(
-            (launch.correlation, span_run_index(runs[owner].name))
-            for launch, owner in zip(launches, owners, strict=True)
-            if owner is not None
+            (events.launches[index].correlation, span_run_index(runs[owner].name))
+            for index, owner in zip(view.launches, view.launch_runs.tolist(), strict=True)
+            if owner >= 0
         )
     nccl = {activity.correlation for activity in events.communication_kernels}
     busy: dict[tuple[int, bool], list[Interval]] = {}

@@ -25,6 +25,7 @@ import numpy as np
 from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.intervals import order_array, parent_array
+from aitune.analysis.membership import ThreadMembership, TreeEntry, region_tree, thread_membership
 from aitune.analysis.work import COUNTED, OpInputs, operator_inputs
 from aitune.errors import ProfileError
 from aitune.markers import (
@@ -42,6 +43,7 @@ from aitune.markers import (
     TRACE_METADATA_KEY,
     region_span_name,
     run_span_name,
+    span_region_id,
     user_span_region_id,
 )
 
@@ -237,6 +239,14 @@ class ThreadView(_EqualByValue):
     their starts and durations. Their nesting is found once, here: ``op_order`` lists positions in
     ``ops`` with every parent before its children, ``op_parents`` the position of each one's innermost
     enclosing operator (-1 for a topmost one), both as `aitune.analysis.intervals` defines them.
+
+    Which run and which region holds each span is found once, here too (`aitune.analysis.membership`),
+    as positions in ``runs``, ``regions`` and ``ops`` (-1: none): ``op_runs`` and ``op_regions``, the
+    run and innermost region span each operator started in; ``launch_runs``, ``launch_regions`` and
+    ``launch_ops`` the same for each launch, and the innermost operator it started in; ``region_runs``
+    the run each region span started in, ``region_order`` and ``region_parents`` the regions' nesting,
+    ``region_depths`` how deep each nests (1: topmost), and ``region_nodes`` its node in the model's
+    ``region_tree`` (-1 outside every run).
     """
 
     runs: tuple[int, ...] = ()
@@ -247,6 +257,16 @@ class ThreadView(_EqualByValue):
     op_durations_us: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
     op_order: np.ndarray = field(default_factory=lambda: _NO_INDICES)
     op_parents: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    op_runs: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    op_regions: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    launch_runs: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    launch_regions: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    launch_ops: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    region_runs: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    region_order: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    region_parents: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    region_depths: np.ndarray = field(default_factory=lambda: _NO_INDICES)
+    region_nodes: np.ndarray = field(default_factory=lambda: _NO_INDICES)
 
 
 @dataclass(frozen=True)
@@ -254,8 +274,9 @@ class TraceEvents:
     """Everything analysis reads from one trace, indexed once and frozen (build it with `EventsBuilder`).
 
     Sequences are in trace order. ``threads`` holds each thread's `ThreadView` (threads in order of
-    first appearance) and ``device_of`` the device work each launch started, by correlation id:
-    analyses read these indexes and never regroup or refilter the sequences themselves.
+    first appearance), with the run and region each span belongs to, ``region_tree`` the nodes of every
+    run's region tree, and ``device_of`` the device work each launch started, by correlation id:
+    analyses read these indexes and never regroup, refilter or search the sequences themselves.
     """
 
     runs: tuple[Span, ...] = ()
@@ -273,6 +294,7 @@ class TraceEvents:
     threads: Mapping[ThreadKey, ThreadView] = field(default_factory=dict)
     device_of: Mapping[int, tuple[DeviceActivity, ...]] = field(default_factory=dict)
     op_inputs: Mapping[int, OpInputs] = field(default_factory=dict)  # by position in ``ops``: counted operators'
+    region_tree: tuple[TreeEntry, ...] = ()  # every run's region-tree nodes (`aitune.analysis.membership.region_tree`)
 
     @property
     def has_device_data(self) -> bool:
@@ -386,7 +408,7 @@ class EventsBuilder:
             kind = detected
         ops = op_columns(self.op_names, self.op_starts, self.op_durations, self.op_threads)
         try:
-            threads = _thread_views(ops, runs, regions, self)
+            threads, tree = _thread_views(ops, runs, regions, self)
         except TypeError:
             raise ProfileError("an event's 'pid' or 'tid' is a list or an object; use numbers or strings.") from None
         device_of: dict[int, list[DeviceActivity]] = defaultdict(list)
@@ -410,13 +432,15 @@ class EventsBuilder:
             threads=MappingProxyType(threads),
             device_of=MappingProxyType({key: tuple(work) for key, work in device_of.items()}),
             op_inputs=MappingProxyType(dict(self.op_inputs)),
+            region_tree=tuple(tree),
         )
 
 
 def _thread_views(
     ops: OpColumns, runs: list[Span], regions: list[Span], builder: EventsBuilder
-) -> dict[ThreadKey, ThreadView]:
-    """Each thread's `ThreadView`, threads in order of first appearance (operators', then the others')."""
+) -> tuple[dict[ThreadKey, ThreadView], list[TreeEntry]]:
+    """Each thread's `ThreadView`, threads in order of first appearance (operators', then the others'), and
+    the nodes of every run's region tree (`aitune.analysis.membership.region_tree`)."""
     groups: dict[ThreadKey, dict[str, np.ndarray]] = {}
     for kind, threads in (
         ("ops", ops.threads),
@@ -431,27 +455,53 @@ def _thread_views(
             lists[kind] = indices
     for spans in (builder.annotations, builder.module_calls, builder.communication, builder.memory):  # read by thread
         set(span.thread for span in spans)
-    views: dict[ThreadKey, ThreadView] = {}
+    columns: dict[ThreadKey, dict[str, np.ndarray]] = {}
+    memberships: dict[ThreadKey, ThreadMembership] = {}
     for thread, lists in groups.items():
         indices = lists["ops"]
         every = len(indices) == len(ops)  # every operator on this thread, the common case: no gather
         starts = ops.starts_us if every else ops.starts_us[indices]
         durations = ops.durations_us if every else ops.durations_us[indices]
         order = order_array(starts, durations)
-        found = parent_array(starts, durations, order)
-        for column in (indices, starts, durations, order, found):
+        columns[thread] = {
+            "ops": indices,
+            "op_starts_us": starts,
+            "op_durations_us": durations,
+            "op_order": order,
+            "op_parents": parent_array(starts, durations, order),
+        }
+        thread_runs = [runs[i] for i in lists["runs"].tolist()]
+        thread_regions = [regions[i] for i in lists["regions"].tolist()]
+        memberships[thread] = thread_membership(
+            ([span.start_us for span in thread_runs], [span.duration_us for span in thread_runs]),
+            ([span.start_us for span in thread_regions], [span.duration_us for span in thread_regions]),
+            (starts, durations),
+            order,
+            [builder.launches[i].start_us for i in lists["launches"].tolist()],
+        )
+    tree, nodes = region_tree(
+        [
+            (
+                groups[thread]["runs"].tolist(),
+                [span_region_id(regions[i].name) for i in groups[thread]["regions"].tolist()],
+                members,
+            )
+            for thread, members in memberships.items()
+        ]
+    )
+    views: dict[ThreadKey, ThreadView] = {}
+    for (thread, members), region_nodes in zip(memberships.items(), nodes, strict=True):
+        found = {**columns[thread], **members._asdict(), "region_nodes": region_nodes}
+        for column in found.values():
             column.flags.writeable = False
+        lists = groups[thread]
         views[thread] = ThreadView(
             runs=tuple(lists["runs"].tolist()),
             regions=tuple(lists["regions"].tolist()),
             launches=tuple(lists["launches"].tolist()),
-            ops=indices,
-            op_starts_us=starts,
-            op_durations_us=durations,
-            op_order=order,
-            op_parents=found,
+            **found,
         )
-    return views
+    return views, tree
 
 
 def _indices_by_thread(threads: Sequence[ThreadKey]) -> dict[ThreadKey, np.ndarray]:

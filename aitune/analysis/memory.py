@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from aitune.analysis.events import MemoryEvent, Span, ThreadKey, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing
 from aitune.markers import span_region_id, span_run_index
 
 STATS = ("allocated_bytes", "freed_bytes", "peak_live_bytes")
@@ -126,13 +125,13 @@ def run_memory(events: TraceEvents) -> list[RunMemory]:
     for thread, view in events.threads.items():
         runs = [events.runs[index] for index in view.runs]
         regions = [events.regions[index] for index in view.regions]
-        owners = innermost_enclosing(columns(runs), [span.start_us for span in regions])
+        owners = view.region_runs.tolist()
         for run in runs:
             found[span_run_index(run.name)] = RunMemory(
                 span_run_index(run.name), _span_stats(streams, thread, devices, run), {}
             )
         for span, owner in zip(regions, owners, strict=True):
-            if owner is not None:
+            if owner >= 0:
                 _add_region(
                     found[span_run_index(runs[owner].name)].regions, span, _span_stats(streams, thread, devices, span)
                 )

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aitune.analysis.events import Launch, ThreadView, TraceEvents
-from aitune.analysis.intervals import columns, enclosing_array, innermost_enclosing
+from aitune.analysis.events import ThreadView, TraceEvents
 
 ROW_LIMIT = 20
 """Rows kept per sorted view; the full event stream lives in the Chrome trace."""
@@ -50,12 +49,9 @@ def operator_rows(events: TraceEvents) -> list[OperatorRow]:
     measured_launches: set[int] = set()
 
     for view in events.threads.values():
-        runs = columns([events.runs[i] for i in view.runs])
-        launches = [events.launches[i] for i in view.launches]
-        kept = enclosing_array(runs, view.op_starts_us) >= 0
-        launch_runs = innermost_enclosing(runs, [launch.start_us for launch in launches])
-        measured = [launch for launch, run in zip(launches, launch_runs, strict=True) if run is not None]
-        measured_launches.update(launch.correlation for launch in measured)
+        kept = view.op_runs >= 0
+        measured = np.flatnonzero(view.launch_runs >= 0)  # positions in the view's launches
+        measured_launches.update(events.launches[view.launches[position]].correlation for position in measured)
         _fold_ops(events, view, kept, measured, device_time, rows)
 
     for activity in events.device:
@@ -91,11 +87,12 @@ def _fold_ops(
     events: TraceEvents,
     view: ThreadView,
     kept: np.ndarray,
-    launches: Sequence[Launch],
+    launches: np.ndarray,
     device_time: Mapping[int, float],
     rows: dict[tuple[str, str], OperatorRow],
 ) -> None:
-    """Add the ``kept`` operators of one thread (those inside a run) to ``rows``, with self and total times.
+    """Add the ``kept`` operators of one thread (those inside a run) to ``rows``, with self and total times;
+    ``launches``: the positions in the view of the launches made inside a run.
 
     One of the analysis pass's hottest steps (~10⁵ operators a capture), so it is array operations: the
     nesting comes from the model's index, and `numpy.bincount` sums each operator name's times (by its
@@ -121,7 +118,7 @@ def _fold_ops(
         row.count += int(counts[code])
         row.cpu_time_total_us += totals[code]
         row.self_cpu_time_total_us += selves[code]
-    if launches:
+    if len(launches):
         _fold_device_time(events, view, kept, launches, device_time, by_name)
 
 
@@ -129,18 +126,16 @@ def _fold_device_time(
     events: TraceEvents,
     view: ThreadView,
     kept: np.ndarray,
-    launches: Sequence[Launch],
+    launches: np.ndarray,
     device_time: Mapping[int, float],
     by_name: dict[str, OperatorRow],
 ) -> None:
     """Device time of the kernels each operator launched: self (innermost operator) and total (ancestors too)."""
-    spans = (view.op_starts_us, view.op_durations_us)
     keeps = kept.tolist()
     self_device = [0.0] * len(keeps)
-    owners = innermost_enclosing(spans, [launch.start_us for launch in launches], view.op_order)
-    for launch, owner in zip(launches, owners, strict=True):
-        if owner is not None and keeps[owner]:
-            self_device[owner] += device_time.get(launch.correlation, 0.0)
+    for position, owner in zip(launches.tolist(), view.launch_ops[launches].tolist(), strict=True):
+        if owner >= 0 and keeps[owner]:
+            self_device[owner] += device_time.get(events.launches[view.launches[position]].correlation, 0.0)
     total_device = list(self_device)
     parent_of = view.op_parents.tolist()
     for index in reversed(view.op_order.tolist()):  # children before parents: totals flow upwards

@@ -31,10 +31,9 @@ from itertools import pairwise
 from typing import Any, NamedTuple
 
 from aitune.analysis.events import Span, TraceEvents
-from aitune.analysis.intervals import columns, innermost_enclosing, nesting_order, parents
 from aitune.analysis.shares import fraction
 from aitune.analysis.statistics import percentile
-from aitune.markers import REGION_SPAN_PREFIX, region_path, span_run_index
+from aitune.markers import region_path, span_run_index
 
 ENCODER, PREFILL, DECODE = "encoder", "prefill", "decode"
 PHASE_NAMES = (ENCODER, PREFILL, DECODE)
@@ -103,35 +102,32 @@ class PhaseSplit:
 
 
 def run_calls(events: TraceEvents, spanning: Sequence[str]) -> list[RunCalls]:
-    """Every run's calls at the level below the ``spanning`` chain (the topmost regions without one), by run index."""
+    """Every run's calls at the level below the ``spanning`` chain (the topmost regions without one), by run index.
+
+    A region span's place is its node in the model's region tree (`aitune.analysis.membership`)."""
     found = []
     for view in events.threads.values():
         runs = [events.runs[index] for index in view.runs]
-        regions = [events.regions[index] for index in view.regions]
-        owners = innermost_enclosing(columns(runs), [span.start_us for span in regions])
-        for position, run in enumerate(runs):
-            inside = [span for span, owner in zip(regions, owners, strict=True) if owner == position]
-            found.append(_level_calls(run, inside, tuple(spanning)))
+        run_of, node_of = view.region_runs.tolist(), view.region_nodes.tolist()
+        placed: list[list[tuple[Span, tuple[str, ...]]]] = [[] for _ in runs]
+        for index in view.region_order.tolist():  # parents first
+            if run_of[index] >= 0 and node_of[index] >= 0:
+                path = events.region_tree[node_of[index]][1]
+                placed[run_of[index]].append((events.regions[view.regions[index]], path))
+        for run, spans in zip(runs, placed, strict=True):
+            found.append(_level_calls(run, spans, tuple(spanning)))
     return sorted(found, key=lambda run: run.run_index)
 
 
-def _level_calls(run: Span, spans: Sequence[Span], spanning: tuple[str, ...]) -> RunCalls:
-    """The calls among ``spans`` (one run's region spans, one thread) whose enclosing regions are ``spanning``."""
-    order = nesting_order(columns(spans))
-    parent_of = parents(columns(spans), order)
-    chains: dict[int, tuple[str, ...]] = {}
+def _level_calls(run: Span, spans: Sequence[tuple[Span, tuple[str, ...]]], spanning: tuple[str, ...]) -> RunCalls:
+    """The calls among ``spans`` (one run's region spans with their tree paths, parents first) whose enclosing
+    regions are ``spanning``."""
     calls, within_end = [], None
-    for index in order:  # parents first
-        parent = parent_of[index]
-        above = () if parent is None else chains.get(parent)
-        if above is None or len(above) > len(spanning):
-            continue  # below the level: never read
-        chain = (*above, spans[index].name[len(REGION_SPAN_PREFIX) :])
-        chains[index] = chain
+    for span, chain in spans:
         if chain == spanning:
-            within_end = max(within_end or 0.0, spans[index].end_us)
+            within_end = max(within_end or 0.0, span.end_us)
         elif chain[:-1] == spanning:
-            calls.append(Call(chain[-1], spans[index].start_us, spans[index].end_us))
+            calls.append(Call(chain[-1], span.start_us, span.end_us))
     return RunCalls(
         run_index=span_run_index(run.name),
         start_us=run.start_us,

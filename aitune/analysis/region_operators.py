@@ -13,25 +13,24 @@ count as ``sync``; they are not operators, so not in the count. ``communication`
 torch.distributed's operators (``c10d::allreduce_``, …): the time they took on the calling thread,
 not the transfer's time in flight, which is the region's ``communication`` (`aitune.analysis.communication`).
 
-Per thread: one pass over the operators in start order keeps the topmost ones, and one sweep
-(`aitune.analysis.intervals.innermost_enclosing`) finds the region each of them started in.
+Per thread: the topmost operators are read from the model's nesting, and the region-tree node each of
+them started in from its membership columns (`aitune.analysis.membership`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from aitune.analysis.events import Span, ThreadView, TraceEvents
-from aitune.analysis.intervals import Columns, columns, enclosing_array, nesting_order, parents
+from aitune.analysis.events import ThreadView, TraceEvents
+from aitune.analysis.intervals import Columns
+from aitune.analysis.membership import NodeKey, node_keys, nodes_at
 from aitune.analysis.residual import operator_cause
-from aitune.markers import span_region_id, span_run_index
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
@@ -124,10 +123,6 @@ class OperatorMix:
         return {"count": self.count, "categories": ordered}
 
 
-NodeKey = tuple[int, tuple[str, ...]]
-"""(run index, region ids from the topmost region down to the node): a node of a run's region tree."""
-
-
 @cache
 def operator_category(name: str) -> str:
     """The category of an operator (or runtime call) by its name, e.g. ``aten::conv2d`` → ``conv``."""
@@ -151,66 +146,46 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     """The operator mix of every region-tree node of every measured run (nodes without operators left out).
 
     The sums are `numpy.bincount`s over (node, category) pairs, in start order: each node's category
-    time adds its operators one by one, as a loop would, without a Python step per operator.
+    time adds its operators one by one, as a loop would, without a Python step per operator. The node
+    each operator or call started in is the model's (`aitune.analysis.membership`).
     """
     mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
+    keys = node_keys(events)
     category_of_code = np.array([_CATEGORY_INDEX[operator_category(name)] for name in events.ops.distinct_names] or [0])
     for view in events.threads.values():
         if not view.regions:
             continue
-        regions = [events.regions[i] for i in view.regions]
-        node_ids: dict[NodeKey, int] = {}
-        node_of_region = np.array(
-            [
-                -1 if key is None else node_ids.setdefault(key, len(node_ids))
-                for key in node_keys([events.runs[i] for i in view.runs], regions)
-            ]
-        )
         top = _topmost_operators(view)
         syncs = [
-            launch for launch in (events.launches[i] for i in view.launches) if operator_category(launch.name) == "sync"
+            position
+            for position, index in enumerate(view.launches)
+            if operator_category(events.launches[index].name) == "sync"
         ]
         top_spans = (view.op_starts_us[top].tolist(), view.op_durations_us[top].tolist()) if syncs else ([], [])
-        calls = [call for call in syncs if not _inside(top_spans, call.start_us)]
-        starts = np.concatenate((view.op_starts_us[top], [call.start_us for call in calls]))
-        durations = np.concatenate((view.op_durations_us[top], [call.duration_us for call in calls]))
+        calls = [
+            position for position in syncs if not _inside(top_spans, events.launches[view.launches[position]].start_us)
+        ]
+        durations = np.concatenate(
+            (view.op_durations_us[top], [events.launches[view.launches[position]].duration_us for position in calls])
+        )
         categories = np.concatenate(
             (category_of_code[events.ops.name_codes[view.ops[top]]], np.full(len(calls), _CATEGORY_INDEX["sync"]))
         )
-        is_operator = np.arange(len(starts)) < len(top)
-        owners = enclosing_array(columns(regions), starts)
-        nodes = np.where(owners >= 0, node_of_region[np.maximum(owners, 0)], -1)
+        is_operator = np.arange(len(durations)) < len(top)
+        owners = np.concatenate((view.op_regions[top], view.launch_regions[np.array(calls, dtype=np.intp)]))
+        nodes = nodes_at(view.region_nodes, owners)
         counted = nodes >= 0  # outside every region (the residual's), or in a region outside every run: left out
         pairs = nodes[counted] * len(CATEGORIES) + categories[counted]
-        width = len(node_ids) * len(CATEGORIES)
+        width = len(keys) * len(CATEGORIES)
         times = np.bincount(pairs, weights=durations[counted], minlength=width).tolist()
-        present = np.bincount(pairs, minlength=width).tolist()
+        present = np.bincount(pairs, minlength=width)
         operators = np.bincount(pairs[is_operator[counted]], minlength=width).tolist()
-        for key, node in node_ids.items():
-            for index, category in enumerate(CATEGORIES):
-                pair = node * len(CATEGORIES) + index
-                if present[pair]:
-                    mix = mixes[key]
-                    mix.categories[category] = mix.categories.get(category, 0.0) + times[pair]
-                    mix.count += operators[pair]
+        for pair in np.flatnonzero(present).tolist():
+            node, index = divmod(pair, len(CATEGORIES))
+            mix = mixes[keys[node]]
+            mix.categories[CATEGORIES[index]] = mix.categories.get(CATEGORIES[index], 0.0) + times[pair]
+            mix.count += operators[pair]
     return dict(mixes)
-
-
-def node_keys(runs: Sequence[Span], regions: Sequence[Span]) -> list[NodeKey | None]:
-    """For each region span (all on one thread), its tree node; None outside every run."""
-    spans = [*runs, *regions]  # on equal start and length a run comes out as the parent of a region
-    parent_of = parents(columns(spans))
-    keys: list[NodeKey | None] = [None] * len(spans)
-    for index in nesting_order(columns(spans)):  # parents before children
-        if index < len(runs):
-            continue
-        parent = parent_of[index]
-        region = span_region_id(spans[index].name)
-        if parent is not None and parent < len(runs):
-            keys[index] = (span_run_index(runs[parent].name), (region,))
-        elif parent is not None and (above := keys[parent]) is not None:
-            keys[index] = (above[0], (*above[1], region))
-    return keys[len(runs) :]
 
 
 def _topmost_operators(view: ThreadView) -> np.ndarray:

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from aitune.analysis.events import ThreadView, TraceEvents
-from aitune.analysis.intervals import columns, enclosing_array
-from aitune.analysis.region_operators import NodeKey, node_keys
+from aitune.analysis.intervals import enclosing_array
+from aitune.analysis.membership import NodeKey, node_keys, nodes_at
 from aitune.analysis.work import OpWork, operator_work
 
 MAX_UNCOUNTED_NAMES = 8
@@ -68,29 +68,22 @@ class RegionWork:
 def region_work(events: TraceEvents) -> dict[NodeKey, RegionWork]:
     """The work of every region-tree node of every traced run (nodes without operators left out)."""
     works: dict[NodeKey, RegionWork] = defaultdict(RegionWork)
+    keys = node_keys(events)
     for view in events.threads.values():
         if not view.regions or not len(view.ops):
             continue
-        regions = [events.regions[i] for i in view.regions]
-        keys = node_keys([events.runs[i] for i in view.runs], regions)
-        _thread_work(events, view, regions, keys, works)
+        _thread_work(events, view, keys, works)
     return dict(works)
 
 
-def _thread_work(
-    events: TraceEvents,
-    view: ThreadView,
-    regions: list[Any],
-    keys: list[NodeKey | None],
-    works: dict[NodeKey, RegionWork],
-) -> None:
+def _thread_work(events: TraceEvents, view: ThreadView, keys: list[NodeKey], works: dict[NodeKey, RegionWork]) -> None:
     names = events.ops.names
     top_of = _topmost_ancestor(view)
-    owners = enclosing_array(columns(regions), view.op_starts_us)
+    op_nodes = nodes_at(view.region_nodes, view.op_regions).tolist()
 
     def key_of(position: int) -> NodeKey | None:
-        owner = int(owners[position])
-        return keys[owner] if owner >= 0 else None
+        node = op_nodes[position]
+        return keys[node] if node >= 0 else None
 
     uncounted = {int(position): float(view.op_durations_us[position]) for position in np.flatnonzero(top_of < 0)}
     counted_spans: list[tuple[float, float]] = []
@@ -118,7 +111,7 @@ def _thread_work(
             work.uncounted_cpu_us += left
             work.uncounted[name] = work.uncounted.get(name, 0.0) + left
     if events.has_device_data:
-        _device_work(events, view, regions, keys, counted_spans, counted_keys, works)
+        _device_work(events, view, keys, counted_spans, counted_keys, works)
         for work in works.values():  # every node of a device trace carries both device keys
             work.counted_device_us = work.counted_device_us or 0.0
             work.uncounted_device_us = work.uncounted_device_us or 0.0
@@ -164,8 +157,7 @@ def _outermost_counted(events: TraceEvents, view: ThreadView) -> list[tuple[int,
 def _device_work(
     events: TraceEvents,
     view: ThreadView,
-    regions: list[Any],
-    keys: list[NodeKey | None],
+    keys: list[NodeKey],
     counted_spans: list[tuple[float, float]],
     counted_keys: list[NodeKey],
     works: dict[NodeKey, RegionWork],
@@ -173,14 +165,15 @@ def _device_work(
     """Device µs of the kernels launched inside each counted operator, and of the region's other kernels."""
     launches = [events.launches[i] for i in view.launches]
     starts = [launch.start_us for launch in launches]
-    owners = enclosing_array(columns(regions), starts)
     spans = sorted(zip(counted_spans, counted_keys, strict=True), key=lambda item: item[0][0])
     inside = enclosing_array(([s for (s, _), _ in spans], [d for (_, d), _ in spans]), starts)
     for key in set(counted_keys):
         works[key].counted_device_us = works[key].counted_device_us or 0.0
-    for launch, owner, counted in zip(launches, owners.tolist(), inside.tolist(), strict=True):
+    for launch, node, counted in zip(
+        launches, nodes_at(view.region_nodes, view.launch_regions).tolist(), inside.tolist(), strict=True
+    ):
         device_us = sum(activity.duration_us for activity in events.device_of.get(launch.correlation, ()))
-        key = spans[counted][1] if counted >= 0 else (keys[owner] if owner >= 0 else None)
+        key = spans[counted][1] if counted >= 0 else (keys[node] if node >= 0 else None)
         if key is None or not device_us:
             continue
         work = works[key]

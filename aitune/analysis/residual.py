@@ -25,7 +25,7 @@ import numpy as np
 from aitune.analysis.attribution import AttributedRun
 from aitune.analysis.collectives import is_communication
 from aitune.analysis.events import Span, ThreadView, TraceEvents
-from aitune.analysis.intervals import Columns, Interval, columns, covered_within, enclosing_array, innermost_enclosing
+from aitune.analysis.intervals import Interval, covered_within
 from aitune.analysis.shares import fraction
 from aitune.markers import span_region_id, span_run_index
 
@@ -84,53 +84,55 @@ def residual_causes(
             residual.known_us[COMMUNICATION] = communication_us.get(index, 0.0)
     for view in events.threads.values():
         runs = [events.runs[i] for i in view.runs]
-        thread_regions = (events.regions[i] for i in view.regions)
-        regions = columns([span for span in thread_regions if span_region_id(span.name) not in spanning])
-        outside = enclosing_array(regions, view.op_starts_us) < 0
+        in_region = _in_counted_region(events, view, spanning)
+        outside = ~in_region[view.op_regions]
         parent_of = view.op_parents
         top = np.flatnonzero(outside & ((parent_of < 0) | ~outside[np.maximum(parent_of, 0)]))  # topmost of them
-        in_run = innermost_enclosing(columns(runs), view.op_starts_us[top])
         names = events.ops.names
         for index, run, start, duration in zip(
             view.ops[top].tolist(),
-            in_run,
+            view.op_runs[top].tolist(),
             view.op_starts_us[top].tolist(),
             view.op_durations_us[top].tolist(),
             strict=True,
         ):
             cause = operator_cause(names[index])
-            if run is not None and cause != COMMUNICATION:  # communication is counted by time in flight
+            if run >= 0 and cause != COMMUNICATION:  # communication is counted by time in flight
                 overlap = covered_within(in_flight, start, start + duration) if in_flight else 0.0
                 causes[span_run_index(runs[run].name)].known_us[cause] += duration - overlap
-        _add_bare_runtime_calls(events, view, runs, regions, causes, in_flight)
+        _add_bare_runtime_calls(events, view, runs, in_region, causes, in_flight)
     return causes
+
+
+def _in_counted_region(events: TraceEvents, view: ThreadView, spanning: Collection[str]) -> np.ndarray:
+    """Whether a point in each region span of ``view`` lies in a region that is not ``spanning`` (that span or one
+    enclosing it), then False for a point outside every region: index it with a membership column (-1 last)."""
+    inside = np.ones(len(view.regions) + 1, dtype=bool)
+    inside[-1] = False
+    if spanning:
+        parent_of = view.region_parents.tolist()
+        for index in view.region_order.tolist():  # parents first
+            parent = parent_of[index]
+            own = span_region_id(events.regions[view.regions[index]].name) not in spanning
+            inside[index] = own or (parent >= 0 and bool(inside[parent]))
+    return inside
 
 
 def _add_bare_runtime_calls(
     events: TraceEvents,
     view: ThreadView,
     runs: Sequence[Span],
-    regions: Columns,
+    in_region: np.ndarray,
     causes: dict[int, ResidualCauses],
     in_flight: Sequence[Interval],
 ) -> None:
     """Synchronize and copy calls made outside every region and every operator (e.g. ``torch.cuda.synchronize()``)."""
-    calls = [
-        call
-        for call in (events.launches[i] for i in view.launches)
-        if operator_cause(call.name) in ("synchronization", "memory_copy")
-    ]
-    if not calls:
-        return
-    starts = [call.start_us for call in calls]
-    ops = (view.op_starts_us, view.op_durations_us)
-    for call, region, op, run in zip(
-        calls,
-        innermost_enclosing(regions, starts),
-        innermost_enclosing(ops, starts, view.op_order),
-        innermost_enclosing(columns(runs), starts),
-        strict=True,
-    ):
-        if region is None and op is None and run is not None:
+    for position, index in enumerate(view.launches):
+        call = events.launches[index]
+        cause = operator_cause(call.name)
+        if cause not in ("synchronization", "memory_copy"):
+            continue
+        region, op, run = (int(column[position]) for column in (view.launch_regions, view.launch_ops, view.launch_runs))
+        if not in_region[region] and op < 0 and run >= 0:
             overlap = covered_within(in_flight, call.start_us, call.start_us + call.duration_us) if in_flight else 0.0
-            causes[span_run_index(runs[run].name)].known_us[operator_cause(call.name)] += call.duration_us - overlap
+            causes[span_run_index(runs[run].name)].known_us[cause] += call.duration_us - overlap
