@@ -11,7 +11,7 @@ import orjson
 import pandas as pd
 import pytest
 from bokeh.models import HoverTool
-from viewer_docs import HOSTILE, pipeline_doc
+from documents import HOSTILE, pipeline_doc
 
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import panel as pn
 from builders import decoder_trace
-from viewer_docs import HOSTILE, pipeline_doc
+from documents import HOSTILE, pipeline_doc
 
 from aitune.compare import Change
 from aitune.report import build_profile
