@@ -146,3 +146,8 @@ def _region_ids(regions: Regions) -> list[str]:
 def tree_shape(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, list]]:
     """A run's tree without its times: (region id, calls, children) at every node, to compare two captures."""
     return [(node["region_id"], node["calls"], tree_shape(node["children"])) for node in nodes]
+
+
+def region_shares(run: Mapping[str, Any]) -> dict[str, float]:
+    """A run's topmost regions and their CPU shares, in the document's order."""
+    return {share["region_id"]: share["cpu_time_fraction"] for share in run["regions"]}
