@@ -3,6 +3,7 @@ Typer app in this process (`invoke_cli`) where the text and exit code are under 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -64,3 +65,13 @@ def capture_busy_app(out: Path, *flags: str) -> Path:
         check=True,
     )
     return Path(json.loads(result.stdout)["profiles"][0]["profile"])
+
+
+def terminal_text(*renderables: object, width: int = 200) -> str:
+    """What a terminal ``width`` columns wide shows for ``renderables`` (Rich tables, text), as plain text."""
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    for renderable in renderables:
+        console.print(renderable)
+    return console.export_text()

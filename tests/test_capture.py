@@ -11,6 +11,7 @@ import pytest
 import torch
 from busy import Busy, BusyPipeline, Decoder, median_gap
 from cli_helpers import ROOT
+from documents import region_shares
 from torch import nn
 
 import aitune.torch as ait
@@ -18,10 +19,6 @@ from aitune.errors import CaptureError
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 
 FAST = {"warmup_runs": 0, "measured_runs": 2}
-
-
-def shares(prof, run=0):
-    return {r["region_id"]: r["cpu_time_fraction"] for r in prof.data["runs"][run]["regions"]}
 
 
 def snapshot(module: nn.Module) -> list:
@@ -48,7 +45,7 @@ def test_known_busy_times_are_attributed_within_three_points():
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": [], "glue": []}
     for index, run in enumerate(prof.data["runs"]):
         call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
-        got = shares(prof, index)
+        got = region_shares(prof.data["runs"][index])
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
         pairs["glue"].append((run["residual"]["cpu_time_fraction"], pipe.glue_spent_us[call] / total))
@@ -179,7 +176,11 @@ def test_modulelist_entries_are_regions_of_their_own():
 
     prof = ait.profile(Model(), torch.ones(1, 4), **FAST)
 
-    assert list(shares(prof)) == ["untuned_module:blocks.0", "untuned_module:blocks.1", "untuned_module:heads.main"]
+    assert list(region_shares(prof.data["runs"][0])) == [
+        "untuned_module:blocks.0",
+        "untuned_module:blocks.1",
+        "untuned_module:heads.main",
+    ]
 
 
 def test_an_aliased_module_is_instrumented_once_under_its_first_path():
@@ -214,7 +215,7 @@ def test_managed_modules_are_aot_regions_and_their_siblings_stay_untuned():
 
     prof = ait.profile(model, torch.ones(1, 4), registry=registry, **FAST)
 
-    assert list(shares(prof)) == ["aot_module:inner", "untuned_module:0.1", "untuned_module:1"]
+    assert list(region_shares(prof.data["runs"][0])) == ["aot_module:inner", "untuned_module:0.1", "untuned_module:1"]
     assert prof.data["regions"][0] == {
         "id": "aot_module:inner",
         "name": "inner",

@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 from cli_helpers import run_cli
-from diff_docs import profile, with_method
+from documents import profile, scenarios
 
 from aitune.analysis.statistics import bootstrap_ratio_interval
 from aitune.compare import Change, compare_profiles, headline_paths, regressed
@@ -29,10 +29,7 @@ def test_regions_line_up_by_path_whatever_their_kind():
 
 def test_nested_regions_line_up_with_their_flat_selves():
     before = profile([{"untuned_module:unet": 100.0}] * 2)
-    after = profile([{"untuned_module:pipe": 120.0}] * 2)
-    for run in after["runs"]:
-        unet = {"region_id": "aot_module:unet", "calls": 1, "cpu_time_us": 80.0, "children": []}
-        run["tree"] = [{**run["regions"][0], "children": [unet]}]
+    after = profile([{"untuned_module:pipe": (120.0, {"aot_module:unet": 80.0})}] * 2, residual_us=20.0)
 
     diff = compare_profiles(before, after)
 
@@ -58,10 +55,9 @@ def test_a_root_one_side_names_is_stripped_from_the_other_sides_paths():
 
 
 def test_an_entry_method_lines_up_with_the_wrapper_that_replaced_it():
-    before = with_method(
-        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
-        "untuned_module:vae.decode",
-        "decode",
+    before = profile(
+        [{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2,
+        methods={"untuned_module:vae.decode": "decode"},
     )
     after = profile([{"untuned_module:unet": 100.0, "aot_module:vae": 10.0}] * 2)
 
@@ -75,10 +71,10 @@ def test_an_entry_method_lines_up_with_the_wrapper_that_replaced_it():
 
 
 def test_a_method_whose_forward_is_nested_inside_it_stays_apart_where_the_forward_meets_the_wrapper():
-    before = with_method(profile([{"untuned_module:vae.decode": 40.0}] * 2), "untuned_module:vae.decode", "decode")
-    for run in before["runs"]:
-        forward = {"region_id": "untuned_module:vae", "calls": 1, "cpu_time_us": 38.0, "children": []}
-        run["tree"] = [{**run["regions"][0], "children": [forward]}]
+    before = profile(
+        [{"untuned_module:vae.decode": (40.0, {"untuned_module:vae": 38.0})}] * 2,
+        methods={"untuned_module:vae.decode": "decode"},
+    )
     after = profile([{"aot_module:vae": 10.0}] * 2)
 
     diff = compare_profiles(before, after)
@@ -103,10 +99,9 @@ def test_a_method_stays_apart_when_its_own_side_has_the_module_or_the_other_side
 
 def test_a_capture_that_marks_its_methods_moves_only_the_marked_ones():
     unmarked = profile([{"untuned_module:vae.decode": 40.0}] * 2)  # AITune's files mark none: read by name
-    marked = with_method(
-        profile([{"untuned_module:vae.decode": 40.0, "untuned_module:generate": 5.0}] * 2),
-        "untuned_module:generate",
-        "generate",
+    marked = profile(
+        [{"untuned_module:vae.decode": 40.0, "untuned_module:generate": 5.0}] * 2,
+        methods={"untuned_module:generate": "generate"},
     )
     after = profile([{"aot_module:vae": 10.0, "untuned_module:generate": 5.0}] * 2)
 
@@ -115,10 +110,9 @@ def test_a_capture_that_marks_its_methods_moves_only_the_marked_ones():
 
 
 def test_the_headline_paths_a_chart_groups_by_are_compares_lineup():
-    before = with_method(
-        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
-        "untuned_module:vae.decode",
-        "decode",
+    before = profile(
+        [{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2,
+        methods={"untuned_module:vae.decode": "decode"},
     )
     after = profile([{"aot_module:unet": 50.0, "aot_module:vae": 10.0}] * 2)
 
@@ -140,9 +134,8 @@ def test_added_and_removed_regions_and_one_sided_warnings_are_reported():
 
 
 def test_operator_deltas_are_per_run_self_times():
-    row = {"key": "aten::conv", "device_type": "CPU", "count": 4}
-    before = profile([{"untuned_module:a": 1.0}] * 2, ops=[{**row, "self_cpu_time_total_us": 200.0}])
-    after = profile([{"untuned_module:a": 1.0}] * 4, ops=[{**row, "self_cpu_time_total_us": 200.0}])
+    before = profile([{"untuned_module:a": 1.0}] * 2, residual_us=100.0, glue={"aten::conv": 100.0})
+    after = profile([{"untuned_module:a": 1.0}] * 4, residual_us=50.0, glue={"aten::conv": 50.0})  # the same 200 µs
 
     (operator,) = compare_profiles(before, after).operators
 
@@ -226,14 +219,14 @@ def test_slower_within_noise_is_not_a_regression():
 
 
 def test_scenarios_are_selected_by_name():
-    fast = profile([{"untuned_module:a": 10.0}] * 2)
-    doc = profile([{"untuned_module:a": 99.0}], scenarios=[{"name": "batch1", "runs": fast["runs"]}])
+    doc = scenarios(batch4=profile([{"untuned_module:a": 99.0}]), batch1=profile([{"untuned_module:a": 10.0}] * 2))
 
+    assert compare_profiles(doc, doc).run_time.before_us == 109.0  # the first scenario, as a one-input reader sees it
     assert compare_profiles(doc, doc, scenario="batch1").run_time.before_us == 20.0
     with pytest.raises(ProfileError) as unknown:
         compare_profiles(doc, doc, scenario="batch8")
     assert str(unknown.value) == (
-        "no scenario 'batch8' in this profile; it has ['batch1']; pick one of those with --scenario."
+        "no scenario 'batch8' in this profile; it has ['batch4', 'batch1']; pick one of those with --scenario."
     )
 
 
@@ -293,10 +286,9 @@ def test_entry_and_script_captures_of_the_example_pipeline_line_up_region_by_reg
 
 
 def test_a_method_that_bypasses_forward_lines_up_with_the_child_tuned_in_its_place():
-    before = with_method(
-        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2),
-        "untuned_module:vae.decode",
-        "decode",
+    before = profile(
+        [{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 2,
+        methods={"untuned_module:vae.decode": "decode"},
     )
     after = profile(
         [{"untuned_module:unet": 100.0, "aot_module:vae.decoder": 12.0, "untuned_module:vae.post_quant_conv": 1.0}] * 2
@@ -320,31 +312,15 @@ def test_a_method_that_bypasses_forward_lines_up_with_the_child_tuned_in_its_pla
 
 
 def test_an_untuned_child_never_stands_in_for_a_method():
-    before = with_method(profile([{"untuned_module:vae.decode": 40.0}] * 2), "untuned_module:vae.decode", "decode")
+    before = profile([{"untuned_module:vae.decode": 40.0}] * 2, methods={"untuned_module:vae.decode": "decode"})
     after = profile([{"untuned_module:vae.decoder": 38.0}] * 2)
 
     assert sorted(row.status for row in compare_profiles(before, after).headline) == ["added", "removed"]
 
 
-def with_tree(doc, parent, children):
-    """``doc`` whose region ``parent`` holds ``children`` ({region id: µs}) in every run's tree."""
-    for run in doc["runs"]:
-        run["tree"] = [{**share, "cpu_self_time_us": share["cpu_time_us"], "children": []} for share in run["regions"]]
-        node = next(node for node in run["tree"] if node["region_id"] == parent)
-        node["children"] = [
-            {"region_id": rid, "calls": 1, "cpu_time_us": us, "cpu_self_time_us": us, "children": []}
-            for rid, us in children.items()
-        ]
-        node["cpu_self_time_us"] = node["cpu_time_us"] - sum(children.values())
-    return doc
-
-
 def test_the_headline_keeps_a_region_whole_where_the_other_side_cannot_look_through_it():
-    before = with_tree(
-        profile([{"untuned_module:bert": 990.0, "untuned_module:classifier": 1.0}] * 2),
-        "untuned_module:bert",
-        {"untuned_module:bert.embeddings": 90.0, "untuned_module:bert.encoder": 880.0},
-    )
+    bert = (990.0, {"untuned_module:bert.embeddings": 90.0, "untuned_module:bert.encoder": 880.0})
+    before = profile([{"untuned_module:bert": bert, "untuned_module:classifier": 1.0}] * 2)
     after = profile([{"aot_module:bert": 400.0, "untuned_module:classifier": 1.0}] * 2)
 
     diff = compare_profiles(before, after)

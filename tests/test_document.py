@@ -4,6 +4,7 @@ import gzip
 
 import pytest
 from builders import kernel, launch, op, region, run, trace
+from documents import profile
 
 from aitune.errors import ProfileError
 from aitune.report import build_profile, load, read_trace, render_markdown, save, validate
@@ -144,8 +145,7 @@ def test_validate_reports_fractions_that_do_not_add_up():
 
 def nested_profile():
     """Region a (50 µs) holding a.b (20 µs): a's self time is 30 µs."""
-    spans = [run(0, 0, 100), region("untuned_module:a", 10, 60), region("untuned_module:a.b", 20, 40)]
-    return build_profile(trace(*spans))
+    return profile([{"untuned_module:a": (50.0, {"untuned_module:a.b": 20.0})}], residual_us=50.0)
 
 
 def test_validate_accepts_a_region_tree_whose_children_and_self_time_make_each_total():

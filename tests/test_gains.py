@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from diff_docs import profile, with_method
+from documents import profile
 
 from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
@@ -25,10 +25,9 @@ SUGGESTED = {
 
 def tuned_pair():
     """A flat entry method before (as AITune's files and ``max_depth=1`` captures have it), its wrapper after."""
-    before = with_method(
-        profile([{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 3),
-        "untuned_module:vae.decode",
-        "decode",
+    before = profile(
+        [{"untuned_module:unet": 100.0, "untuned_module:vae.decode": 40.0}] * 3,
+        methods={"untuned_module:vae.decode": "decode"},
     )
     after = profile([{"untuned_module:unet": 100.0, "aot_module:vae": 10.0}] * 3)
     return before, after

@@ -1,10 +1,8 @@
 """The headline: where a run's time splits, when one region (``generate``) spans the whole run. No torch."""
 
-import io
-
 import pytest
 from builders import GENERATE, HEAD, MODEL, decoder_trace, region, run, trace
-from rich.console import Console
+from cli_helpers import terminal_text
 
 from aitune.cli.render import profile_summary
 from aitune.compare import compare_profiles
@@ -118,11 +116,9 @@ def test_validate_names_flat_regions_that_are_not_the_spanning_regions_children(
 
 
 def test_the_terminal_summary_shows_the_headline():
-    console = Console(file=io.StringIO(), width=120)
+    shown = terminal_text(profile_summary(build_profile(decoder_trace())), width=120)
 
-    console.print(profile_summary(build_profile(decoder_trace())))
-
-    lines = [line.strip("│ ").split(" ")[0] for line in console.file.getvalue().splitlines() if line.startswith("│")]
+    lines = [line.strip("│ ").split(" ")[0] for line in shown.splitlines() if line.startswith("│")]
     assert lines == [MODEL, GENERATE, HEAD, "(residual)"]  # largest first: generate's self time is 33 µs
 
 

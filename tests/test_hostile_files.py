@@ -344,7 +344,7 @@ def test_the_viewer_spells_out_bidi_controls_and_cuts_long_names_in_html_and_tab
 
 
 def test_the_viewers_tabs_show_a_bidi_and_a_5000_character_region_name_safely():
-    from viewer_docs import pipeline_doc
+    from documents import pipeline_doc
 
     from aitune.viewer import targets, views
     from aitune.viewer.selection import Selection

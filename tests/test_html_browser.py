@@ -11,7 +11,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from viewer_docs import HOSTILE, pipeline_doc, with_warning
+from documents import HOSTILE, pipeline_doc, with_warning
 from viewer_server import CHROMIUM, page_text
 
 from aitune import compare

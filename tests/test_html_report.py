@@ -17,7 +17,7 @@ import orjson
 import pytest
 from builders import region, run, trace
 from cli_helpers import ROOT, invoke_cli
-from viewer_docs import HOSTILE, pipeline_doc, with_warning
+from documents import HOSTILE, pipeline_doc, with_warning
 
 from aitune import compare
 from aitune.cli.pages import pair_page, profile_page

@@ -4,6 +4,7 @@ import pytest
 import torch
 from busy import BusyPipeline, TwoLevelModel, median_gap
 from cli_helpers import capture_busy_app, run_cli
+from documents import region_shares, tree_shape
 
 import aitune.torch as ait
 from aitune import compare
@@ -43,11 +44,8 @@ def test_a_lite_document_is_valid_and_adds_up_at_every_level(lite_and_full):
 def test_a_lite_capture_has_the_full_captures_regions_and_tree(lite_and_full):
     lite, full = lite_and_full
 
-    def shape(nodes):
-        return [(node["region_id"], node["calls"], shape(node["children"])) for node in nodes]
-
     assert [region["id"] for region in lite["regions"]] == [region["id"] for region in full["regions"]]
-    assert shape(lite["runs"][0]["tree"]) == shape(full["runs"][0]["tree"])
+    assert tree_shape(lite["runs"][0]["tree"]) == tree_shape(full["runs"][0]["tree"])
 
 
 def test_lite_region_shares_match_the_work_the_modules_measured_themselves():
@@ -58,7 +56,7 @@ def test_lite_region_shares_match_the_work_the_modules_measured_themselves():
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
         call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
-        got = {r["region_id"]: r["cpu_time_fraction"] for r in run["regions"]}
+        got = region_shares(run)
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
     assert {key: median_gap(value) for key, value in pairs.items()} == {

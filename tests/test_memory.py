@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from rich.console import Console
+from cli_helpers import terminal_text
 from torch import nn
 
 import aitune.torch
@@ -117,15 +117,12 @@ def test_the_saved_trace_reanalysed_gives_the_same_memory(tmp_path, captured):
 
 def test_a_lite_capture_says_it_lacks_memory_in_every_reader(captured):
     lite = aitune.torch.profile(Pipeline(), torch.zeros(1), warmup_runs=1, measured_runs=2, mode="lite").data
-    console = Console(width=200, record=True)
-
-    console.print(profile_view(lite))
-    console.print(diff_view(compare_profiles(captured, lite)))
+    shown = terminal_text(profile_view(lite), diff_view(compare_profiles(captured, lite)))
 
     assert "memory" not in lite and validate(lite) == []
     assert "or memory" in memory_note(lite)
     assert "or memory" in render_markdown(lite)
-    assert "memory after: lite capture" in console.export_text()
+    assert "memory after: lite capture" in shown
     assert tables.memory_table(lite).empty
 
 
@@ -207,10 +204,9 @@ def test_compare_shows_memory_before_and_after_per_region(captured):
 
 
 def test_the_viewer_and_the_terminal_show_memory(captured):
-    console = Console(width=200, record=True)
-    console.print(profile_view(captured))
+    shown = terminal_text(profile_view(captured))
 
     frame = tables.memory_table(captured)
 
     assert {"keeps", "churns", "(whole run)"} <= set(frame["path"])
-    assert "Memory" in console.export_text()
+    assert "Memory" in shown

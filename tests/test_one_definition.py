@@ -1,13 +1,12 @@
 """One definition each: a region's share and a speedup read the same in the terminal, Markdown, viewer and suggest."""
 
-from builders import op, region, run, trace
-from rich.console import Console
-from viewer_docs import pipeline_doc
+from cli_helpers import terminal_text
+from documents import pipeline_doc, profile
 
 from aitune import compare
 from aitune.cli.render import diff_view, profile_summary
 from aitune.compare.gains import speedup_line
-from aitune.report import build_profile, render_markdown
+from aitune.report import render_markdown
 from aitune.suggest import suggest
 from aitune.viewer import overview
 from aitune.viewer.sources import Loaded
@@ -17,21 +16,8 @@ from aitune.viewer.store import ProfileStore
 def uneven_doc():
     """unet takes 60 of 100 µs, 10 of 50, 90 of 200: the median of its shares (0.6, 0.2, 0.45) is 45%,
     its median time over the median run (60 ÷ 100 µs) 60%."""
-    events = []
-    for index, (unet_us, run_us) in enumerate([(60.0, 100.0), (10.0, 50.0), (90.0, 200.0)]):
-        start = index * 1000.0
-        events += [
-            region("untuned_module:unet", start, start + unet_us),
-            op("aten::conv2d", start + 1, start + unet_us - 1),
-            run(index, start, start + run_us),
-        ]
-    return build_profile(trace(*events, config={"measured_runs": 3}))
-
-
-def terminal_text(renderable) -> str:
-    console = Console(width=160, record=True, color_system=None)
-    console.print(renderable)
-    return console.export_text()
+    unet = [{"untuned_module:unet": us} for us in (60.0, 10.0, 90.0)]
+    return profile(unet, residual_us=[40.0, 40.0, 110.0], operator="aten::conv2d")
 
 
 def test_a_region_has_one_share_in_every_reader():

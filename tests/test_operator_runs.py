@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 from busy import BusyPipeline, TwoLevelModel, median_gap
 from cli_helpers import APPS, capture_busy_app, run_cli
+from documents import region_shares, tree_shape
 from torch import nn
 
 import aitune.torch as ait
@@ -74,11 +75,8 @@ def test_operator_data_is_on_the_operator_runs_and_timing_on_the_measured_runs(s
 def test_both_kinds_of_run_hold_the_same_regions_and_tree(split_and_all):
     split, traced = split_and_all
 
-    def shape(nodes):
-        return [(node["region_id"], node["calls"], shape(node["children"])) for node in nodes]
-
     trees = [split["runs"][0]["tree"], split["operator_runs"][0]["tree"], traced["runs"][0]["tree"]]
-    assert shape(trees[0]) == shape(trees[1]) == shape(trees[2])
+    assert tree_shape(trees[0]) == tree_shape(trees[1]) == tree_shape(trees[2])
 
 
 def test_the_operator_table_totals_the_operator_runs_only(split_and_all):
@@ -113,7 +111,7 @@ def test_the_measured_runs_shares_match_the_work_the_modules_measured_themselves
     spent = {"encoder": pipe.encoder.spent_us[-6:-2], "denoiser": pipe.denoiser.spent_us[-6:-2]}
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
-        got = {r["region_id"]: r["cpu_time_fraction"] for r in run["regions"]}
+        got = region_shares(run)
         for name, pair in pairs.items():
             pair.append((got[f"untuned_module:{name}"], spent[name][index] / run["timing"]["cpu_time_us"]))
     assert {key: median_gap(value) for key, value in pairs.items()} == {

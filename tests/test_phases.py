@@ -2,13 +2,14 @@
 with time to first token and per output token that agree with a plain timing of the same calls."""
 
 import functools
-import io
 import time
 
 import pytest
 import torch
+from builders import region as region_span
+from cli_helpers import terminal_text
+from documents import laid_out, region_meta
 from hf_models import NEW_TOKENS, llama_decoder, t5_encoder_decoder
-from rich.console import Console
 
 import aitune.torch as ait
 from aitune.analysis.phases import (
@@ -32,12 +33,6 @@ from aitune.suggest.phase_advice import phase_advice
 from aitune.viewer.store import ProfileStore
 
 GENERATE = "untuned_module:generate"
-
-
-def render_text(renderable):
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
 
 
 MODEL, HEAD, ENCODER = "untuned_module:model", "untuned_module:lm_head", "untuned_module:encoder"
@@ -297,7 +292,7 @@ def test_markdown_and_the_terminal_report_show_the_phases_and_token_figures():
     doc, _ = captured("llama")
 
     markdown = render_markdown(doc)
-    terminal = render_text(profile_view(doc))
+    terminal = terminal_text(profile_view(doc))
 
     assert "## Phases" in markdown and "| prefill |" in markdown and "| decode |" in markdown
     for text in (markdown, terminal):
@@ -333,19 +328,18 @@ def test_compare_lines_up_the_phases_both_sides_have_with_their_regions_and_toke
 
 
 def synthetic_doc(prefill_us, decode_us, gap_us, lengths=(8, 1, 1, 1)):
-    """A document whose two runs are hand-built step calls (a prefill call, then decode calls ``gap_us`` apart)."""
-    calls, at = [], 0.0
-    for duration in (prefill_us, decode_us, decode_us, decode_us):
-        calls.append(Call(MODEL, at, at + duration))
-        at += duration + gap_us
-    run = RunCalls(0, 0.0, at, at, tuple(calls))
-    split = find_split([run], [], {MODEL: list(lengths)})
-    phases = [phase.to_dict(at) for phase in split_run(run, split)]
-    runs = [
-        {"run_index": i, "timing": {"cpu_time_us": at}, "phases": phases, "generation": generation_figures(run, split)}
-        for i in range(2)
-    ]
-    return {"runs": runs, "phase_split": split.to_dict(), "regions": [{"id": MODEL, "call_lengths": list(lengths)}]}
+    """A document of two runs of step calls (a prefill call, then decode calls ``gap_us`` apart), through the trace."""
+    durations = (prefill_us, decode_us, decode_us, decode_us)
+
+    def calls(start, index):
+        spans, at = [], start
+        for us in durations:
+            spans.append(region_span(MODEL, at, at + us))
+            at += us + gap_us
+        return spans
+
+    run_us = sum(durations) + len(durations) * gap_us
+    return laid_out(calls, runs=2, run_us=run_us, regions=[region_meta(MODEL, call_lengths=list(lengths))])
 
 
 def codes(doc):

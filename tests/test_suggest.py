@@ -3,12 +3,15 @@
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import orjson
 import pytest
-from builders import kernel, launch, op, region, run, trace
+from builders import kernel, launch, op, region
 from cli_helpers import run_cli
+from documents import laid_out
+from documents import region_meta as meta
 
 from aitune.errors import ProfileError
 from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
@@ -31,22 +34,7 @@ def beyond_dispatch(operator_us, operators):
     return operator_us - operators * (FALLBACK.eager_op_us + PROFILER_OP_US)
 
 
-def meta(region_id, module_type=None, **extra):
-    entry = {"id": region_id, "name": region_id.partition(":")[2], "kind": "untuned_module", **extra}
-    if module_type:
-        entry["module_type"] = module_type
-    return entry
-
-
-def profile(layout, runs=3, regions=(), **metadata):
-    """A profile of ``runs`` runs of `RUN_TICKS`; ``layout(start, index)`` gives one run's spans (in ticks)."""
-    events = []
-    for index in range(runs):
-        start = index * 10 * RUN_TICKS
-        events += [run(index, start, start + RUN_TICKS), *layout(start, index)]
-    for event in events:
-        event["ts"], event["dur"] = event["ts"] * TICK_US, event["dur"] * TICK_US
-    return build_profile(trace(*events, regions=list(regions), **metadata))
+profile = partial(laid_out, run_us=RUN_TICKS, tick_us=TICK_US)  # runs of `RUN_TICKS`, layouts in ticks
 
 
 def pipeline(start, index=0):

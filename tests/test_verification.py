@@ -8,7 +8,7 @@ import itertools
 import json
 
 import pytest
-from diff_docs import profile
+from documents import profile
 
 from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, slowdown_line, untuned_slowdowns
@@ -178,7 +178,9 @@ def test_the_verification_of_each_region_reads_back_from_the_compare_report():
 
 
 def test_a_compare_report_with_a_malformed_check_is_refused_with_the_field():
-    report = {**compare_profiles(profile([{"a": 1.0}] * 2), profile([{"a": 1.0}] * 2)).to_dict()}
+    report = {
+        **compare_profiles(profile([{"untuned_module:a": 1.0}] * 2), profile([{"untuned_module:a": 1.0}] * 2)).to_dict()
+    }
     report["speedup"] = {"value": 1.0, "ci_low": None, "ci_high": None}
     report["tuned_regions"] = [{"path": "a", "winner": "onnxruntime", "check": {"path": "a", "kept": "yes"}}]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from documents import HOSTILE, pipeline_doc, with_warning
 from ranks import merged
-from viewer_docs import HOSTILE, pipeline_doc, with_warning
 from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
 
 from aitune import compare

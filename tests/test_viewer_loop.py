@@ -11,7 +11,7 @@ import orjson
 import pandas as pd
 import pytest
 from bokeh.models import HoverTool
-from viewer_docs import HOSTILE, pipeline_doc
+from documents import HOSTILE, pipeline_doc
 
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
@@ -156,7 +156,7 @@ def test_a_broken_compare_report_is_one_sentence_and_the_pair_still_shows(tmp_pa
         "tuned-pipeline/compare.json: tuned_regions[0] is not an object; write the folder again with "
         "`aitune-profile tune`."
     )
-    assert not store.region_table("cpu").empty
+    assert sorted(set(store.region_table("cpu")["side"])) == ["after", "before"]
 
 
 def test_a_pairs_region_chart_draws_time_per_run_and_gives_the_share_on_hover():

@@ -2,8 +2,8 @@
 
 import panel as pn
 import pytest
+from documents import pipeline_doc
 from ranks import merged
-from viewer_docs import pipeline_doc
 
 from aitune.viewer import tables, views
 from aitune.viewer.selection import Selection

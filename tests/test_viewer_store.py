@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from viewer_docs import pipeline_doc, with_warning
+from documents import pipeline_doc, profile, with_warning
 
 from aitune import compare
 from aitune.analysis.statistics import outlier_indices
@@ -173,21 +173,12 @@ def test_a_bad_upload_is_one_sentence_and_the_shown_profile_stays(tmp_path):
 
 
 def test_a_pair_shows_the_regions_compare_lines_up_a_method_with_the_child_tuned_in_its_place():
-    from diff_docs import profile
-
-    before = profile([{"untuned_module:bert": 990.0, "untuned_module:vae.decode": 40.0}] * 2)
-    for run in before["runs"]:  # bert holds 96% of the run, with regions inside it
-        run["tree"] = [{**share, "cpu_self_time_us": share["cpu_time_us"], "children": []} for share in run["regions"]]
-        inner = {"region_id": "untuned_module:bert.encoder", "calls": 1, "cpu_time_us": 900.0, "children": []}
-        run["tree"][0]["children"] = [{**inner, "cpu_self_time_us": 900.0}]
-        run["tree"][0]["cpu_self_time_us"] = 90.0
+    bert = (990.0, {"untuned_module:bert.encoder": 900.0})  # 95% of the run, with regions inside it
+    before = profile(
+        [{"untuned_module:bert": bert, "untuned_module:vae.decode": 40.0}] * 2,
+        methods={"untuned_module:vae.decode": "decode"},
+    )
     after = profile([{"aot_module:bert": 400.0, "aot_module:vae.decoder": 10.0}] * 2)
-    for doc in (before, after):
-        ids = {share["region_id"] for run in doc["runs"] for share in run["regions"]}
-        doc["regions"] = [{"id": rid, "name": rid, "kind": rid.partition(":")[0]} for rid in ids]
-    before["regions"] = [
-        {**meta, "method": "decode"} if meta["id"].endswith("decode") else meta for meta in before["regions"]
-    ]
 
     regions = pair_store(before, after).region_table("cpu")
 

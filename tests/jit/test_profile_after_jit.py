@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from documents import region_shares
 from pipeline_app import Pipeline
 
 import aitune.torch as ait
@@ -21,11 +22,6 @@ def tuned_pipeline(**options) -> Pipeline:
     return pipe
 
 
-def topmost_fractions(prof: ait.PerformanceProfile) -> dict[str, float]:
-    run = prof.data["runs"][0]
-    return {region["region_id"]: region["cpu_time_fraction"] for region in run["regions"]}
-
-
 def test_the_tuned_pipeline_profiles_as_jit_regions_in_state_tuned_outside_the_residual():
     pipe = tuned_pipeline()
 
@@ -35,7 +31,7 @@ def test_the_tuned_pipeline_profiles_as_jit_regions_in_state_tuned_outside_the_r
     jit_regions = ["jit_module:TextEncoder", "jit_module:Denoiser", "jit_module:Decoder"]
     assert [regions[region]["wrapper_state"] for region in jit_regions] == ["tuned"] * 3
     assert regions["jit_module:Denoiser"]["kind"] == "jit_managed_module"
-    fractions = topmost_fractions(prof)
+    fractions = region_shares(prof.data["runs"][0])
     residual = prof.data["runs"][0]["residual"]["cpu_time_fraction"]
     assert all(fractions[region] > 0 for region in jit_regions)
     assert sum(fractions[region] for region in jit_regions) > residual
@@ -46,7 +42,7 @@ def test_a_skipped_module_of_the_pipeline_is_still_discovered_as_untuned():
 
     prof = ait.profile(pipe, {"token_ids": TOKENS}, warmup_runs=0, measured_runs=1)
 
-    assert set(topmost_fractions(prof)) == {
+    assert set(region_shares(prof.data["runs"][0])) == {
         "jit_module:TextEncoder",
         "jit_module:Denoiser",
         "untuned_module:vae.decode",  # the decoder's forward runs inside decode(): one span
