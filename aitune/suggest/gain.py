@@ -39,6 +39,9 @@ COMPUTE_KINDS = ("conv", "matmul", "attention")
 KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention", "elementwise_norm": "elementwise"}
 ARITHMETIC_KINDS = (*COMPUTE_KINDS, "elementwise_norm")
 """Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs."""
+FUSED_WITH_NEIGHBOURS = frozenset({"conv"})
+"""Compute kinds calibrated together with the elementwise operators a backend fuses into them (a
+convolution with its batch norm and ReLU): a region they dominate counts its elementwise work at their figure."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def predict(
     tuned_host = (
         calls * calibration.tuned_call_us
         + operators * calibration.tuned_op_us
-        + sum(us / capped_speedup(kind, calibration.speedup(kind), headroom) for kind, us in arithmetic.items())
+        + sum(us / arithmetic_speedup(kind, candidate, calibration, headroom) for kind, us in arithmetic.items())
         + other_us
     )
     if domain == "device":  # the region lasts max(host, busy); tuning shortens the host side only
@@ -198,6 +201,19 @@ def _typical_run(candidate: Candidate) -> tuple[Mapping[str, float], float, floa
     ordered = sorted(candidate.run_mixes.values(), key=lambda run: run.cpu_us)
     typical = ordered[(len(ordered) - 1) // 2]
     return typical.categories, typical.cpu_us, float(typical.count)
+
+
+def arithmetic_speedup(
+    kind: str, candidate: Candidate, calibration: Calibration, headroom: Headroom | None = None
+) -> float:
+    """The speedup a backend gives the region's arithmetic of ``kind``: its kind's calibrated figure (capped
+    by ``headroom``), except elementwise and normalisation work in a region where convolutions dominate,
+    which goes with the convolutions: the convolution is calibrated as the block it appears in (conv →
+    batch norm → ReLU, whose normalisation and activation the backend folds into it)."""
+    dominant = dominant_kind(candidate)
+    if kind == "elementwise_norm" and dominant is not None and dominant in FUSED_WITH_NEIGHBOURS:
+        return calibration.speedup(dominant)
+    return capped_speedup(kind, calibration.speedup(kind), headroom)
 
 
 def dominant_kind(candidate: Candidate) -> str | None:
