@@ -7,7 +7,8 @@ A region's time per run splits in two (`predict`):
   (``eager_op_us`` × operator count, plus the profiler's own cost per operator in the traced runs);
   (at most `MAX_HOST_PER_OP_US` per operator: beyond it the time is work of its own, kept);
 - **arithmetic**, what the operators spend beyond dispatch, split by kind in proportion to each
-  kind's operator time; a backend speeds it by its kind's figure (``arithmetic``), copies,
+  kind's operator time; a backend speeds it by its kind's figure (``arithmetic``; elementwise work
+  in a region of convolutions by the convolution block's, `arithmetic_speedup`), copies,
   synchronisations, communication and other operators not at all.
 
 The tuned region then costs ``calls × tuned_call_us + operators × tuned_op_us + Σ arithmetic / speedup``

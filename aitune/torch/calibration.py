@@ -9,9 +9,10 @@ it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, c
   ``onnx.helper``, nothing exported), on torch's thread count, spinning off as aitune's backend runs
   it: the cost per original operator (the slope over two chain lengths) and per call (the rest,
   plus what aitune's wrapper adds to a call: a tiny module tuned with the eager backend);
-- ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution and a chain of elementwise
-  operators large enough that dispatch does not count (at least 1: a slower backend is never kept;
-  at most `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
+- ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution block (conv → batch norm →
+  ReLU, which ONNX Runtime folds into one convolution) and a chain of elementwise operators, large
+  enough that dispatch does not count (at least 1: a slower backend is never kept; at most
+  `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
 
 A calibration measured on a machine busier than its cores (load average) says so, and is measured
 again by the first ``ensure_calibration()`` that finds the machine quiet.
