@@ -52,6 +52,18 @@ def test_the_first_call_measures_and_caches_in_a_private_folder_the_next_reads_t
     assert [path.name for path in folder.iterdir()] == [calibration.cache_file().name]
 
 
+def test_a_calibration_cached_by_an_earlier_method_is_measured_again(quiet, monkeypatch, private_cache):
+    method = calibration.METHOD
+    monkeypatch.setattr(calibration, "METHOD", method - 1)
+    calibration.ensure_calibration()
+
+    monkeypatch.setattr(calibration, "METHOD", method)
+    calibration.ensure_calibration()
+
+    assert len(quiet) == 2
+    assert len(list((private_cache / "calibration").iterdir())) == 2
+
+
 def test_a_calibration_of_a_loaded_machine_is_measured_again_once_it_is_quiet(quiet, monkeypatch):
     loaded = Calibration(5.0, 0.5, 20.0, {}, "calibrated on a busy day" + calibration.LOADED_SUFFIX)
     monkeypatch.setattr(calibration, "calibrate", lambda: quiet.append(1) or (loaded if len(quiet) == 1 else MEASURED))

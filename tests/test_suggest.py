@@ -178,11 +178,17 @@ def test_a_calibration_that_is_not_one_falls_back_to_the_table(bad):
     assert suggest(doc).calibration == FALLBACK
 
 
-def test_elementwise_operators_go_with_the_dominant_compute_kind():
+@pytest.mark.parametrize(
+    ("operator", "kind", "elementwise_as"),
+    [("aten::linear", "matmul", "elementwise_norm"), ("aten::conv2d", "conv", "conv")],
+)
+def test_elementwise_operators_go_with_the_dominant_compute_kind(operator, kind, elementwise_as):
+    """A convolution is calibrated with the batch norm and ReLU a backend folds into it: in a region of
+    convolutions, elementwise work counts at the convolution block's figure; beside a matmul, at its own."""
     doc = profile(
         lambda t, i: [
             region("untuned_module:mlp", t, t + 500),
-            op("aten::linear", t, t + 400),
+            op(operator, t, t + 400),
             op("aten::gelu", t + 400, t + 500),
         ]
     )
@@ -190,7 +196,8 @@ def test_elementwise_operators_go_with_the_dominant_compute_kind():
     mlp = target(suggest(doc), "mlp")
 
     share = beyond_dispatch(5000, 2) / 5000  # of each operator's time, arithmetic
-    arithmetic = {"matmul": 4000 * share, "elementwise_norm": 1000 * share}
+    arithmetic = {kind: 4000 * share}
+    arithmetic[elementwise_as] = arithmetic.get(elementwise_as, 0.0) + 1000 * share
     assert mlp.predicted_region_speedup == pytest.approx(5000 / tuned_us(5000, 2, arithmetic))
     assert codes(suggest(doc), "mlp") == ["COMPUTE_HEAVY", "FUSIBLE"]
 

@@ -7,7 +7,8 @@ A region's time per run splits in two (`predict`):
   (``eager_op_us`` × operator count, plus the profiler's own cost per operator in the traced runs);
   (at most `MAX_HOST_PER_OP_US` per operator: beyond it the time is work of its own, kept);
 - **arithmetic**, what the operators spend beyond dispatch, split by kind in proportion to each
-  kind's operator time; a backend speeds it by its kind's figure (``arithmetic``), copies,
+  kind's operator time; a backend speeds it by its kind's figure (``arithmetic``; elementwise work
+  in a region of convolutions by the convolution block's, `arithmetic_speedup`), copies,
   synchronisations, communication and other operators not at all.
 
 The tuned region then costs ``calls × tuned_call_us + operators × tuned_op_us + Σ arithmetic / speedup``
@@ -39,6 +40,9 @@ COMPUTE_KINDS = ("conv", "matmul", "attention")
 KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention", "elementwise_norm": "elementwise"}
 ARITHMETIC_KINDS = (*COMPUTE_KINDS, "elementwise_norm")
 """Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs."""
+FUSED_WITH_NEIGHBOURS = frozenset({"conv"})
+"""Compute kinds calibrated together with the elementwise operators a backend fuses into them (a
+convolution with its batch norm and ReLU): a region they dominate counts its elementwise work at their figure."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,7 @@ def predict(
     tuned_host = (
         calls * calibration.tuned_call_us
         + operators * calibration.tuned_op_us
-        + sum(us / capped_speedup(kind, calibration.speedup(kind), headroom) for kind, us in arithmetic.items())
+        + sum(us / arithmetic_speedup(kind, candidate, calibration, headroom) for kind, us in arithmetic.items())
         + other_us
     )
     if domain == "device":  # the region lasts max(host, busy); tuning shortens the host side only
@@ -198,6 +202,19 @@ def _typical_run(candidate: Candidate) -> tuple[Mapping[str, float], float, floa
     ordered = sorted(candidate.run_mixes.values(), key=lambda run: run.cpu_us)
     typical = ordered[(len(ordered) - 1) // 2]
     return typical.categories, typical.cpu_us, float(typical.count)
+
+
+def arithmetic_speedup(
+    kind: str, candidate: Candidate, calibration: Calibration, headroom: Headroom | None = None
+) -> float:
+    """The speedup a backend gives the region's arithmetic of ``kind``: its kind's calibrated figure (capped
+    by ``headroom``), except elementwise and normalisation work in a region where convolutions dominate,
+    which goes with the convolutions: the convolution is calibrated as the block it appears in (conv →
+    batch norm → ReLU, whose normalisation and activation the backend folds into it)."""
+    dominant = dominant_kind(candidate)
+    if kind == "elementwise_norm" and dominant is not None and dominant in FUSED_WITH_NEIGHBOURS:
+        return calibration.speedup(dominant)
+    return capped_speedup(kind, calibration.speedup(kind), headroom)
 
 
 def dominant_kind(candidate: Candidate) -> str | None:

@@ -19,6 +19,7 @@ from aitune.suggest.gain import (
     KIND_NAMES,
     NO_MIX_SPEEDUP,
     Prediction,
+    arithmetic_speedup,
     dominant_kind,
     upper_bound,
 )
@@ -240,7 +241,8 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
         )
     fusible = candidate.kind_share(("elementwise_norm",))
     if fusible >= FUSIBLE_SHARE:
-        fused = f", counted at {calibration.speedup('elementwise_norm'):.2f}×" if dominant_kind(candidate) else ""
+        speedup = arithmetic_speedup("elementwise_norm", candidate, calibration)
+        fused = f", counted at {speedup:.2f}×" if dominant_kind(candidate) else ""
         yield (
             "FUSIBLE",
             (

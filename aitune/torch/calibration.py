@@ -9,9 +9,10 @@ it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, c
   ``onnx.helper``, nothing exported), on torch's thread count, spinning off as aitune's backend runs
   it: the cost per original operator (the slope over two chain lengths) and per call (the rest,
   plus what aitune's wrapper adds to a call: a tiny module tuned with the eager backend);
-- ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution and a chain of elementwise
-  operators large enough that dispatch does not count (at least 1: a slower backend is never kept;
-  at most `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
+- ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution block (conv → batch norm →
+  ReLU, which ONNX Runtime folds into one convolution) and a chain of elementwise operators, large
+  enough that dispatch does not count (at least 1: a slower backend is never kept; at most
+  `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
 
 A calibration measured on a machine busier than its cores (load average) says so, and is measured
 again by the first ``ensure_calibration()`` that finds the machine quiet.
@@ -49,6 +50,9 @@ on a loaded machine ran a 16-channel convolution 400× slower than alone), not b
 REPEATS = 25
 TINY = 16  # features of the dispatch chain: arithmetic negligible
 CHAIN_BLOCKS = (2, 12)  # chain lengths (blocks of 4 operators) whose slope is the tuned cost per operator
+METHOD = 2
+"""What `calibrate` measures, part of the cache key: raised whenever a figure is measured differently, so a
+calibration cached by an earlier method is measured again (2: the convolution as a conv → batch norm → ReLU block)."""
 
 
 def cache_dir() -> Path:
@@ -58,8 +62,9 @@ def cache_dir() -> Path:
 
 
 def cache_file() -> Path:
-    """This machine's cache file: named by a hash of the processor, core count, threads and versions."""
+    """This machine's cache file: named by a hash of the processor, core count, threads, versions and `METHOD`."""
     facts = {
+        "method": METHOD,
         "machine": platform.machine(),
         "processor": _processor(),
         "cpus": os.cpu_count(),
@@ -182,16 +187,16 @@ def _chain_graph(blocks: int) -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _graph_call_us(onnxruntime: Any, model: Any, feed: torch.Tensor | None = None) -> float:
-    """Median µs of one call of ``model`` as aitune's backend makes it: torch in, numpy through ORT, torch out."""
+def _graph_call_us(onnxruntime: Any, model: Any) -> float:
+    """Median µs of one call of ``model`` on a 1 × `TINY` input, as aitune's backend makes it."""
+    return _median_us(_graph_call(onnxruntime, model, torch.randn(1, TINY)))
+
+
+def _graph_call(onnxruntime: Any, model: Any, x: torch.Tensor) -> Callable[[], object]:
+    """One call of ``model`` on ``x`` as aitune's backend makes it: torch in, numpy through ORT, torch out."""
     session = _session(onnxruntime, model)
-    x = torch.randn(1, TINY) if feed is None else feed
     name = session.get_inputs()[0].name
-
-    def call() -> None:
-        torch.from_numpy(session.run(None, {name: x.numpy()})[0])
-
-    return _median_us(call)
+    return lambda: torch.from_numpy(session.run(None, {name: x.numpy()})[0])
 
 
 def _session(onnxruntime: Any, model: Any) -> Any:
@@ -203,35 +208,58 @@ def _session(onnxruntime: Any, model: Any) -> Any:
     return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def _one_node(op: str, inputs: dict[str, torch.Tensor], weights: dict[str, torch.Tensor], **attributes: Any) -> Any:
+def _graph(name: str, nodes: list[Any], x: torch.Tensor, weights: dict[str, torch.Tensor] | None = None) -> Any:
+    """An ONNX model of ``nodes`` from the input ``x`` to the output ``y``, ``weights`` as initialisers."""
     from onnx import TensorProto, helper, numpy_helper
 
     value = helper.make_tensor_value_info
-    node = helper.make_node(op, [*inputs, *weights], ["y"], **attributes)
     graph = helper.make_graph(
-        [node],
-        op,
-        [value(name, TensorProto.FLOAT, list(tensor.shape)) for name, tensor in inputs.items()],
+        nodes,
+        name,
+        [value("x", TensorProto.FLOAT, list(x.shape))],
         [value("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(tensor.numpy(), name) for name, tensor in weights.items()],
+        [numpy_helper.from_array(tensor.numpy(), key) for key, tensor in (weights or {}).items()],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def _matmul(onnxruntime: Any) -> float:
+    from onnx import helper
+
     x, w = torch.randn(128, 256), torch.randn(256, 256)
-    tuned = _graph_call_us(onnxruntime, _one_node("MatMul", {"x": x}, {"w": w}), x)
-    return _median_us(lambda: torch.mm(x, w)) / tuned
+    tuned = _graph_call(onnxruntime, _graph("matmul", [helper.make_node("MatMul", ["x", "w"], ["y"])], x, {"w": w}), x)
+    return _speedup(lambda: torch.mm(x, w), tuned)
 
 
 def _conv(onnxruntime: Any) -> float:
+    """A convolution as models hold one, in a conv → batch norm → ReLU block: ONNX Runtime folds the
+    normalisation into the convolution's weights and fuses the activation; eager runs three operators."""
+    from onnx import helper
+
     x, w = torch.randn(1, 16, 32, 32), torch.randn(16, 16, 3, 3)
-    tuned = _graph_call_us(onnxruntime, _one_node("Conv", {"x": x}, {"w": w}, pads=[1, 1, 1, 1]), x)
-    return _median_us(lambda: torch.nn.functional.conv2d(x, w, padding=1)) / tuned
+    norm = {
+        "scale": torch.rand(16) + 0.5,
+        "shift": torch.randn(16),
+        "mean": torch.randn(16),
+        "variance": torch.rand(16) + 0.5,
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", *norm], ["n"]),
+        helper.make_node("Relu", ["n"], ["y"]),
+    ]
+    tuned = _graph_call(onnxruntime, _graph("conv_block", nodes, x, {"w": w, **norm}), x)
+
+    def eager() -> None:
+        h = torch.nn.functional.conv2d(x, w, padding=1)
+        h = torch.nn.functional.batch_norm(h, norm["mean"], norm["variance"], norm["scale"], norm["shift"])
+        torch.relu(h)
+
+    return _speedup(eager, tuned)
 
 
 def _elementwise(onnxruntime: Any) -> float:
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     x = torch.randn(64, 1024)
     nodes = [
@@ -240,17 +268,13 @@ def _elementwise(onnxruntime: Any) -> float:
         helper.make_node("Sigmoid", ["b"], ["c"]),
         helper.make_node("Mul", ["c", "b"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "silu", [value("x", TensorProto.FLOAT, [64, 1024])], [value("y", TensorProto.FLOAT, None)]
-    )
-    tuned = _graph_call_us(onnxruntime, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), x)
+    tuned = _graph_call(onnxruntime, _graph("silu", nodes, x), x)
 
     def eager() -> None:
         b = x * x + x
         torch.sigmoid(b) * b
 
-    return _median_us(eager) / tuned
+    return _speedup(eager, tuned)
 
 
 _ARITHMETIC: dict[str, Callable[[Any], float]] = {
@@ -268,6 +292,18 @@ def _median_us(call: Callable[[], object]) -> float:
         call()
         times.append((time.perf_counter_ns() - start) / 1000)
     return statistics.median(times)
+
+
+def _speedup(eager: Callable[[], object], tuned: Callable[[], object]) -> float:
+    """Median eager µs ÷ median tuned µs over `REPEATS` interleaved pairs of calls: drift hits both."""
+    eager(), tuned()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(REPEATS):
+        for call, kept in zip((eager, tuned), times, strict=True):
+            start = time.perf_counter_ns()
+            call()
+            kept.append((time.perf_counter_ns() - start) / 1000)
+    return statistics.median(times[0]) / statistics.median(times[1])
 
 
 def _loaded() -> bool:
