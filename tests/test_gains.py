@@ -9,18 +9,10 @@ from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
 from aitune.compare.loop_report import read_loop_report
 from aitune.errors import ProfileError
-from aitune.suggest import Suggestions, Target
+from aitune.suggest import Forecast, Suggestions, Target
+from aitune.suggest.forecast import read_forecasts
 
-SUGGESTED = {
-    "targets": [
-        {
-            "path": "vae",
-            "region_id": "untuned_module:vae.decode",
-            "predicted_speedup": 1.2,
-            "predicted_region_speedup": 2.0,
-        }
-    ]
-}
+SUGGESTED = {"vae": Forecast("vae", "untuned_module:vae.decode", predicted_speedup=1.2, predicted_region_speedup=2.0)}
 
 
 def tuned_pair():
@@ -157,3 +149,32 @@ def test_separate_regions_win_when_the_outer_module_is_forecast_no_gain():
 
 def test_one_chosen_region_leaves_nothing_to_weigh():
     assert weigh_whole_model(suggested(("unet", 0.5, 2.0)), ["unet"]) is None
+
+
+def test_the_forecasts_read_back_from_the_suggestions_file_are_the_ones_suggest_made():
+    found = suggested(("vae", 0.4, 2.0), ("unet", 0.5, 1.5))
+
+    read = read_forecasts(json.loads(json.dumps(found.to_dict())), "suggestions.json")
+
+    assert read == found.forecasts()
+    assert read["vae"] == Forecast("vae", "untuned_module:vae", found.targets[0].predicted_speedup, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "sentence"),
+    [
+        ({"targets": "vae"}, "has no targets list, so it is not what `aitune-profile suggest --json` writes"),
+        ({"targets": [{"path": 7}]}, "targets[0].path 7 is not a string"),
+        (
+            {"targets": [{"path": "vae", "predicted_speedup": "fast"}]},
+            "targets[0].predicted_speedup 'fast' is not a speedup (a number of at least 0, or null)",
+        ),
+    ],
+)
+def test_a_bad_suggestions_file_is_one_sentence_naming_the_field(raw, sentence):
+    with pytest.raises(ProfileError) as error:
+        read_forecasts(raw, "run/suggestions.json")
+
+    assert str(error.value) == (
+        f"run/suggestions.json: {sentence}; write it again with `aitune-profile suggest --json` or `tune`."
+    )

@@ -93,7 +93,7 @@ class LoopResult:
 
     before: ProfileDoc
     after: ProfileDoc
-    suggestions: dict[str, Any] | None  # None when a plan chose the regions
+    suggestions: Suggestions | None  # None when a plan chose the regions
     tuning: dict[str, Any] | None  # None when a plan was applied
     diff: ProfileDiff
     gains: list[RegionGain]
@@ -206,7 +206,8 @@ def optimize(
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
-    gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
+    forecasts = suggestions.forecasts() if suggestions is not None else {}
+    gains = region_gains(forecasts, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
     report = tuning.report
     if report is not None and verification is not None:
@@ -351,10 +352,9 @@ def _search(
     config: LoopConfig,
     phase: PhaseHook,
     verify: Callable[[_Tuning], _Tuning],
-) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
+) -> tuple[Suggestions, WholeModel | None, _Tuning]:
     """Suggest, choose the paths (or the whole model), tune them in the configured mode and ``verify`` them."""
     found = suggest(before)
-    suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
     if config.strategy is not None:  # a time budget is shared among the regions by the time each should save
         config.strategy.expect({t.path: 1.0 - 1.0 / t.predicted_speedup for t in found.targets if t.path in paths})
@@ -364,8 +364,8 @@ def _search(
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
         tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
-        return suggestions, whole, tuning
-    return suggestions, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
+        return found, whole, tuning
+    return found, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
 
 
 @dataclass(frozen=True)
