@@ -39,6 +39,7 @@ from aitune.compare.gains import (
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
 from aitune.compare.verification import CAPTURES, PairedSpeedup, RegionCheck, Verification, VerifyConfig, captured_loss
 from aitune.errors import TuningError
+from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.backends import BACKENDS
@@ -58,6 +59,7 @@ from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
+from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
@@ -435,13 +437,11 @@ def _tune_aot(
     except BaseException:
         unwrap(obj, paths)
         raise
-    outcomes = {path: (_winner(w.tuning_report), _lost_because(w.tuning_report)) for path, w in wrappers.items()}
+    results = {path: wrapper.outcome for path, wrapper in wrappers.items()}
+    outcomes = {path: (result.winner, result.lost_because) for path, result in results.items() if result is not None}
     kept = [path for path, (winner, _) in outcomes.items() if winner != "eager"]
     unwrap(obj, [path for path in paths if path not in kept])
-    tuned = [
-        TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), wrappers[path].tuning_report)
-        for path in kept
-    ]
+    tuned = [TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), results[path]) for path in kept]
     switches = {path: aot_switch(wrappers[path], functools.partial(unwrap, obj, [path])) for path in kept}
     return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept), switches)
 
@@ -467,48 +467,31 @@ def _tune_jit(
     except BaseException:
         registration.detach()
         raise
-    entries = [patched.report_entry() for patched in registration.patched]
+    results = [patched.outcome for patched in registration.patched]
     outcomes, tuned, switches = {}, [], {}
-    for path, patched, entry in zip(paths, registration.patched, entries, strict=True):
+    for path, patched, result in zip(paths, registration.patched, results, strict=True):
         if patched.state is JitState.TUNED:
             saved = saved_form(path, "tuned", list(patched.recording.graphs.values()), patched.runners)
-            tuned.append(TunedRegion(path, "jit", patched.module, saved, entry))
+            tuned.append(TunedRegion(path, "jit", patched.module, saved, result))
             switches[path] = jit_switch(patched)
-        outcomes[path] = (_winner(entry), None if patched.state is JitState.TUNED else patched.reason)
-    report = tuning_report([entry for entry in entries if entry is not None], environment())
+        winner = result.winner if result is not None else EAGER
+        outcomes[path] = (winner, None if patched.state is JitState.TUNED else patched.reason)
+    report = tuning_report([result for result in results if result is not None], environment())
     return _Tuning(tuned, report, outcomes, registration.detach, switches)
 
 
 def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
     applied = apply_plan(obj, plan)
     tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
-    outcomes = {region.path: (_winner(None, region.backends), None) for region in tuned}
+    replayed = {
+        region.path: RegionOutcome.replayed(region.path, region_id(AOT_REGION_KIND, region.path), region.backends)
+        for region in tuned
+    }
+    outcomes = {path: (outcome.winner, None) for path, outcome in replayed.items()}
     switches = {
         path: aot_switch(wrapper, functools.partial(unwrap, obj, [path])) for path, wrapper in applied.wrappers.items()
     }
     return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)), switches)
-
-
-def _winner(entry: Mapping[str, Any] | None, backends: Mapping[str, Any] | None = None) -> str:
-    """The winner of the most sampled graph that did not stay eager (from a report entry, else the saved
-    backends of a plan), or ``eager``."""
-    won = [graph for graph in (entry or {}).get("graphs", ()) if graph.get("winner") != "eager"]
-    if won:
-        return max(won, key=lambda graph: graph.get("samples", 0))["winner"]
-    return next((backend["name"] for backend in (backends or {}).values()), "eager")
-
-
-def _lost_because(entry: Mapping[str, Any] | None) -> str | None:
-    """Why no candidate won: each candidate's reason, joined (None when one won)."""
-    if entry is None or any(graph.get("winner") != "eager" for graph in entry.get("graphs", ())):
-        return None
-    reasons = [
-        f"{candidate['backend']}: {candidate['reason']}"
-        for graph in entry.get("graphs", ())
-        for candidate in graph.get("candidates", ())
-        if candidate.get("reason")
-    ]
-    return "; ".join(dict.fromkeys(reasons)) or "no candidate backend passed the gate"
 
 
 def _capture(
