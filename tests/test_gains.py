@@ -7,8 +7,10 @@ from diff_docs import profile, with_method
 
 from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
-from aitune.compare.loop_report import read_loop_report
+from aitune.compare.loop_report import LoopReport, read_compare_report, read_loop_report
+from aitune.compare.loop_report import compare_report as write_compare_report
 from aitune.errors import ProfileError
+from aitune.report import dumps
 from aitune.suggest import Forecast, Suggestions, Target
 from aitune.suggest.forecast import read_forecasts
 
@@ -29,13 +31,7 @@ def tuned_pair():
 def compare_report(before, after, outcomes):
     """What `aitune-profile tune` writes as compare.json (`LoopResult.comparison`), through JSON."""
     diff = compare_profiles(before, after)
-    value, low, high = speedup(diff.run_time)
-    report = {
-        **diff.to_dict(),
-        "speedup": {"value": value, "ci_low": low, "ci_high": high},
-        "tuned_regions": [gain.to_dict() for gain in region_gains(SUGGESTED, diff, outcomes)],
-    }
-    return json.loads(json.dumps(report))
+    return json.loads(json.dumps(write_compare_report(diff, region_gains(SUGGESTED, diff, outcomes))))
 
 
 def test_a_flat_method_region_is_measured_against_the_wrapper_that_replaced_it():
@@ -178,3 +174,23 @@ def test_a_bad_suggestions_file_is_one_sentence_naming_the_field(raw, sentence):
     assert str(error.value) == (
         f"run/suggestions.json: {sentence}; write it again with `aitune-profile suggest --json` or `tune`."
     )
+
+
+def test_the_compare_report_written_to_a_file_reads_back_through_the_bounded_reader(tmp_path):
+    before, after = tuned_pair()
+    diff = compare_profiles(before, after)
+    gains = region_gains(SUGGESTED, diff, {"vae": ("onnxruntime", None)})
+    path = tmp_path / "compare.json"
+    path.write_bytes(dumps(write_compare_report(diff, gains)))
+
+    report = read_compare_report(path, "compare.json")
+
+    assert report == LoopReport("cpu", *speedup(diff.run_time), gains)
+
+
+def test_a_compare_report_that_is_not_json_is_one_sentence_naming_the_file(tmp_path):
+    path = tmp_path / "compare.json"
+    path.write_text('{"tuned_regions": [')
+
+    with pytest.raises(ProfileError, match=r"compare\.json"):
+        read_compare_report(path, "compare.json")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,10 @@ from aitune.compare.gains import (
     Slowdown,
     WholeModel,
     region_gains,
-    speedup,
     untuned_slowdowns,
     weigh_whole_model,
 )
+from aitune.compare.loop_report import compare_report
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
 from aitune.compare.verification import CAPTURES, PairedSpeedup, RegionCheck, Verification, VerifyConfig, captured_loss
 from aitune.errors import TuningError
@@ -109,18 +109,17 @@ class LoopResult:
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
 
     def comparison(self) -> dict[str, Any]:
-        """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
-        value, low, high = speedup(self.diff.run_time)
-        return {
-            **self.diff.to_dict(),
-            "speedup": {"value": value, "ci_low": low, "ci_high": high},
-            "tuned_regions": [gain.to_dict() for gain in self.gains],
-            "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
-            "verification": self.verification.to_dict() if self.verification is not None else None,
-            "untuned_slowdowns": [asdict(slowdown) for slowdown in self.slowdowns],
-            "precision": self.precision,
-            "task_gate": self.task_gate.to_dict() if self.task_gate is not None else None,
-        }
+        """The compare report (`aitune.compare.loop_report.compare_report`): the diff, the end-to-end speedup
+        (before ÷ after) and the gain per tuned region."""
+        return compare_report(
+            self.diff,
+            self.gains,
+            whole_model=self.whole_model,
+            verification=self.verification,
+            slowdowns=self.slowdowns,
+            precision=self.precision,
+            task_gate=self.task_gate,
+        )
 
     def restore(self) -> None:
         """Take the tuned wrappers (or JIT registration) out of the target again: its modules run as before."""
