@@ -210,14 +210,20 @@ def optimize(
     forecasts = suggestions.forecasts() if suggestions is not None else {}
     gains = region_gains(forecasts, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
-    report = tuning.report
-    if report is not None and verification is not None:
-        report = {**report, "verification": verification.to_dict()}
-    if report is not None:
-        gate = judgment.to_dict() if judgment is not None else None
-        report = {**report, "precision": precision, "task_gate": gate, "weight_memory": weight_memory(tuning.tuned)}
-        if memory is not None:  # resident bytes before and after tuning, measured
-            report["process_memory"] = memory
+    report = None
+    if tuning.results is not None:
+        report = tuning_report(
+            tuning.results,
+            environment(),
+            {
+                **({"verification": verification.to_dict()} if verification is not None else {}),
+                "precision": precision,
+                "task_gate": judgment.to_dict() if judgment is not None else None,
+                "weight_memory": weight_memory(tuning.tuned),
+                # resident bytes before and after tuning, measured
+                **({"process_memory": memory} if memory is not None else {}),
+            },
+        )
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment,
@@ -371,10 +377,11 @@ def _search(
 
 @dataclass(frozen=True)
 class _Tuning:
-    """What one way of tuning left: the tuned regions, the report, each path's winner and reason, and its undo."""
+    """What one way of tuning left: the tuned regions, what tuning each gave, each path's winner and reason, and its
+    undo."""
 
     tuned: list[TunedRegion]
-    report: dict[str, Any] | None
+    results: tuple[RegionOutcome, ...] | None  # None when a plan was applied: nothing was tried
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
@@ -403,10 +410,10 @@ def _tune_whole_first(
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
-    report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
+    results = (*(whole.results or ()), *(separate.results or ()))
     return verify(
         replace(
-            separate, report=report, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
+            separate, results=results, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
         )
     )
 
@@ -432,7 +439,7 @@ def _tune_aot(
         recording = counted(function, phase("record", config.record_calls))
         record(recording, [input_data] * config.record_calls, list(wrappers.values()))
         tick = phase("tune", len(wrappers))
-        report = tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
+        tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
     except BaseException:
         unwrap(obj, paths)
         raise
@@ -442,7 +449,8 @@ def _tune_aot(
     unwrap(obj, [path for path in paths if path not in kept])
     tuned = [TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), results[path]) for path in kept]
     switches = {path: aot_switch(wrappers[path], functools.partial(unwrap, obj, [path])) for path in kept}
-    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept), switches)
+    tried = tuple(result for result in results.values() if result is not None)
+    return _Tuning(tuned, tried, outcomes, lambda: unwrap(obj, kept), switches)
 
 
 def _tune_jit(
@@ -475,8 +483,8 @@ def _tune_jit(
             switches[path] = jit_switch(patched)
         winner = result.winner if result is not None else EAGER
         outcomes[path] = (winner, None if patched.state is JitState.TUNED else patched.reason)
-    report = tuning_report([result for result in results if result is not None], environment())
-    return _Tuning(tuned, report, outcomes, registration.detach, switches)
+    tried = tuple(result for result in results if result is not None)
+    return _Tuning(tuned, tried, outcomes, registration.detach, switches)
 
 
 def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:

@@ -7,7 +7,7 @@ candidate has no build time). ``schema_version`` changes when a key's meaning do
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -68,9 +68,12 @@ def module_entry(
     return RegionOutcome(name, region_id(kind, name), module_type, device, tuple(graphs))
 
 
-def tuning_report(outcomes: Sequence[RegionOutcome], environment: dict[str, Any]) -> dict[str, Any]:
+def tuning_report(
+    outcomes: Sequence[RegionOutcome], environment: dict[str, Any], extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The whole report for one tuning call, its one writer; ``thread_budget`` is torch's threads, which eager,
-    every candidate and both captures ran with (ONNX Runtime's sessions and Inductor's code are built with them)."""
+    every candidate and both captures ran with (ONNX Runtime's sessions and Inductor's code are built with them).
+    ``extra`` (the loop's verification, precision, task gate and memory) follows the modules."""
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -78,6 +81,7 @@ def tuning_report(outcomes: Sequence[RegionOutcome], environment: dict[str, Any]
         "environment": environment,
         "thread_budget": torch_threads().to_dict(),
         "modules": [outcome.to_dict() for outcome in outcomes],
+        **(extra or {}),
     }
 
 
