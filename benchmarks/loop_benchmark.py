@@ -32,7 +32,6 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune
 import torch
 from tuning_benchmark import machine_line, wall_ms
 
-from aitune.compare.gains import combined_speedup
 from aitune.torch.loop import LoopConfig, optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
@@ -90,12 +89,14 @@ def run(name: str, repeats: int, runs: int) -> dict[str, Any]:
         "compile": lambda: compiled_entry(**input_data),
     }
     medians = interleaved(compiled, repeats)
-    targets = {target["path"]: target for target in result.suggestions["targets"]}
+    targets = {target.path: target for target in result.suggestions.targets}
     tuned_targets = [targets[gain.path] for gain in result.gains if gain.tuned and gain.path in targets]
     top = result.gains[0] if result.gains else None
     realised = medians["eager"] / medians["loop"]
     whole_tuned = any(gain.tuned and not gain.path for gain in result.gains)
-    predicted_all = result.whole_model.predicted_speedup if whole_tuned else combined_speedup(tuned_targets)
+    predicted_all = (
+        result.whole_model.predicted_speedup if whole_tuned else result.suggestions.combined(tuned_targets)[0]
+    )
     return {
         "example": name,
         "tuned": ", ".join(f"{gain.path or '(whole model)'}→{gain.winner}" for gain in result.gains),

@@ -7,20 +7,14 @@ from documents import profile
 
 from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
-from aitune.compare.loop_report import read_loop_report
+from aitune.compare.loop_report import LoopReport, read_compare_report, read_loop_report
+from aitune.compare.loop_report import compare_report as write_compare_report
 from aitune.errors import ProfileError
-from aitune.suggest import Suggestions, Target
+from aitune.report import dumps
+from aitune.suggest import Forecast, Suggestions, Target
+from aitune.suggest.forecast import read_forecasts
 
-SUGGESTED = {
-    "targets": [
-        {
-            "path": "vae",
-            "region_id": "untuned_module:vae.decode",
-            "predicted_speedup": 1.2,
-            "predicted_region_speedup": 2.0,
-        }
-    ]
-}
+SUGGESTED = {"vae": Forecast("vae", "untuned_module:vae.decode", predicted_speedup=1.2, predicted_region_speedup=2.0)}
 
 
 def tuned_pair():
@@ -36,13 +30,7 @@ def tuned_pair():
 def compare_report(before, after, outcomes):
     """What `aitune-profile tune` writes as compare.json (`LoopResult.comparison`), through JSON."""
     diff = compare_profiles(before, after)
-    value, low, high = speedup(diff.run_time)
-    report = {
-        **diff.to_dict(),
-        "speedup": {"value": value, "ci_low": low, "ci_high": high},
-        "tuned_regions": [gain.to_dict() for gain in region_gains(SUGGESTED, diff, outcomes)],
-    }
-    return json.loads(json.dumps(report))
+    return json.loads(json.dumps(write_compare_report(diff, region_gains(SUGGESTED, diff, outcomes))))
 
 
 def test_a_flat_method_region_is_measured_against_the_wrapper_that_replaced_it():
@@ -156,3 +144,52 @@ def test_separate_regions_win_when_the_outer_module_is_forecast_no_gain():
 
 def test_one_chosen_region_leaves_nothing_to_weigh():
     assert weigh_whole_model(suggested(("unet", 0.5, 2.0)), ["unet"]) is None
+
+
+def test_the_forecasts_read_back_from_the_suggestions_file_are_the_ones_suggest_made():
+    found = suggested(("vae", 0.4, 2.0), ("unet", 0.5, 1.5))
+
+    read = read_forecasts(json.loads(json.dumps(found.to_dict())), "suggestions.json")
+
+    assert read == found.forecasts()
+    assert read["vae"] == Forecast("vae", "untuned_module:vae", found.targets[0].predicted_speedup, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "sentence"),
+    [
+        ({"targets": "vae"}, "has no targets list, so it is not what `aitune-profile suggest --json` writes"),
+        ({"targets": [{"path": 7}]}, "targets[0].path 7 is not a string"),
+        (
+            {"targets": [{"path": "vae", "predicted_speedup": "fast"}]},
+            "targets[0].predicted_speedup 'fast' is not a speedup (a number of at least 0, or null)",
+        ),
+    ],
+)
+def test_a_bad_suggestions_file_is_one_sentence_naming_the_field(raw, sentence):
+    with pytest.raises(ProfileError) as error:
+        read_forecasts(raw, "run/suggestions.json")
+
+    assert str(error.value) == (
+        f"run/suggestions.json: {sentence}; write it again with `aitune-profile suggest --json` or `tune`."
+    )
+
+
+def test_the_compare_report_written_to_a_file_reads_back_through_the_bounded_reader(tmp_path):
+    before, after = tuned_pair()
+    diff = compare_profiles(before, after)
+    gains = region_gains(SUGGESTED, diff, {"vae": ("onnxruntime", None)})
+    path = tmp_path / "compare.json"
+    path.write_bytes(dumps(write_compare_report(diff, gains)))
+
+    report = read_compare_report(path, "compare.json")
+
+    assert report == LoopReport("cpu", *speedup(diff.run_time), gains)
+
+
+def test_a_compare_report_that_is_not_json_is_one_sentence_naming_the_file(tmp_path):
+    path = tmp_path / "compare.json"
+    path.write_text('{"tuned_regions": [')
+
+    with pytest.raises(ProfileError, match=r"compare\.json"):
+        read_compare_report(path, "compare.json")

@@ -251,7 +251,7 @@ def test_on_the_bundled_pipeline_suggest_picks_the_unet_and_the_loop_tunes_it():
     finally:
         result.restore()
 
-    assert result.suggestions["recommended"][0] == "unet"
+    assert result.suggestions.recommended()[0].path == "unet"
     assert [(gain.path, gain.winner) for gain in result.gains] == [("unet", "onnxruntime")]
     assert states["aot_module:unet"] == "tuned"
     assert (tuned - plain).abs().max() <= 1.0  # a 0–255 image: rounding may flip a level where eager sits on .5

@@ -11,6 +11,7 @@ from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, speedup
 from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, COMPARE_REPORT, REPORT_FILES, read_loop_report
 from aitune.report import SCHEMA_VERSION, validate
+from aitune.suggest.forecast import read_forecasts
 from aitune.viewer import sources
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -58,5 +59,7 @@ def test_the_tune_folders_compare_report_is_what_compare_and_gains_make_of_its_p
     checks = {gain.path: gain.check for gain in report.regions if gain.check is not None}  # the loop's own check
 
     assert (report.speedup, report.ci_low, report.ci_high) == speedup(diff.run_time)
-    assert report.regions == region_gains(read(TUNED / "suggestions.json"), diff, outcomes, checks=checks)
+    assert report.regions == region_gains(
+        read_forecasts(read(TUNED / "suggestions.json"), "suggestions.json"), diff, outcomes, checks=checks
+    )
     assert [row["path"] for row in written["headline"]] == [row.path for row in diff.headline]

@@ -96,7 +96,7 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
     before = write_profile(folder / BEFORE_FOLDER, result.before, trace=traces[0] if traces else None)
     after = write_profile(folder / AFTER_FOLDER, result.after, trace=traces[1] if traces else None)
     contents = {
-        "suggestions.json": result.suggestions,
+        "suggestions.json": result.suggestions.to_dict() if result.suggestions is not None else None,
         "tuning.json": result.tuning,
         "compare.json": result.comparison(),
         "plan.json": result.plan,

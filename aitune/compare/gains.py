@@ -18,6 +18,7 @@ from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.formatting import factor
 from aitune.report.samples import path_of
 from aitune.suggest import Suggestions, Target
+from aitune.suggest.forecast import Forecast
 
 MISSING = "-"
 
@@ -88,7 +89,7 @@ def speedup_line(change: Change) -> str:
 
 
 def region_gains(
-    suggestions: Mapping[str, Any],
+    forecasts: Mapping[str, Forecast],
     diff: ProfileDiff,
     outcomes: Mapping[str, tuple[str, str | None]],
     whole_model_predicted: float | None = None,
@@ -97,22 +98,21 @@ def region_gains(
     """One `RegionGain` per tuned path in ``outcomes`` (path → (winner, reason)), in that order, with its
     end-to-end verification from ``checks`` (by path) where there is one.
 
-    ``suggestions`` is `aitune.suggest.Suggestions.to_dict()` of the before profile. A target that
-    suggest reached through a method region (``vae.decode`` → ``vae``) is measured by that region
-    before and by whichever of the two paths exists after. The whole model (path ``""``) is
+    ``forecasts`` (by path) are suggest's for the before profile (`aitune.suggest.Suggestions.forecasts`). A
+    target that suggest reached through a method region (``vae.decode`` → ``vae``) is measured by that
+    region before and by whichever of the two paths exists after. The whole model (path ``""``) is
     measured by the run itself, against ``whole_model_predicted``.
     """
-    targets = {target["path"]: target for target in suggestions.get("targets", ())}
-    whole = {"predicted_speedup": whole_model_predicted, "predicted_region_speedup": whole_model_predicted}
+    whole = Forecast("", None, whole_model_predicted, whole_model_predicted)
     rows = {row.path: row.change for row in diff.regions}
     # compare may line a method region up under its module's path (``vae.decode`` with ``aot_module:vae``).
     by_before_id = {row.before_id: row.change for row in diff.regions if row.before_id is not None}
     run_before = diff.run_time.before_us
     gains = []
     for path, (winner, reason) in outcomes.items():
-        target = whole if path == "" else targets.get(path, {})
-        measured_path = path_of(target["region_id"]) if "region_id" in target else path
-        before = by_before_id.get(target.get("region_id"), rows.get(measured_path, Change(None, None))).before_us
+        forecast = whole if path == "" else forecasts.get(path, Forecast(path, None, None, None))
+        measured_path = path_of(forecast.region_id) if forecast.region_id is not None else path
+        before = by_before_id.get(forecast.region_id, rows.get(measured_path, Change(None, None))).before_us
         after = _after_time(rows, (path, measured_path))
         if path == "":
             before, after = run_before, diff.run_time.after_us
@@ -121,9 +121,9 @@ def region_gains(
                 path=path,
                 winner=winner,
                 reason=reason,
-                predicted_speedup=target.get("predicted_speedup"),
+                predicted_speedup=forecast.predicted_speedup,
                 realised_speedup=_end_to_end(run_before, before, after),
-                predicted_region_speedup=target.get("predicted_region_speedup"),
+                predicted_region_speedup=forecast.predicted_region_speedup,
                 realised_region_speedup=before / after if before and after else None,
                 check=(checks or {}).get(path),
             )

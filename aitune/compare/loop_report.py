@@ -4,20 +4,22 @@
 trace) sit beside `REPORT_FILES`. `COMPARE_REPORT` holds `aitune.compare.ProfileDiff.to_dict()`
 plus the end-to-end ``speedup``, the ``tuned_regions`` (`aitune.compare.gains.RegionGain.to_dict()`, each with
 the ``check`` of the end-to-end verification), the ``verification`` (`aitune.compare.verification.Verification`)
-and the ``untuned_slowdowns``; `read_loop_report` checks the parts a reader shows and gives them back
-as objects.
+and the ``untuned_slowdowns``. `compare_report` is its one writer, `read_compare_report` its one reader (through
+the bounded door of `aitune.report.io`), and `read_loop_report` checks the parts a reader shows and gives
+them back as objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from aitune.compare.gains import RegionGain
+from aitune.compare.diff import ProfileDiff
+from aitune.compare.gains import RegionGain, Slowdown, WholeModel, speedup
 from aitune.compare.quality import TaskJudgment
-from aitune.compare.verification import RegionCheck
+from aitune.compare.verification import RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.io import load, read_json
@@ -48,6 +50,38 @@ class LoopReport:
         """The task gate's verdict on the region at ``path`` (`TaskJudgment.verdict`), None where it judged none."""
         gate = self.task_gate
         return gate.verdict() if gate is not None and path in gate.regions else None
+
+
+def compare_report(
+    diff: ProfileDiff,
+    gains: Sequence[RegionGain],
+    *,
+    whole_model: WholeModel | None = None,
+    verification: Verification | None = None,
+    slowdowns: Sequence[Slowdown] = (),
+    precision: str = "fp32",
+    task_gate: TaskJudgment | None = None,
+) -> dict[str, Any]:
+    """The compare report (`COMPARE_REPORT`): the diff, the end-to-end speedup (before ÷ after) and the gain
+    per tuned region, with the whole model's weighing, the verification and the task gate where they ran."""
+    value, low, high = speedup(diff.run_time)
+    return {
+        **diff.to_dict(),
+        "speedup": {"value": value, "ci_low": low, "ci_high": high},
+        "tuned_regions": [gain.to_dict() for gain in gains],
+        "whole_model": asdict(whole_model) if whole_model is not None else None,
+        "verification": verification.to_dict() if verification is not None else None,
+        "untuned_slowdowns": [asdict(slowdown) for slowdown in slowdowns],
+        "precision": precision,
+        "task_gate": task_gate.to_dict() if task_gate is not None else None,
+    }
+
+
+def read_compare_report(path: Path, name: str, read: Callable[[Path, str], Any] | None = None) -> LoopReport:
+    """The `LoopReport` of the compare report at ``path``, parsed by ``read`` (path, name → JSON; default: the
+    command line's bounded reader, `aitune.report.io.read_json`); `ProfileError` naming ``name``."""
+    raw = read(path, name) if read is not None else read_json(path)
+    return read_loop_report(raw, name)
 
 
 def read_loop_report(raw: Any, name: str) -> LoopReport:
@@ -97,7 +131,7 @@ def read_tune_folder(folder: Path) -> TuneFolder:
     return TuneFolder(
         load(folder / BEFORE_FOLDER / PROFILE_NAME),
         load(folder / AFTER_FOLDER / PROFILE_NAME),
-        read_loop_report(read_json(report), str(report)),
+        read_compare_report(report, str(report)),
     )
 
 

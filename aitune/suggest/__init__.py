@@ -36,12 +36,23 @@ from aitune.report.efficiency import efficiency_by_region
 from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
+from aitune.suggest.forecast import Forecast
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
 from aitune.suggest.headroom import Headroom, headroom_of
 from aitune.suggest.precision import ARITHMETIC_FACTORS, PrecisionOutlook, outlook
 from aitune.suggest.reasons import Reason, headroom_reasons, reasons
 
-__all__ = ["FALLBACK", "UPPER_BOUND_CAP", "Advice", "Calibration", "Reason", "Suggestions", "Target", "suggest"]
+__all__ = [
+    "FALLBACK",
+    "UPPER_BOUND_CAP",
+    "Advice",
+    "Calibration",
+    "Forecast",
+    "Reason",
+    "Suggestions",
+    "Target",
+    "suggest",
+]
 
 SCHEMA_VERSION = 1
 KIND = "aitune-suggestions"
@@ -69,6 +80,11 @@ class Target:
     inside: tuple[str, ...] = ()  # the target paths it ran within (its ancestors in the region tree), sorted
     times_us: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per run, chosen domain
     fraction_of_roof: float | None = None  # its counted work's roof time ÷ measured time (`aitune.suggest.headroom`)
+
+    @property
+    def forecast(self) -> Forecast:
+        """What compare sets beside the measured gain once the target is tuned."""
+        return Forecast(self.path, self.region_id, self.predicted_speedup, self.predicted_region_speedup)
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,10 @@ class Suggestions:
             predicted.append(run / (run - saved) if run > saved else UPPER_BOUND_CAP)
             bound.append(upper_bound(fraction(covered, run)))
         return min(UPPER_BOUND_CAP, max(1.0, statistics.median(predicted))), statistics.median(bound)
+
+    def forecasts(self) -> dict[str, Forecast]:
+        """Each target's `Forecast`, by path."""
+        return {target.path: target.forecast for target in self.targets}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, with the paths `recommended` gives and their `combined` speedups."""

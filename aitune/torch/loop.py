@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,14 @@ from aitune.compare.gains import (
     Slowdown,
     WholeModel,
     region_gains,
-    speedup,
     untuned_slowdowns,
     weigh_whole_model,
 )
+from aitune.compare.loop_report import compare_report
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
 from aitune.compare.verification import CAPTURES, PairedSpeedup, RegionCheck, Verification, VerifyConfig, captured_loss
 from aitune.errors import TuningError
+from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.backends import BACKENDS
@@ -58,6 +59,7 @@ from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
+from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
@@ -93,7 +95,7 @@ class LoopResult:
 
     before: ProfileDoc
     after: ProfileDoc
-    suggestions: dict[str, Any] | None  # None when a plan chose the regions
+    suggestions: Suggestions | None  # None when a plan chose the regions
     tuning: dict[str, Any] | None  # None when a plan was applied
     diff: ProfileDiff
     gains: list[RegionGain]
@@ -107,18 +109,17 @@ class LoopResult:
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
 
     def comparison(self) -> dict[str, Any]:
-        """The compare report: the diff, the end-to-end speedup (before ÷ after) and the gain per tuned region."""
-        value, low, high = speedup(self.diff.run_time)
-        return {
-            **self.diff.to_dict(),
-            "speedup": {"value": value, "ci_low": low, "ci_high": high},
-            "tuned_regions": [gain.to_dict() for gain in self.gains],
-            "whole_model": asdict(self.whole_model) if self.whole_model is not None else None,
-            "verification": self.verification.to_dict() if self.verification is not None else None,
-            "untuned_slowdowns": [asdict(slowdown) for slowdown in self.slowdowns],
-            "precision": self.precision,
-            "task_gate": self.task_gate.to_dict() if self.task_gate is not None else None,
-        }
+        """The compare report (`aitune.compare.loop_report.compare_report`): the diff, the end-to-end speedup
+        (before ÷ after) and the gain per tuned region."""
+        return compare_report(
+            self.diff,
+            self.gains,
+            whole_model=self.whole_model,
+            verification=self.verification,
+            slowdowns=self.slowdowns,
+            precision=self.precision,
+            task_gate=self.task_gate,
+        )
 
     def restore(self) -> None:
         """Take the tuned wrappers (or JIT registration) out of the target again: its modules run as before."""
@@ -209,16 +210,23 @@ def optimize(
     diff = compare_profiles(before, after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
-    gains = region_gains(suggestions or {}, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
+    forecasts = suggestions.forecasts() if suggestions is not None else {}
+    gains = region_gains(forecasts, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
-    report = tuning.report
-    if report is not None and verification is not None:
-        report = {**report, "verification": verification.to_dict()}
-    if report is not None:
-        gate = judgment.to_dict() if judgment is not None else None
-        report = {**report, "precision": precision, "task_gate": gate, "weight_memory": weight_memory(tuning.tuned)}
-        if memory is not None:  # resident bytes before and after tuning, measured
-            report["process_memory"] = memory
+    report = None
+    if tuning.results is not None:
+        report = tuning_report(
+            tuning.results,
+            environment(),
+            {
+                **({"verification": verification.to_dict()} if verification is not None else {}),
+                "precision": precision,
+                "task_gate": judgment.to_dict() if judgment is not None else None,
+                "weight_memory": weight_memory(tuning.tuned),
+                # resident bytes before and after tuning, measured
+                **({"process_memory": memory} if memory is not None else {}),
+            },
+        )
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment,
@@ -355,10 +363,9 @@ def _search(
     config: LoopConfig,
     phase: PhaseHook,
     verify: Callable[[_Tuning], _Tuning],
-) -> tuple[dict[str, Any], WholeModel | None, _Tuning]:
+) -> tuple[Suggestions, WholeModel | None, _Tuning]:
     """Suggest, choose the paths (or the whole model), tune them in the configured mode and ``verify`` them."""
     found = suggest(before)
-    suggestions = found.to_dict()
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
     if config.strategy is not None:  # a time budget is shared among the regions by the time each should save
         config.strategy.expect({t.path: 1.0 - 1.0 / t.predicted_speedup for t in found.targets if t.path in paths})
@@ -368,16 +375,17 @@ def _search(
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
         tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
-        return suggestions, whole, tuning
-    return suggestions, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
+        return found, whole, tuning
+    return found, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
 
 
 @dataclass(frozen=True)
 class _Tuning:
-    """What one way of tuning left: the tuned regions, the report, each path's winner and reason, and its undo."""
+    """What one way of tuning left: the tuned regions, what tuning each gave, each path's winner and reason, and its
+    undo."""
 
     tuned: list[TunedRegion]
-    report: dict[str, Any] | None
+    results: tuple[RegionOutcome, ...] | None  # None when a plan was applied: nothing was tried
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
@@ -406,10 +414,10 @@ def _tune_whole_first(
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
-    report = {**separate.report, "modules": [*whole.report["modules"], *separate.report["modules"]]}
+    results = (*(whole.results or ()), *(separate.results or ()))
     return verify(
         replace(
-            separate, report=report, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
+            separate, results=results, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
         )
     )
 
@@ -435,19 +443,18 @@ def _tune_aot(
         recording = counted(function, phase("record", config.record_calls))
         record(recording, [input_data] * config.record_calls, list(wrappers.values()))
         tick = phase("tune", len(wrappers))
-        report = tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
+        tune_recorded(list(wrappers.values()), strategy=strategy, on_tuned=lambda _wrapper: tick())
     except BaseException:
         unwrap(obj, paths)
         raise
-    outcomes = {path: (_winner(w.tuning_report), _lost_because(w.tuning_report)) for path, w in wrappers.items()}
+    results = {path: wrapper.outcome for path, wrapper in wrappers.items()}
+    outcomes = {path: (result.winner, result.lost_because) for path, result in results.items() if result is not None}
     kept = [path for path, (winner, _) in outcomes.items() if winner != "eager"]
     unwrap(obj, [path for path in paths if path not in kept])
-    tuned = [
-        TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), wrappers[path].tuning_report)
-        for path in kept
-    ]
+    tuned = [TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), results[path]) for path in kept]
     switches = {path: aot_switch(wrappers[path], functools.partial(unwrap, obj, [path])) for path in kept}
-    return _Tuning(tuned, report, outcomes, lambda: unwrap(obj, kept), switches)
+    tried = tuple(result for result in results.values() if result is not None)
+    return _Tuning(tuned, tried, outcomes, lambda: unwrap(obj, kept), switches)
 
 
 def _tune_jit(
@@ -471,48 +478,31 @@ def _tune_jit(
     except BaseException:
         registration.detach()
         raise
-    entries = [patched.report_entry() for patched in registration.patched]
+    results = [patched.outcome for patched in registration.patched]
     outcomes, tuned, switches = {}, [], {}
-    for path, patched, entry in zip(paths, registration.patched, entries, strict=True):
+    for path, patched, result in zip(paths, registration.patched, results, strict=True):
         if patched.state is JitState.TUNED:
             saved = saved_form(path, "tuned", list(patched.recording.graphs.values()), patched.runners)
-            tuned.append(TunedRegion(path, "jit", patched.module, saved, entry))
+            tuned.append(TunedRegion(path, "jit", patched.module, saved, result))
             switches[path] = jit_switch(patched)
-        outcomes[path] = (_winner(entry), None if patched.state is JitState.TUNED else patched.reason)
-    report = tuning_report([entry for entry in entries if entry is not None], environment())
-    return _Tuning(tuned, report, outcomes, registration.detach, switches)
+        winner = result.winner if result is not None else EAGER
+        outcomes[path] = (winner, None if patched.state is JitState.TUNED else patched.reason)
+    tried = tuple(result for result in results if result is not None)
+    return _Tuning(tuned, tried, outcomes, registration.detach, switches)
 
 
 def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
     applied = apply_plan(obj, plan)
     tuned = [TunedRegion(path, "aot", w.module, w.to_dict(), None) for path, w in applied.wrappers.items()]
-    outcomes = {region.path: (_winner(None, region.backends), None) for region in tuned}
+    replayed = {
+        region.path: RegionOutcome.replayed(region.path, region_id(AOT_REGION_KIND, region.path), region.backends)
+        for region in tuned
+    }
+    outcomes = {path: (outcome.winner, None) for path, outcome in replayed.items()}
     switches = {
         path: aot_switch(wrapper, functools.partial(unwrap, obj, [path])) for path, wrapper in applied.wrappers.items()
     }
     return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)), switches)
-
-
-def _winner(entry: Mapping[str, Any] | None, backends: Mapping[str, Any] | None = None) -> str:
-    """The winner of the most sampled graph that did not stay eager (from a report entry, else the saved
-    backends of a plan), or ``eager``."""
-    won = [graph for graph in (entry or {}).get("graphs", ()) if graph.get("winner") != "eager"]
-    if won:
-        return max(won, key=lambda graph: graph.get("samples", 0))["winner"]
-    return next((backend["name"] for backend in (backends or {}).values()), "eager")
-
-
-def _lost_because(entry: Mapping[str, Any] | None) -> str | None:
-    """Why no candidate won: each candidate's reason, joined (None when one won)."""
-    if entry is None or any(graph.get("winner") != "eager" for graph in entry.get("graphs", ())):
-        return None
-    reasons = [
-        f"{candidate['backend']}: {candidate['reason']}"
-        for graph in entry.get("graphs", ())
-        for candidate in graph.get("candidates", ())
-        if candidate.get("reason")
-    ]
-    return "; ".join(dict.fromkeys(reasons)) or "no candidate backend passed the gate"
 
 
 def _capture(

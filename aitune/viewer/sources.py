@@ -23,7 +23,7 @@ from aitune.compare.loop_report import (
     COMPARE_REPORT,
     REPORT_FILES,
     LoopReport,
-    read_loop_report,
+    read_compare_report,
 )
 from aitune.errors import ProfileError
 from aitune.report import ProfileDoc, scenario_names, select_scenario
@@ -155,7 +155,7 @@ def read_tune_report(folder: Path, root: Path) -> LoopReport:
     in one sentence when it is unreadable or not a tune folder's report."""
     name = (folder / COMPARE_REPORT).relative_to(root.resolve()).as_posix()
     path = resolve_inside(root, name)  # the report may be a link out of the runs folder
-    return read_loop_report(parse_json(read_bounded(path, name), name), name)
+    return read_compare_report(path, name, lambda file, shown: parse_json(read_bounded(file, shown), shown))
 
 
 @lru_cache(maxsize=32)

@@ -96,7 +96,7 @@ def test_a_tuning_error_is_logged_and_its_traceback_written_to_the_module_cache_
     assert states(net)["Net"] == "eager"
     assert "Traceback" in log.read_text() and "KeyError: 'graph id'" in log.read_text()
     assert f"JIT tuning of 'Net' failed (KeyError: 'graph id'); it runs eager, traceback in {log}" in caplog.text
-    assert jit.active_session().find(net).report["error_log"] == str(log)
+    assert jit.active_session().find(net).outcome.error_log == str(log)
 
 
 def test_a_full_disk_while_tuning_reaches_the_caller_and_leaves_the_module_working():

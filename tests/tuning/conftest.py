@@ -138,4 +138,4 @@ def onnxruntime_encoder(pipe: Any) -> Any:
         pipe, [loop_app.x], modules=list(wrappers.values()), strategy=named_strategy("first-wins", ["onnxruntime"])
     )
     wrapper = wrappers["encoder"]
-    return TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.tuning_report)
+    return TunedRegion("encoder", "aot", wrapper.module, wrapper.to_dict(), wrapper.outcome)

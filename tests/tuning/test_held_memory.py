@@ -16,7 +16,6 @@ from aitune.torch.module.graph_spec import Sample
 from aitune.torch.module.paths import unwrap
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.plan import load_plan, make_plan, schema_problems
-from aitune.torch.tuning.report import region_held_memory
 from tuning.conftest import onnxruntime_encoder
 
 
@@ -59,12 +58,12 @@ def plan():
 
 
 def test_the_plan_records_each_tuned_regions_held_memory_and_the_process(plan):
-    made, report = plan
-    winner = next(c for g in report["graphs"] for c in g["candidates"] if c["status"] == "winner")
+    made, outcome = plan
+    winner = next(c for g in outcome.graphs for c in g.candidates if c.won)
 
     region = made["regions"][0]
-    assert region["held_memory"] == region_held_memory(report)
-    assert region["held_memory"]["host_bytes"] == winner["held_memory"]["host_bytes"] >= 0
+    assert region["held_memory"] == outcome.held_memory
+    assert region["held_memory"]["host_bytes"] == winner.held_memory["host_bytes"] >= 0
     assert made["process_memory"]["held_bytes"] == 2_000_000
     assert schema_problems(made) == []
     assert load_plan(made) == made  # kept by the normalised reader

@@ -265,12 +265,12 @@ def write_t5_plan(path: Path) -> Path:
     wrapper = ait.wrap(model, "decoder")["decoder"]
     try:
         t5_generate_app.generate(model, ids)
-        report = wrapper.tune(strategy=one_backend(ForwardAgain()))
+        wrapper.tune(strategy=one_backend(ForwardAgain()))
         saved = wrapper.to_dict()
     finally:
         ait.unwrap(model, "decoder")
     saved["tuned_backends"] = {gid: ait.InductorBackend().to_dict() for gid in saved["tuned_backends"]}
-    plan = make_plan("T5", [TunedRegion("decoder", "aot", model.decoder, saved, report)], {})
+    plan = make_plan("T5", [TunedRegion("decoder", "aot", model.decoder, saved, wrapper.outcome)], {})
     path.write_text(json.dumps(plan))
     return path
 

@@ -24,6 +24,7 @@ from aitune.torch.jit.state import JitState
 from aitune.torch.jit.tuning import tune_patched
 from aitune.torch.module.recording import Recording, run_tuned
 from aitune.torch.registry import ManagedModule
+from aitune.torch.tuning.outcome import RegionOutcome
 from aitune.torch.tuning.tuner import GraphRunner
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class PatchedModule:
         self.calls = 0  # recorded calls
         self.reason: str | None = None  # why it is skipped, eager or detached
         self.absorbed_by: PatchedModule | None = None  # the tuned ancestor whose backend runs this module's code
-        self.report: dict[str, Any] | None = None  # its tuning report entry, once it tried to tune
+        self.report: RegionOutcome | None = None  # what its tuning gave, once it tried to tune
         self.recording = Recording()
         self.runners: dict[str, GraphRunner] = {}
         self.forward = module.forward  # the original: an instance override or the bound class method
@@ -115,11 +116,15 @@ class PatchedModule:
         self._unregister()
         self._move(JitState.DETACHED, f"runs inside tuned {absorbed_by.fq_name}" if absorbed_by else None)
 
+    @property
+    def outcome(self) -> RegionOutcome | None:
+        """What its tuning gave, with its current state, or None before it tried to tune."""
+        return self.report.with_state(self.state.value) if self.report is not None else None
+
     def report_entry(self) -> dict[str, Any] | None:
         """A fresh copy of its tuning report entry with its current state, or None before it tried to tune."""
-        if self.report is None:
-            return None
-        return copy.deepcopy({**self.report, "state": self.state.value})
+        outcome = self.outcome
+        return copy.deepcopy(outcome.to_dict()) if outcome is not None else None
 
     def _route(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         state = self.state

@@ -14,7 +14,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from aitune.errors import TuningError, is_out_of_disk
 from aitune.markers import JIT_REGION_KIND
 from aitune.torch.devices import module_device
 from aitune.torch.performance.regions import qualified_type
+from aitune.torch.tuning.outcome import RegionOutcome
 from aitune.torch.tuning.report import module_entry
 from aitune.torch.tuning.strategies import default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, tune_graphs
@@ -47,7 +48,7 @@ class TuneOutcome:
 
     tuned: bool
     runners: dict[str, GraphRunner]
-    report: dict[str, Any]
+    report: RegionOutcome
     reason: str  # which backends won, or why it runs eager
 
 
@@ -64,13 +65,13 @@ def tune_patched(patched: PatchedModule) -> TuneOutcome:
         return _failed(patched, error)
     finally:
         _put_new_hooks_first(module, hooks_before)
-    winners = sorted({graph["winner"] for graph in report["graphs"] if _graph_has_winner(graph)})
+    winners = sorted({graph.winner for graph in report.graphs if graph.won})
     if winners:
         return TuneOutcome(True, runners, report, reason=f"won by {', '.join(winners)}")
     return TuneOutcome(False, runners, report, reason=_no_winner_reason(report))
 
 
-def _run(patched: PatchedModule) -> tuple[dict[str, GraphRunner], dict[str, Any]]:
+def _run(patched: PatchedModule) -> tuple[dict[str, GraphRunner], RegionOutcome]:
     config, module = patched.session.config, patched.module
     if config.dry_run and patched.session.rng.random() < config.dry_run_failure_probability:
         raise InjectedFailure(
@@ -100,8 +101,11 @@ def _failed(patched: PatchedModule, error: Exception) -> TuneOutcome:
         f", traceback in {log}" if log else "",
     )
     module = patched.module
-    report = module_entry(patched.fq_name, qualified_type(module), str(module_device(module)), [], JIT_REGION_KIND)
-    report.update(error=summary, error_log=str(log) if log else None)
+    report = replace(
+        module_entry(patched.fq_name, qualified_type(module), str(module_device(module)), [], JIT_REGION_KIND),
+        error=summary,
+        error_log=str(log) if log else None,
+    )
     return TuneOutcome(False, {}, report, reason=summary)
 
 
@@ -122,13 +126,8 @@ def write_error_log(folder: Path, error: BaseException) -> Path | None:
     return path
 
 
-def _graph_has_winner(graph: dict[str, Any]) -> bool:
-    # "winner" names a backend or "eager"; only a candidate's status tells an EagerBackend win from no win
-    return any(candidate["status"] == "winner" for candidate in graph["candidates"])
-
-
-def _no_winner_reason(report: dict[str, Any]) -> str:
-    tried = [f"{c['backend']}: {c['reason']}" for graph in report["graphs"] for c in graph["candidates"]]
+def _no_winner_reason(report: RegionOutcome) -> str:
+    tried = [f"{c.backend}: {c.reason}" for graph in report.graphs for c in graph.candidates]
     return "no backend won" + (f" ({'; '.join(tried)})" if tried else "")
 
 

@@ -25,6 +25,7 @@ from aitune.torch.module.graph_spec import GraphSpec
 from aitune.torch.module.recording import Recording, run_tuned
 from aitune.torch.module.state import ModuleState, check_leave_tuned
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
+from aitune.torch.tuning.outcome import RegionOutcome
 from aitune.torch.tuning.strategies import TuneStrategy, default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, restore_graphs, tune_graphs
 
@@ -66,7 +67,7 @@ class Module(wrapt.ObjectProxy):
         self._self_dynamic_shapes = dynamic_shapes
         self._self_recording = Recording()
         self._self_runners: dict[str, GraphRunner] = {}
-        self._self_report: dict[str, Any] | None = None
+        self._self_outcome: RegionOutcome | None = None
         self._self_had_forward = "forward" in vars(module)
         self._self_forward = module.forward  # the original: an instance override or the bound class method
         self._self_dispatch = self._dispatch
@@ -106,7 +107,12 @@ class Module(wrapt.ObjectProxy):
     @property
     def tuning_report(self) -> dict[str, Any] | None:
         """The report of the last ``tune()`` (the module's entry), or None before tuning."""
-        return self._self_report
+        return self._self_outcome.to_dict() if self._self_outcome is not None else None
+
+    @property
+    def outcome(self) -> RegionOutcome | None:
+        """What the last ``tune()`` gave (its report entry as a record), or None before tuning."""
+        return self._self_outcome
 
     def enable_recording(self, force: bool = False) -> None:
         """Record every call from now on; from ``tuned`` only with ``force=True`` (drops the tuned backends)."""
@@ -133,13 +139,13 @@ class Module(wrapt.ObjectProxy):
             )
         target = self._target(torch.device(device) if device is not None else self.device)
         strategies = self._strategies_for(strategy)
-        runners, report = tune_graphs(target, strategies, keep=not dry_run)
-        self._self_report = report
+        runners, outcome = tune_graphs(target, strategies, keep=not dry_run)
+        self._self_outcome = outcome
         if not dry_run:
             self._self_runners = runners
             self._self_recording.drop_samples()
             self._self_state = ModuleState.TUNED
-        return report
+        return outcome.to_dict()
 
     def close(self) -> nn.Module:
         """Unregister, free the tuned backends and restore the module's own ``forward``; returns the module."""

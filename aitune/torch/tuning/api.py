@@ -64,12 +64,13 @@ def tune_recorded(
     on_tuned: Callable[[Module], None] | None = None,
 ) -> dict[str, Any]:
     """Tune each recorded wrapper in turn (``on_tuned`` is told after each); returns the tuning report."""
-    entries = []
+    outcomes = []
     for wrapper in wrappers:
-        entries.append(wrapper.tune(device=device, strategy=strategy))
+        wrapper.tune(device=device, strategy=strategy)
+        outcomes.append(wrapper.outcome)
         if on_tuned is not None:
             on_tuned(wrapper)
-    return tuning_report(entries, environment())
+    return tuning_report(outcomes, environment())
 
 
 def untuned_wrappers(registry: ModuleRegistry) -> list[Module]:

@@ -43,7 +43,7 @@ from aitune.torch.module.wrapper import Module, check_restorable
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.precision import precision_unavailable
-from aitune.torch.tuning.report import region_held_memory
+from aitune.torch.tuning.outcome import RegionOutcome
 
 PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -84,7 +84,7 @@ class TunedRegion:
     mode: str
     module: nn.Module
     saved: dict[str, Any]  # the `Module.to_dict` form
-    report: Mapping[str, Any] | None  # its tuning report entry
+    report: RegionOutcome | None  # what its tuning gave (None: replayed from a plan)
 
     @property
     def backends(self) -> dict[str, Any]:
@@ -121,8 +121,8 @@ def make_plan(
             "mode": region.mode,
             "module_type": qualified_type(region.module),
             "backends": region.backends,
-            "speedup_vs_eager": _best_speedup(region.report or {}),
-            **({"held_memory": held} if (held := region_held_memory(region.report)) is not None else {}),
+            "speedup_vs_eager": region.report.speedup_vs_eager if region.report is not None else None,
+            **({"held_memory": held} if region.report is not None and (held := region.report.held_memory) else {}),
             "wrapper": region.saved,
         }
         for region in tuned
@@ -469,15 +469,3 @@ def _check_matches(obj: Any, path: str, entry: Mapping[str, Any]) -> None:
             " apply it to the model it was tuned on, or tune this one."
         )
     check_restorable(entry["wrapper"], path)  # every region is checked before any is applied
-
-
-def _best_speedup(module: Mapping[str, Any]) -> float | None:
-    """The winning candidate's speedup over eager of the module's most sampled graph."""
-    graphs: Sequence[Mapping[str, Any]] = module.get("graphs", ())
-    won = [graph for graph in graphs if graph.get("winner") not in (None, "eager")]
-    if not won:
-        return None
-    graph = max(won, key=lambda graph: graph.get("samples", 0))
-    return next(
-        (c.get("speedup_vs_eager") for c in graph.get("candidates", ()) if c.get("backend") == graph["winner"]), None
-    )

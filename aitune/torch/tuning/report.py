@@ -18,74 +18,70 @@ import aitune
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.backends.threads import torch_threads
 from aitune.torch.module.graph_spec import GraphSpec
+from aitune.torch.tuning.outcome import EAGER, CandidateResult, GraphResult, RegionOutcome
 from aitune.torch.tuning.trial import Candidate, Trial
 
 REPORT_SCHEMA_VERSION = 1
 
 
-def candidate_entry(candidate: Candidate) -> dict[str, Any]:
-    """One candidate's line; ``speedup_vs_eager`` is eager median ÷ candidate median, timed in turns;
-    ``speedup_interval`` the median per-round speedup with its interval, on which ``verdict`` was decided."""
+def candidate_entry(candidate: Candidate) -> CandidateResult:
+    """One candidate's result, its figures rounded as the report writes them."""
     latency, agreement, decision = candidate.latency, candidate.agreement, candidate.decision
     interval = decision.interval if decision is not None else None
-    return {
-        "backend": candidate.backend.name,
-        "config": candidate.backend.config(),
-        "status": candidate.status,
-        "reason": candidate.reason,
-        "build_time_s": _rounded(candidate.build_s, 3),
-        "build_details": candidate.build_details,
-        "held_memory": candidate.held.to_dict() if candidate.held is not None else None,
-        "latency_median_us": _rounded(latency.median_us if latency else None, 1),
-        "latency_cv": _rounded(latency.cv if latency else None, 4),
-        "eager_latency_median_us": _rounded(candidate.eager.median_us if candidate.eager else None, 1),
-        "speedup_vs_eager": _rounded(candidate.speedup, 3),
-        "speedup_interval": interval.to_dict() if interval is not None else None,
-        "verdict": decision.verdict if decision is not None else None,
-        "max_abs_error": _finite(agreement.max_abs_error) if agreement else None,
-        "cosine_similarity": _finite(agreement.cosine_similarity) if agreement else None,
-    }
+    return CandidateResult(
+        backend=candidate.backend.name,
+        config=candidate.backend.config(),
+        status=candidate.status,
+        reason=candidate.reason,
+        build_time_s=_rounded(candidate.build_s, 3),
+        build_details=candidate.build_details,
+        held_memory=candidate.held.to_dict() if candidate.held is not None else None,
+        latency_median_us=_rounded(latency.median_us if latency else None, 1),
+        latency_cv=_rounded(latency.cv if latency else None, 4),
+        eager_latency_median_us=_rounded(candidate.eager.median_us if candidate.eager else None, 1),
+        speedup_vs_eager=_rounded(candidate.speedup, 3),
+        speedup_interval=interval.to_dict() if interval is not None else None,
+        verdict=decision.verdict if decision is not None else None,
+        max_abs_error=_finite(agreement.max_abs_error) if agreement else None,
+        cosine_similarity=_finite(agreement.cosine_similarity) if agreement else None,
+    )
 
 
-def graph_entry(spec: GraphSpec, trial: Trial, winner: Candidate | None, strategy: dict[str, Any]) -> dict[str, Any]:
+def graph_entry(spec: GraphSpec, trial: Trial, winner: Candidate | None, strategy: dict[str, Any]) -> GraphResult:
     """One graph: its spec, the eager baseline, every candidate in the order tried, and the winner."""
     eager = trial.measured_eager
-    return {
-        "graph_id": spec.graph_id,
-        "spec": spec.to_dict(),
-        "samples": len(trial.context.samples),
-        "strategy": strategy,
-        "eager": {
-            "latency_median_us": _rounded(eager.median_us if eager else None, 1),
-            "latency_cv": _rounded(eager.cv if eager else None, 4),
-        },
-        "candidates": [candidate_entry(c) for c in trial.candidates],
-        "winner": winner.backend.name if winner is not None else "eager",
-    }
+    return GraphResult(
+        graph_id=spec.graph_id,
+        spec=spec.to_dict(),
+        samples=len(trial.context.samples),
+        strategy=strategy,
+        eager_latency_median_us=_rounded(eager.median_us if eager else None, 1),
+        eager_latency_cv=_rounded(eager.cv if eager else None, 4),
+        candidates=tuple(candidate_entry(c) for c in trial.candidates),
+        winner=winner.backend.name if winner is not None else EAGER,
+    )
 
 
 def module_entry(
-    name: str, module_type: str, device: str, graphs: list[dict[str, Any]], kind: str = AOT_REGION_KIND
+    name: str, module_type: str, device: str, graphs: Sequence[GraphResult], kind: str = AOT_REGION_KIND
+) -> RegionOutcome:
+    return RegionOutcome(name, region_id(kind, name), module_type, device, tuple(graphs))
+
+
+def tuning_report(
+    outcomes: Sequence[RegionOutcome], environment: dict[str, Any], extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    return {
-        "name": name,
-        "region_id": region_id(kind, name),
-        "module_type": module_type,
-        "device": device,
-        "graphs": graphs,
-    }
-
-
-def tuning_report(modules: list[dict[str, Any]], environment: dict[str, Any]) -> dict[str, Any]:
-    """The whole report for one tuning call; ``thread_budget`` is torch's threads, which eager, every
-    candidate and both captures ran with (ONNX Runtime's sessions and Inductor's code are built with them)."""
+    """The whole report for one tuning call, its one writer; ``thread_budget`` is torch's threads, which eager,
+    every candidate and both captures ran with (ONNX Runtime's sessions and Inductor's code are built with them).
+    ``extra`` (the loop's verification, precision, task gate and memory) follows the modules."""
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "aitune_version": aitune.__version__,
         "environment": environment,
         "thread_budget": torch_threads().to_dict(),
-        "modules": modules,
+        "modules": [outcome.to_dict() for outcome in outcomes],
+        **(extra or {}),
     }
 
 
@@ -95,24 +91,6 @@ def save_tuning_report(report: dict[str, Any], path: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     return target
-
-
-def region_held_memory(entry: Mapping[str, Any] | None) -> dict[str, int | None] | None:
-    """What a tuned region's winning backends hold beside its module: the sum of each graph's winner's
-    ``held_memory`` (host and device bytes); None without a report entry or a measure."""
-    winners = [
-        candidate.get("held_memory")
-        for graph in (entry or {}).get("graphs", ())
-        for candidate in graph.get("candidates", ())
-        if candidate.get("status") == "winner" and candidate.get("backend") != "eager"
-    ]
-    measured = [held for held in winners if held]
-    if not measured:
-        return None
-    return {
-        key: sum(held[key] for held in measured) if all(held.get(key) is not None for held in measured) else None
-        for key in ("host_bytes", "device_bytes")
-    }
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
@@ -133,16 +111,7 @@ def weight_memory(tuned: Sequence[Any]) -> dict[str, Any]:
     """
     regions = []
     for region in tuned:
-        entry = region.report or {}
-        weights = next(
-            (
-                candidate["build_details"]["weight_bytes"]
-                for graph in entry.get("graphs", ())
-                for candidate in graph.get("candidates", ())
-                if candidate.get("status") == "winner" and "weight_bytes" in (candidate.get("build_details") or {})
-            ),
-            None,
-        )
+        weights = region.report.weight_bytes if region.report is not None else None
         if weights is not None:
             regions.append(
                 {"path": region.path, "original_bytes": weights["original"], "tuned_bytes": weights["tuned"]}

@@ -20,6 +20,7 @@ from aitune.torch.module.graph_spec import GraphSpec, Sample
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
+from aitune.torch.tuning.outcome import GraphResult, RegionOutcome
 from aitune.torch.tuning.report import graph_entry, module_entry
 from aitune.torch.tuning.strategies import TuneStrategy
 from aitune.torch.tuning.trial import Trial
@@ -81,15 +82,15 @@ class GraphRunner:
 
 def tune_graphs(
     target: TuneTarget, strategies: Mapping[str, TuneStrategy], keep: bool = True
-) -> tuple[dict[str, GraphRunner], dict[str, Any]]:
-    """Run one trial per recorded graph; returns the runners by graph id and the module's report entry.
+) -> tuple[dict[str, GraphRunner], RegionOutcome]:
+    """Run one trial per recorded graph; returns the runners by graph id and the module's outcome.
 
     With ``keep=False`` (a dry run) every candidate is freed and the module stays where it was.
     """
     home = module_device(target.module)
     target.module.to(target.device)
     runners: dict[str, GraphRunner] = {}
-    graphs: list[dict[str, Any]] = []
+    graphs: list[GraphResult] = []
     try:
         for spec in target.graphs:
             strategy = strategies[spec.graph_id]
