@@ -4,7 +4,7 @@
 # The suite runs on 2 pytest-xdist workers (AITUNE_TEST_WORKERS, default 2), one test file at a time
 # (--dist loadfile): a file's tests keep their order on one worker, as the README examples need (a
 # block reads what an earlier one wrote), and its module fixtures (a capture, a browser, a served
-# viewer) are built once. Files go largest first, so the many small ones even out the end. `-n N`,
+# viewer) are built once. Files with the most tests go first, so the small ones even out the end. `-n N`,
 # `-n 0` or `-p no:xdist` among the arguments overrides this; a plain `pytest tests/test_x.py` runs
 # in one process.
 set -euo pipefail
