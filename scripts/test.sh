@@ -17,4 +17,4 @@ for arg in "$@"; do
         -n | -n* | --numprocesses* | no:xdist | -pno:xdist) workers=() ;;
     esac
 done
-.venv/bin/python -m pytest "${workers[@]}" "$@"
+.venv/bin/python -m pytest ${workers[@]+"${workers[@]}"} "$@"  # an empty array is unset to bash < 4.4
