@@ -9,10 +9,18 @@ module that needs torch all the same (a capture in a subprocess) is marked ``tor
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # One core per pytest-xdist worker (scripts/test.sh runs as many workers as the CI machine has cores):
+    # torch's OpenMP team of a thread per core in every worker would oversubscribe the machine, and a team
+    # waiting for a preempted thread stretches a run manyfold. Set before anything imports torch; the
+    # captures' and examples' subprocesses inherit it. Tests of thread counts set them explicitly.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
