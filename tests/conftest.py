@@ -8,11 +8,25 @@ module that needs torch all the same (a capture in a subprocess) is marked ``tor
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
+import os
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # One core per pytest-xdist worker (scripts/test.sh runs as many workers as the CI machine has cores):
+    # torch's OpenMP team of a thread per core in every worker would oversubscribe the machine, and a team
+    # waiting for a preempted thread stretches a run manyfold. Set before anything imports torch; the
+    # captures' and examples' subprocesses inherit it. Tests of thread counts set them explicitly.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -84,58 +98,68 @@ def _jit_is_clean() -> bool:
 from cli_helpers import APPS, run_cli  # noqa: E402
 
 
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], Any]) -> Any:
+    """``make(folder)``'s JSON result, ``make`` run once for the whole test run.
+
+    Without pytest-xdist that is once for the session, in a new folder. Under it, every worker would run
+    a session fixture of its own: here the first worker to ask makes the files in a folder of the run
+    that all workers share, while the others wait on a lock, then read its result and files (read-only).
+    A worker that failed or was killed half-way leaves no result, and the next one makes them afresh.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make(tmp_path_factory.mktemp(name))
+    root = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's own (gw0, gw1)
+    folder, result = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not result.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            result.write_text(json.dumps(make(folder)))
+        return json.loads(result.read_text())
+
+
+def _capture_once(tmp_path_factory, name: str, *args: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``aitune-profile capture args...`` into ``FOLDER/out``, once for the run: that folder and the result."""
+    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
+
+    def capture(folder: Path) -> dict[str, Any]:
+        done = run_cli("capture", *args, "--out", str(folder / "out"))
+        return {"out": str(folder / "out"), "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+    made = made_once(tmp_path_factory, name, capture)
+    return Path(made.pop("out")), subprocess.CompletedProcess(["aitune-profile", "capture", *args], **made)
+
+
 @pytest.fixture(scope="session")
 def entry_capture(tmp_path_factory):
-    """`capture examples/pipeline_app.py:infer` (entry mode) once for the session: its folder and result."""
-    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
-    out = tmp_path_factory.mktemp("entry") / "out"
-    result = run_cli(
-        "capture",
-        str(EXAMPLES / "pipeline_app.py") + ":infer",
-        "--input",
-        "input_data",
-        "--warmup",
-        "0",
-        "--runs",
-        "2",
-        "--out",
-        str(out),
-    )
-    return out, result
+    """`capture examples/pipeline_app.py:infer` (entry mode) once for the run: its folder and result."""
+    entry = str(EXAMPLES / "pipeline_app.py") + ":infer"
+    return _capture_once(tmp_path_factory, "entry", entry, "--input", "input_data", "--warmup", "0", "--runs", "2")
 
 
 @pytest.fixture(scope="session")
 def script_capture(tmp_path_factory):
-    """`capture examples/pipeline_app.py` (script mode) once for the session: its folder and result."""
-    pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
-    out = tmp_path_factory.mktemp("script") / "out"
-    return out, run_cli("capture", str(EXAMPLES / "pipeline_app.py"), "--out", str(out))
+    """`capture examples/pipeline_app.py` (script mode) once for the run: its folder and result."""
+    return _capture_once(tmp_path_factory, "script", str(EXAMPLES / "pipeline_app.py"))
 
 
 @pytest.fixture(scope="session")
 def busy_captures(tmp_path_factory):
     """Two entry captures of tests/apps/busy_app.py: one of `infer`, one of the 30% slower `infer_slower`."""
     pytest.importorskip("torch")  # the capture runs in a subprocess, but needs torch all the same
-    folder = tmp_path_factory.mktemp("busy")
-    paths = {}
-    for name, function in (("first", "infer"), ("slower", "infer_slower")):
-        out = folder / name
-        run_cli(
-            "capture",
-            f"{APPS / 'busy_app.py'}:{function}",
-            "--input",
-            "x",
-            "--warmup",
-            "1",
-            "--runs",
-            "7",
-            "--no-trace",
-            "--out",
-            str(out),
-            check=True,
-        )
-        paths[name] = out / "profile.json"
-    return paths
+
+    def capture(folder: Path) -> dict[str, str]:
+        paths = {}
+        for name, function in (("first", "infer"), ("slower", "infer_slower")):
+            out = folder / name
+            target = f"{APPS / 'busy_app.py'}:{function}"
+            flags = ("--input", "x", "--warmup", "1", "--runs", "7", "--no-trace")
+            run_cli("capture", target, *flags, "--out", str(out), check=True)
+            paths[name] = str(out / "profile.json")
+        return paths
+
+    return {name: Path(path) for name, path in made_once(tmp_path_factory, "busy", capture).items()}
 
 
 @pytest.fixture(scope="module")

@@ -242,7 +242,7 @@ def test_load_accepts_an_aitune_document(tmp_path):
         (b"{not json", "not valid JSON"),
         (b"[1, 2]", "not a profile document"),
         (b'{"schema_version": 2, "runs": []}', "schema_version 2 is newer than this aitune reads (1); upgrade aitune."),
-        (gzip.compress(b'{"schema_version": 1}')[:-8], "the gzip data is truncated or corrupt"),
+        (gzip.compress(b'{"schema_version": 1}', mtime=0)[:-8], "the gzip data is truncated or corrupt"),
     ],
 )
 def test_load_names_the_file_and_the_problem(tmp_path, content, message):
