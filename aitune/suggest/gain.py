@@ -58,9 +58,7 @@ class Calibration:
     tuned_call_us: float  # fixed host µs of one call of a compiled graph (guards, bindings, conversions)
     arithmetic: Mapping[str, float] = field(default_factory=dict)  # kind → speedup of its arithmetic
     source: str = "fallback"
-    stateful_call_us: float = (
-        0.0  # host µs of dynamo's own work in a call carrying a cache object (0: `STATEFUL_CALL_US`)
-    )
+    stateful_call_us: float = 0.0  # host µs of a tuned call carrying a cache object (0: `STATEFUL_CALL_US`)
 
     def call_us(self, stateful: bool) -> float:
         """Fixed host µs of one tuned call: ``stateful_call_us`` for a call carrying an object with state."""
@@ -110,8 +108,9 @@ class Calibration:
 STATEFUL_CALL_US = 250.0
 """Host µs of dynamo's own work in one call that takes and returns a cache object (guards, argument
 and output handling, the object's mutations replayed), where the calibration has no figure:
-``aitune.torch.calibration`` measured ~270 µs for a 12-layer module carrying 24 cache tensors on a
-loaded 2-core x86 CPU with torch 2.13 (~100 µs with one layer); rounded down. Docs: docs/gain-model.md."""
+``aitune.torch.calibration`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
+step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
+one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
 MAX_HOST_US = 10_000.0
 MAX_ARITHMETIC_SPEEDUP = 8.0
 """Bounds on a calibration read from a document: beyond them it is not a measurement of this kind."""
