@@ -180,7 +180,9 @@ class InputShapes:
     only, which is discarded, so the measured runs pay nothing for it. Like the spans, only calls on
     the thread that entered it are recorded. For top-level regions (and their entry methods) it also
     keeps the tokens each call took, in call order (`call_lengths`): the evidence that splits a
-    generate into its prefill and decode phases (`aitune.analysis.phases`).
+    generate into its prefill and decode phases (`aitune.analysis.phases`). And it notes the regions
+    whose calls take or return an object with state (`carries_state`: a key-value cache), checked on
+    the same calls, the output by a forward hook beside the pre-hook (`stateful`).
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
