@@ -17,6 +17,7 @@ from torch import nn
 
 import aitune.torch as ait
 from aitune.errors import CaptureError
+from aitune.report import validate
 from aitune.report.samples import path_of
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 
@@ -342,6 +343,7 @@ def test_regions_whose_calls_carry_a_cache_object_are_marked_stateful_and_plain_
         path_of(region["id"]): region["stateful_io"] for region in decoder.data["regions"] if "stateful_io" in region
     }
     assert marked == {"model": True}  # not generate (ids in, ids out) nor lm_head (hidden states in, logits out)
+    assert validate(decoder.data) == []
     assert not any("stateful_io" in region for region in plain.data["regions"])
 
 
