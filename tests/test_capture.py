@@ -12,10 +12,13 @@ import torch
 from busy import Busy, BusyPipeline, Decoder, median_gap
 from cli_helpers import ROOT
 from documents import region_shares
+from hf_models import llama_decoder
 from torch import nn
 
 import aitune.torch as ait
 from aitune.errors import CaptureError
+from aitune.report import validate
+from aitune.report.samples import path_of
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 
 FAST = {"warmup_runs": 0, "measured_runs": 2}
@@ -326,6 +329,22 @@ def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
     # warmup and the operator runs: no hook (spans wrap forward)
     warmups = prof.data["warmup"]["performed"]
     assert pipe.step.hooks_seen == [0] * 3 * warmups + [1] * 3 + [0] * 6 + [0] * 3 + [0] * 6
+
+
+def test_regions_whose_calls_carry_a_cache_object_are_marked_stateful_and_plain_ones_are_not():
+    model, ids, infer = llama_decoder()  # generate passes a DynamicCache to every decoder call and gets it back
+    convolutional = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3)).eval()
+
+    with torch.no_grad():
+        decoder = ait.profile(model, ids, infer, max_depth=1, **FAST)
+        plain = ait.profile(convolutional, torch.randn(1, 3, 8, 8), **FAST)
+
+    marked = {
+        path_of(region["id"]): region["stateful_io"] for region in decoder.data["regions"] if "stateful_io" in region
+    }
+    assert marked == {"model": True}  # not generate (ids in, ids out) nor lm_head (hidden states in, logits out)
+    assert validate(decoder.data) == []
+    assert not any("stateful_io" in region for region in plain.data["regions"])
 
 
 def test_environment_names_versions_and_never_the_host():

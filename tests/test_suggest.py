@@ -16,7 +16,7 @@ from documents import region_meta as meta
 from aitune.errors import ProfileError
 from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import FALLBACK, UPPER_BOUND_CAP, suggest
-from aitune.suggest.gain import MAX_HOST_PER_OP_US, NO_MIX_SPEEDUP, PROFILER_OP_US
+from aitune.suggest.gain import MAX_HOST_PER_OP_US, NO_MIX_SPEEDUP, PROFILER_OP_US, STATEFUL_CALL_US
 
 AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
 TICK_US = 10.0  # layouts are written in ticks of 10 µs: operators of realistic size, short numbers
@@ -155,6 +155,32 @@ def test_a_calibration_in_the_profile_replaces_the_fallback_table():
     assert suggestions.to_dict()["gain_calibration"]["source"] == "calibrated here"
 
 
+def test_a_region_whose_calls_carry_a_cache_object_pays_dynamos_cost_per_call_instead_of_a_graphs():
+    plain = profile(tiny_operators)
+    stateful = profile(tiny_operators, regions=[meta("untuned_module:tok", stateful_io=True)])
+
+    tok = target(suggest(stateful), "tok")
+    assert target(suggest(plain), "tok").predicted_region_speedup == pytest.approx(400 / tuned_us(400, 40, {}))
+    assert tok.predicted_region_speedup == pytest.approx(400 / (STATEFUL_CALL_US + 40 * FALLBACK.tuned_op_us))
+    assert f"{STATEFUL_CALL_US:.0f} µs (its calls carry an object with state" in " ".join(
+        r.message for r in tok.reasons
+    )
+
+
+@pytest.mark.parametrize(("measured", "per_call"), [({"stateful_call_us": 120.0}, 120.0), ({}, STATEFUL_CALL_US)])
+def test_a_calibrated_stateful_call_cost_is_used_and_one_calibrated_before_it_existed_falls_back(measured, per_call):
+    doc = profile(tiny_operators, regions=[meta("untuned_module:tok", stateful_io=True)])
+    calibrated = {key: value for key, value in FALLBACK.to_dict().items() if key != "stateful_call_us"}
+    doc["environment"] = {"gain_calibration": {**calibrated, "source": "calibrated here", **measured}}
+
+    suggestions = suggest(doc)
+
+    assert suggestions.calibration.source == "calibrated here"
+    assert target(suggestions, "tok").predicted_region_speedup == pytest.approx(
+        400 / (per_call + 40 * FALLBACK.tuned_op_us)
+    )
+
+
 def test_one_slow_run_moves_the_prediction_a_little_and_decides_nothing():
     def layout(slow_run):
         def spans(t, i):
@@ -170,7 +196,15 @@ def test_one_slow_run_moves_the_prediction_a_little_and_decides_nothing():
     assert [r.code for r in one_slow.reasons] == [r.code for r in steady.reasons] + ["UNSTABLE"]  # said, not decided
 
 
-@pytest.mark.parametrize("bad", [{"eager_op_us": "6"}, {"tuned_call_us": float("nan")}, {"arithmetic": {"conv": 1e9}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"eager_op_us": "6"},
+        {"tuned_call_us": float("nan")},
+        {"arithmetic": {"conv": 1e9}},
+        {"stateful_call_us": -1.0},
+    ],
+)
 def test_a_calibration_that_is_not_one_falls_back_to_the_table(bad):
     doc = profile(tiny_operators)
     doc["environment"] = {"gain_calibration": {**FALLBACK.to_dict(), **bad}}

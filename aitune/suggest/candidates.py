@@ -60,6 +60,7 @@ class Candidate:
     module_type: str | None = None
     shapes: int = 0  # distinct input-shape signatures (0: not recorded)
     examples: list[dict[str, list[int]]] = field(default_factory=list)
+    stateful_io: bool = False  # its calls take or return an object with state (a key-value cache)
     run_mixes: dict[str, RunMix] = field(default_factory=dict)  # the mix of each run it is of, apart
     above: frozenset[str] = frozenset()  # every target path it ran inside (`ancestors`), set once all are gathered
 
@@ -234,10 +235,11 @@ def _add_timing(
 
 
 def _describe(candidate: Candidate, regions: RegionIndex) -> None:
-    """Module type and input shapes from the ``regions`` entries of the region ids merged in."""
+    """Module type, input shapes and stateful I/O from the ``regions`` entries of the region ids merged in."""
     for region in candidate.region_time:
         meta = regions.meta.get(region, {})
         candidate.module_type = candidate.module_type or meta.get("module_type")
+        candidate.stateful_io = candidate.stateful_io or meta.get("stateful_io") is True
         shapes = meta.get("input_shapes", {})
         if shapes.get("distinct", 0) > candidate.shapes:
             candidate.shapes, candidate.examples = shapes["distinct"], list(shapes.get("examples", []))

@@ -14,7 +14,11 @@ A region's time per run splits in two (`predict`):
 The tuned region then costs ``calls × tuned_call_us + operators × tuned_op_us + Σ arithmetic / speedup``
 (+ the work kept):
 a compiled graph still pays a fixed cost per call and a smaller one per original operator (its
-kernels, fewer once fused). The predicted region speedup is the region's time ÷ that, never below 1.
+kernels, fewer once fused). A region whose calls take or return an object with state (a decode
+step's key-value cache: the capture marks it ``stateful_io``) pays ``stateful_call_us`` per call
+instead: ONNX Runtime cannot run it, and dynamo's guards over the object and its replay of the
+object's mutations cost more than a graph call. The predicted region speedup is the region's time
+÷ that, never below 1.
 
 The figures come from a `Calibration`: measured on the machine by ``aitune.torch.calibration`` (a
 short run, cached per machine and torch version) and carried in the profile's
@@ -54,6 +58,11 @@ class Calibration:
     tuned_call_us: float  # fixed host µs of one call of a compiled graph (guards, bindings, conversions)
     arithmetic: Mapping[str, float] = field(default_factory=dict)  # kind → speedup of its arithmetic
     source: str = "fallback"
+    stateful_call_us: float = 0.0  # host µs of a tuned call carrying a cache object (0: `STATEFUL_CALL_US`)
+
+    def call_us(self, stateful: bool) -> float:
+        """Fixed host µs of one tuned call: ``stateful_call_us`` for a call carrying an object with state."""
+        return (self.stateful_call_us or STATEFUL_CALL_US) if stateful else self.tuned_call_us
 
     def speedup(self, kind: str) -> float:
         return self.arithmetic.get(kind, 1.0) if kind in ARITHMETIC_KINDS else 1.0
@@ -65,12 +74,14 @@ class Calibration:
             "tuned_call_us": self.tuned_call_us,
             "arithmetic": dict(self.arithmetic),
             "source": self.source,
+            **({"stateful_call_us": self.stateful_call_us} if self.stateful_call_us else {}),
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> Calibration | None:
         """The calibration ``data`` describes, or None when it is not one (a field missing, not a finite
-        number in its range): the caller then uses `FALLBACK`. Read from files: nothing in it is trusted."""
+        number in its range): the caller then uses `FALLBACK`. One without ``stateful_call_us`` (measured
+        before it was) uses `STATEFUL_CALL_US` for it. Read from files: nothing in it is trusted."""
         if not isinstance(data, Mapping):
             return None
         figures = [data.get(key) for key in ("eager_op_us", "tuned_op_us", "tuned_call_us")]
@@ -82,10 +93,24 @@ class Calibration:
             for kind, speedup in arithmetic.items()
         ):
             return None
+        stateful = data.get("stateful_call_us", 0.0)
+        if not _within(stateful, 0.0, MAX_HOST_US):
+            return None
         source = data.get("source")
-        return cls(*map(float, figures), {k: float(v) for k, v in arithmetic.items()}, str(source)[:200] or "?")
+        return cls(
+            *map(float, figures),
+            {k: float(v) for k, v in arithmetic.items()},
+            str(source)[:200] or "?",
+            float(stateful),
+        )
 
 
+STATEFUL_CALL_US = 250.0
+"""Host µs of dynamo's own work in one call that takes and returns a cache object (guards, argument
+and output handling, the object's mutations replayed), where the calibration has no figure:
+``aitune.torch.calibration`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
+step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
+one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
 MAX_HOST_US = 10_000.0
 MAX_ARITHMETIC_SPEEDUP = 8.0
 """Bounds on a calibration read from a document: beyond them it is not a measurement of this kind."""
@@ -96,6 +121,7 @@ FALLBACK = Calibration(
     tuned_call_us=50.0,
     arithmetic={"conv": 1.3, "matmul": 1.05, "attention": 1.3, "elementwise_norm": 1.5},
     source="fallback table (no calibration in the profile)",
+    stateful_call_us=STATEFUL_CALL_US,
 )
 """Used when a profile carries no calibration. Figures of ``aitune.torch.calibration`` on a 2-core x86
 CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an eager CPU operator costs
@@ -174,7 +200,7 @@ def predict(
     host_us = min(max(0.0, host_time_us - sum(arithmetic.values())), operators * MAX_HOST_PER_OP_US)
     other_us = max(0.0, host_time_us - sum(arithmetic.values()) - host_us)
     tuned_host = (
-        calls * calibration.tuned_call_us
+        calls * calibration.call_us(candidate.stateful_io)
         + operators * calibration.tuned_op_us
         + sum(us / arithmetic_speedup(kind, candidate, calibration, headroom) for kind, us in arithmetic.items())
         + other_us

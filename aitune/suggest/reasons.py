@@ -36,6 +36,8 @@ MIN_REGION_SPEEDUP = 1.01
 """A region predicted less than 1% faster is mostly work a compiled graph keeps: not worth a build."""
 LISTED_KIND_SHARE = 0.01
 """Compute kinds below this share of a region are left out of its sentence."""
+STATEFUL_CALL = " (its calls carry an object with state, a key-value cache: dynamo's cost per call, not a graph's)"
+"""Said after the per-call cost of a region marked ``stateful_io`` (`aitune.suggest.gain`)."""
 
 BLOCKING = frozenset(
     {
@@ -196,6 +198,7 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
         )
         return
     region_speedup, calibration = prediction.speedup, prediction.calibration
+    call_us = f"{calibration.call_us(candidate.stateful_io):.0f} µs" + (STATEFUL_CALL if candidate.stateful_io else "")
     if region_speedup < MIN_REGION_SPEEDUP:
         kept = 1.0 - prediction.host_share
         yield (
@@ -203,7 +206,7 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
             (
                 f"it is predicted only {region_speedup:.3f}× faster: {kept:.0%} of its time is work a compiled graph "
                 f"keeps (arithmetic, copies, host work beyond its {prediction.operators:.0f} operators a run), and a "
-                f"call of one costs {calibration.tuned_call_us:.0f} µs ({calibration.source})."
+                f"call of one costs {call_us} ({calibration.source})."
             ),
         )
         return
@@ -219,7 +222,7 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
             "DISPATCH_BOUND",
             (
                 f"{what}, which a compiled graph removes: predicted {region_speedup:.2f}× for it, at "
-                f"{calibration.tuned_op_us:.1f} µs an operator and {calibration.tuned_call_us:.0f} µs a call tuned "
+                f"{calibration.tuned_op_us:.1f} µs an operator and {call_us} a call tuned "
                 f"against {calibration.eager_op_us:.1f} µs an operator eager ({calibration.source})."
             ),
         )

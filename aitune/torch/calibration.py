@@ -1,6 +1,6 @@
 """The gain model's calibration on this machine: a short timing run, cached per machine and versions.
 
-``ensure_calibration()`` measures once (about a second) what ``aitune.suggest.gain`` needs and keeps
+``ensure_calibration()`` measures once (a few seconds) what ``aitune.suggest.gain`` needs and keeps
 it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700):
 
 - ``eager_op_us``: host µs per eager operator on tiny tensors (a chain of linear, add, relu and
@@ -9,6 +9,11 @@ it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, c
   ``onnx.helper``, nothing exported), on torch's thread count, spinning off as aitune's backend runs
   it: the cost per original operator (the slope over two chain lengths) and per call (the rest,
   plus what aitune's wrapper adds to a call: a tiny module tuned with the eager backend);
+- ``stateful_call_us``: what dynamo adds to a call that takes and returns an object with state: a
+  12-layer decode step carrying a key-value cache of 24 tensors (GPT-2's, Whisper-base's decoder's)
+  compiled with a backend that keeps dynamo's graph as it is (no code generated), timed against that
+  graph alone (dynamo's guards, argument handling, the cache's mutations replayed), plus aitune's
+  wrapper. Importing dynamo and compiling take a few seconds, once per machine (the cache);
 - ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution block (conv → batch norm →
   ReLU, which ONNX Runtime folds into one convolution) and a chain of elementwise operators, large
   enough that dispatch does not count (at least 1: a slower backend is never kept; at most
@@ -50,9 +55,11 @@ on a loaded machine ran a 16-channel convolution 400× slower than alone), not b
 REPEATS = 25
 TINY = 16  # features of the dispatch chain: arithmetic negligible
 CHAIN_BLOCKS = (2, 12)  # chain lengths (blocks of 4 operators) whose slope is the tuned cost per operator
-METHOD = 2
+STATEFUL_LAYERS = 12  # layers of the decode step whose per-call dynamo cost is `stateful_call_us`
+METHOD = 3
 """What `calibrate` measures, part of the cache key: raised whenever a figure is measured differently, so a
-calibration cached by an earlier method is measured again (2: the convolution as a conv → batch norm → ReLU block)."""
+calibration cached by an earlier method is measured again (2: the convolution as a conv → batch norm → ReLU
+block; 3: ``stateful_call_us``)."""
 
 
 def cache_dir() -> Path:
@@ -107,7 +114,7 @@ def ensure_calibration() -> Calibration | None:
 
 
 def calibrate() -> Calibration:
-    """Measure this machine's figures (see the module docstring); about a second."""
+    """Measure this machine's figures (see the module docstring); a few seconds."""
     import onnxruntime
 
     with torch.no_grad():
@@ -115,7 +122,9 @@ def calibrate() -> Calibration:
         short, long = (_graph_call_us(onnxruntime, _chain_graph(blocks)) for blocks in CHAIN_BLOCKS)
         operators = [4 * blocks for blocks in CHAIN_BLOCKS]
         tuned_op_us = max(0.05, (long - short) / (operators[1] - operators[0]))
-        tuned_call_us = max(1.0, short - operators[0] * tuned_op_us) + _wrapper_us()
+        wrapper_us = _wrapper_us()
+        tuned_call_us = max(1.0, short - operators[0] * tuned_op_us) + wrapper_us
+        stateful_call_us = _dynamo_call_us() + wrapper_us
         arithmetic = {
             kind: min(MAX_ARITHMETIC_SPEEDUP, max(1.0, speedup(onnxruntime))) for kind, speedup in _ARITHMETIC.items()
         }
@@ -126,7 +135,7 @@ def calibrate() -> Calibration:
         f"calibrated {when}: torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, "
         f"{torch.get_num_threads()} thread(s){load}"
     )
-    return Calibration(eager_op_us, tuned_op_us, tuned_call_us, arithmetic, source)
+    return Calibration(eager_op_us, tuned_op_us, tuned_call_us, arithmetic, source, stateful_call_us)
 
 
 def _eager_op_us() -> float:
@@ -158,6 +167,56 @@ def _wrapper_us() -> float:
         return max(0.0, _median_us(lambda: holder(x)) - plain)
     finally:
         unwrap(holder, ["0"])
+
+
+class _Cache:
+    """A key-value cache as Hugging Face's ``DynamicCache`` holds one: a key and a value per layer, grown each call."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        self.keys, self.values = list(keys), list(values)
+
+    def update(self, key: torch.Tensor, value: torch.Tensor, layer: int) -> torch.Tensor:
+        self.keys[layer] = torch.cat([self.keys[layer], key], dim=-2)
+        self.values[layer] = torch.cat([self.values[layer], value], dim=-2)
+        return self.values[layer]
+
+
+class _DecodeStep(nn.Module):
+    """One decode step: a token's features through `STATEFUL_LAYERS` linear layers, each adding to the cache."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(TINY, TINY) for _ in range(STATEFUL_LAYERS))
+
+    def forward(self, x: torch.Tensor, cache: _Cache) -> tuple[torch.Tensor, _Cache]:
+        for index, layer in enumerate(self.layers):
+            h = layer(x)
+            x = x + cache.update(h, h, index)[:, -1:]
+        return x, cache
+
+
+def _dynamo_call_us() -> float:
+    """Host µs dynamo adds to a call of `_DecodeStep` with a fresh cache: the step compiled with a
+    backend that keeps dynamo's graph as it is, against that graph alone on the same inputs; 0 where
+    torch.compile cannot run here (the gain model then uses its fallback figure)."""
+    graphs: list[tuple[Callable[..., Any], list[Any]]] = []
+
+    def keep(graph: Any, inputs: list[Any]) -> Callable[..., Any]:
+        graphs.append((graph, inputs))
+        return graph.forward
+
+    step, x = _DecodeStep().eval(), torch.randn(1, 1, TINY)
+    keys, values = ([torch.randn(1, 2, TINY) for _ in range(STATEFUL_LAYERS)] for _ in range(2))
+    try:
+        compiled = torch.compile(step, backend=keep, dynamic=False, fullgraph=True)
+        compiled(x, _Cache(keys, values))
+    except Exception:  # no dynamo on this Python or platform: nothing to measure
+        return 0.0
+    graph, inputs = graphs[0]
+    dynamo, alone = _interleaved(
+        lambda: compiled(x, _Cache(keys, values)), lambda: (_Cache(keys, values), graph(*inputs))
+    )
+    return max(0.0, dynamo - alone)
 
 
 def _chain_graph(blocks: int) -> Any:
@@ -296,6 +355,12 @@ def _median_us(call: Callable[[], object]) -> float:
 
 def _speedup(eager: Callable[[], object], tuned: Callable[[], object]) -> float:
     """Median eager µs ÷ median tuned µs over `REPEATS` interleaved pairs of calls: drift hits both."""
+    eager_us, tuned_us = _interleaved(eager, tuned)
+    return eager_us / tuned_us
+
+
+def _interleaved(eager: Callable[[], object], tuned: Callable[[], object]) -> tuple[float, float]:
+    """Median µs of each of two calls over `REPEATS` interleaved pairs."""
     eager(), tuned()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(REPEATS):
@@ -303,7 +368,7 @@ def _speedup(eager: Callable[[], object], tuned: Callable[[], object]) -> float:
             start = time.perf_counter_ns()
             call()
             kept.append((time.perf_counter_ns() - start) / 1000)
-    return statistics.median(times[0]) / statistics.median(times[1])
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def _loaded() -> bool:

@@ -345,8 +345,9 @@ def _warm_up(
 
 def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShapes) -> list[dict[str, Any]]:
     """Copies of the region entries, each with the ``input_shapes`` its region was seen with (if
-    called) and, for a top-level region, the ``call_lengths`` of its calls in that run."""
-    shapes, lengths = recorded.by_region(), recorded.call_lengths()
+    called), ``stateful_io`` when a call took or returned an object with state (a key-value cache)
+    and, for a top-level region, the ``call_lengths`` of its calls in that run."""
+    shapes, lengths, stateful = recorded.by_region(), recorded.call_lengths(), recorded.stateful()
     entries = []
     for region in regions:
         entry = dict(region)
@@ -354,6 +355,8 @@ def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShape
             entry["input_shapes"] = shapes[region["id"]]
         if region["id"] in lengths:
             entry["call_lengths"] = lengths[region["id"]]
+        if region["id"] in stateful:
+            entry["stateful_io"] = True
         entries.append(entry)
     return entries
 

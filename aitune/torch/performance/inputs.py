@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +50,35 @@ def _collect_tensors(value: Any, path: str, out: list[dict[str, Any]]) -> None:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             _collect_tensors(item, f"{path}.{key}", out)
+
+
+PLAIN_VALUES = (torch.Tensor, int, float, complex, str, bytes, type(None), torch.dtype, torch.device)
+"""Values a compiled graph takes or returns as they are (``bool`` is an ``int``); lists, tuples and
+mappings of them (a Hugging Face ``ModelOutput`` is an ``OrderedDict``) are plain too."""
+MAX_STATE_DEPTH = 4
+MAX_STATE_ITEMS = 64
+"""How far `carries_state` looks: containers nested deeper, and items past the first of each, are not looked at."""
+
+
+def carries_state(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is, or holds within `MAX_STATE_DEPTH` containers, an object that is neither a
+    `PLAIN_VALUES` value nor a list, tuple or mapping: an object with state, such as a Hugging Face
+    ``DynamicCache``, which ONNX Runtime cannot take and dynamo must guard and replay on every call.
+
+    >>> carries_state({"logits": torch.zeros(1), "past": [torch.zeros(1), None]})
+    False
+    >>> carries_state((torch.zeros(1), object()))
+    True
+    """
+    if isinstance(value, PLAIN_VALUES) or depth > MAX_STATE_DEPTH:
+        return False
+    if isinstance(value, list | tuple):
+        items: Any = value
+    elif isinstance(value, Mapping):
+        items = value.values()
+    else:
+        return True
+    return any(carries_state(item, depth + 1) for item in itertools.islice(items, MAX_STATE_ITEMS))
 
 
 TOKEN_ARGUMENTS = ("input_ids", "decoder_input_ids", "inputs_embeds", "decoder_inputs_embeds")

@@ -42,7 +42,7 @@ except ImportError:  # an older or newer torch without it: the public, slower eq
 from aitune.analysis.stamps import StampedSpan  # a plain tuple: a named one costs a constructor per span
 from aitune.errors import CaptureError
 from aitune.markers import region_span_name
-from aitune.torch.performance.inputs import input_summary, sequence_length
+from aitune.torch.performance.inputs import carries_state, input_summary, sequence_length
 from aitune.torch.performance.regions import RegionTarget
 
 Undo = Callable[[], None]
@@ -180,13 +180,16 @@ class InputShapes:
     only, which is discarded, so the measured runs pay nothing for it. Like the spans, only calls on
     the thread that entered it are recorded. For top-level regions (and their entry methods) it also
     keeps the tokens each call took, in call order (`call_lengths`): the evidence that splits a
-    generate into its prefill and decode phases (`aitune.analysis.phases`).
+    generate into its prefill and decode phases (`aitune.analysis.phases`). And it notes the regions
+    whose calls take or return an object with state (`carries_state`: a key-value cache), checked on
+    the same calls, the output by a forward hook beside the pre-hook (`stateful`).
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
         self.targets = list(targets)
         self._seen: dict[str, dict[tuple[Any, ...], dict[str, list[int]]]] = {}
         self._lengths: dict[str, list[int | None]] = {}
+        self._stateful: set[str] = set()
         self._undo: list[Undo] = []
         self._thread: int | None = None
 
@@ -196,10 +199,12 @@ class InputShapes:
             for target in self.targets:
                 top = target.parent is None
                 if target.hook_forward:
-                    self._undo.append(_install_shape_hook(target.module, self._recorder(target.region, top)))
+                    record, returned = self._recorder(target.region, top), self._output_recorder(target.region)
+                    self._undo += _install_shape_hooks(target.module, record, returned)
                 for method in target.methods:
-                    record = self._recorder(target.method_region(method), top)
-                    self._undo.append(_override_method(target.module, method, _recording(record)))
+                    region = target.method_region(method)
+                    wrap = _recording(self._recorder(region, top), self._output_recorder(region))
+                    self._undo.append(_override_method(target.module, method, wrap))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -211,6 +216,10 @@ class InputShapes:
             region: {"distinct": len(seen), "examples": list(seen.values())[:EXAMPLE_SHAPES]}
             for region, seen in self._seen.items()
         }
+
+    def stateful(self) -> set[str]:
+        """The regions some call of which took or returned an object with state (`carries_state`)."""
+        return set(self._stateful)
 
     def call_lengths(self) -> dict[str, list[int | None]]:
         """Per top-level region called more than once with a token argument: the tokens of each call in order
@@ -234,8 +243,17 @@ class InputShapes:
             key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
             if key not in seen:
                 seen[key] = {t["path"]: t["shape"] for t in tensors}
+            if region not in self._stateful and carries_state((args, kwargs)):
+                self._stateful.add(region)
 
         return record
+
+    def _output_recorder(self, region: str) -> Callable[[Any], None]:
+        def returned(output: Any) -> None:
+            if _thread() == self._thread and region not in self._stateful and carries_state(output):
+                self._stateful.add(region)
+
+        return returned
 
 
 @contextlib.contextmanager
@@ -303,18 +321,32 @@ def _spanning(
     return spanning
 
 
-def _install_shape_hook(module: nn.Module, record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Undo:
+def _install_shape_hooks(
+    module: nn.Module, record: Callable[[tuple[Any, ...], dict[str, Any]], None], returned: Callable[[Any], None]
+) -> list[Undo]:
+    """Hooks on ``module``'s forward: ``record`` its arguments before each call, ``returned`` its output after."""
+
     def pre_hook(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         record(args, kwargs)
 
-    return module.register_forward_pre_hook(pre_hook, with_kwargs=True).remove
+    def hook(_module: nn.Module, _args: tuple[Any, ...], output: Any) -> None:
+        returned(output)
+
+    return [
+        module.register_forward_pre_hook(pre_hook, with_kwargs=True).remove,
+        module.register_forward_hook(hook).remove,
+    ]
 
 
-def _recording(record: Callable[[tuple[Any, ...], dict[str, Any]], None]) -> Callable[..., Any]:
+def _recording(
+    record: Callable[[tuple[Any, ...], dict[str, Any]], None], returned: Callable[[Any], None]
+) -> Callable[..., Any]:
     def recording(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             record(args, kwargs)
-            return original(*args, **kwargs)
+            output = original(*args, **kwargs)
+            returned(output)
+            return output
 
         return wrapper
 
