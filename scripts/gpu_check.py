@@ -225,7 +225,7 @@ def closed_loop(device: torch.device, dry_run: bool) -> dict[str, Any]:
     on_device = all("device_time_us" in run["timing"] for run in result.after["runs"])
     return {
         "ok": level_change <= LEVEL and (device.type == "cpu" or on_device),
-        "recommended": (result.suggestions or {}).get("recommended", []),
+        "recommended": [target.path for target in result.suggestions.recommended()] if result.suggestions else [],
         "regions": [gain.to_dict() for gain in result.gains],
         "speedup": {"value": value, "ci_low": low, "ci_high": high},
         "max_image_level_change": level_change,

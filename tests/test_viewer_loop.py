@@ -220,7 +220,11 @@ def test_a_method_region_lines_up_with_the_wrapper_that_replaced_it_in_the_chart
         ["after", "aot_module:vae", "managed"],
     ]
     assert "vae.decode" not in regions["path"].tolist()
-    assert sorted(line.split(":")[0] for line in lines) == ["text_encoder (both)", "unet (both)", "vae (both)"]
+    movers = [line.split(":")[0] for line in lines]
+    # Whether the headline looks through unet (≥ 90% of the run) is up to its measured share: the rule
+    # under test is that every mover, vae included, is one pair, never a removed and an added row.
+    assert "vae (both)" in movers and "text_encoder (both)" in movers
+    assert all(mover.endswith("(both)") for mover in movers)
 
 
 def test_the_chart_groups_by_compares_own_headline_paths():
