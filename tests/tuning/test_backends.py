@@ -131,3 +131,18 @@ def test_the_installed_tensorrts_dtypes_map_to_their_torch_twins():
     names = [name for name in NEW_TENSORRT if hasattr(trt, name)]
 
     assert {name: torch_dtype(trt, getattr(trt, name)) for name in names} == {n: getattr(torch, n) for n in names}
+
+
+def test_bf16_offers_a_tensorrt_engine_with_its_bf16_flag_judged_on_the_task_and_plans_keep_the_flag():
+    from aitune.torch.backends import TensorRTBackend, backend_from_dict, precision_backends
+    from aitune.torch.tuning.plan import plan_schema
+
+    engine = next(backend for backend in precision_backends("bf16") if backend.name == "tensorrt")
+    again = backend_from_dict(engine.to_dict())
+    tensorrt_config = plan_schema()["$defs"]["config_tensorrt"]["properties"]
+
+    assert (engine.precision, engine.config()["bf16"], again.bf16, again.precision) == ("bf16", True, True, "bf16")
+    assert "bf16" in tensorrt_config and "bf16" not in TensorRTBackend().config()  # fp32 configs as before
+    assert all(backend.precision == "fp32" for backend in precision_backends("fp32"))
+    if not torch.cuda.is_available():
+        assert engine.unavailable_reason(torch.device("cpu")).startswith("TensorRT needs a CUDA device")

@@ -33,9 +33,10 @@ def default_backends() -> list[Backend]:
 
 def precision_backends(precision: str) -> list[Backend]:
     """The candidates that realise a reduced ``precision`` (bf16: the cast copy, eager and compiled with
-    freezing; int8: dynamic quantization of the linear layers); the default backends for fp32."""
+    freezing, and on a CUDA device a TensorRT engine allowed bfloat16 kernels; int8: dynamic quantization
+    of the linear layers); the default backends for fp32."""
     if precision == "bf16":
-        return [Bf16Backend(), Bf16Backend(compile=True)]
+        return [Bf16Backend(), Bf16Backend(compile=True), TensorRTBackend(bf16=True)]
     if precision == "int8":
         return [Int8DynamicBackend()]
     return default_backends()

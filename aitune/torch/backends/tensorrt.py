@@ -16,27 +16,32 @@ import torch.utils._pytree as pytree
 
 from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
 from aitune.torch.backends.onnx_export import export_onnx, output_spec, shape_ranges, tensor_inputs
+from aitune.torch.precision import precision_unavailable
 
 
 class TensorRTBackend(Backend):
-    """A TensorRT engine; ``fp16`` lets TensorRT pick half-precision kernels (the gate must admit float16)."""
+    """A TensorRT engine; ``fp16`` lets TensorRT pick half-precision kernels (the gate must admit float16);
+    ``bf16`` lets it pick bfloat16 ones, a reduced precision judged on the task (``--precision bf16``)."""
 
     name = "tensorrt"
 
-    def __init__(self, fp16: bool = False, workspace_gib: float = 4.0) -> None:
+    def __init__(self, fp16: bool = False, workspace_gib: float = 4.0, bf16: bool = False) -> None:
         self.fp16 = fp16
+        self.bf16 = bf16
         self.workspace_gib = workspace_gib
         self.reduced_precision = torch.float16 if fp16 else None
+        self.precision = "bf16" if bf16 else "fp32"
 
     def config(self) -> dict[str, Any]:
-        return {"fp16": self.fp16, "workspace_gib": self.workspace_gib}
+        # bf16 only when set: the configs written before it existed stay what they were
+        return {"fp16": self.fp16, "workspace_gib": self.workspace_gib, **({"bf16": True} if self.bf16 else {})}
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         if device.type != "cuda" or not torch.cuda.is_available():
             return "TensorRT needs a CUDA device; tune with device='cuda' on a machine that has one"
         if importlib.util.find_spec("tensorrt") is None:
             return "tensorrt is not installed (pip install 'aitune[tensorrt]')"
-        return None
+        return precision_unavailable("bf16", device) if self.bf16 else None
 
     def build(self, context: BuildContext) -> Built:
         import tensorrt as trt
@@ -83,6 +88,8 @@ class TensorRTBackend(Backend):
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(self.workspace_gib * (1 << 30)))
         if self.fp16:
             config.set_flag(trt.BuilderFlag.FP16)
+        if self.bf16:
+            config.set_flag(trt.BuilderFlag.BF16)
         profile = builder.create_optimization_profile()
         for index, (low, high) in enumerate(shape_ranges(context)):
             profile.set_shape(network.get_input(index).name, low, high, high)
