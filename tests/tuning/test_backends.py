@@ -142,7 +142,8 @@ def test_bf16_offers_a_tensorrt_engine_with_its_bf16_flag_judged_on_the_task_and
     tensorrt_config = plan_schema()["$defs"]["config_tensorrt"]["properties"]
 
     assert (engine.precision, engine.config()["bf16"], again.bf16, again.precision) == ("bf16", True, True, "bf16")
-    assert "bf16" in tensorrt_config and "bf16" not in TensorRTBackend().config()  # fp32 configs as before
+    assert "bf16" in tensorrt_config and TensorRTBackend().config()["bf16"] is False
+    assert backend_from_dict({"name": "tensorrt", "config": {"fp16": False, "workspace_gib": 4.0}}).bf16 is False
     assert all(backend.precision == "fp32" for backend in precision_backends("fp32"))
     if not torch.cuda.is_available():
         assert engine.unavailable_reason(torch.device("cpu")).startswith("TensorRT needs a CUDA device")

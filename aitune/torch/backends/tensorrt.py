@@ -33,8 +33,7 @@ class TensorRTBackend(Backend):
         self.precision = "bf16" if bf16 else "fp32"
 
     def config(self) -> dict[str, Any]:
-        # bf16 only when set: the configs written before it existed stay what they were
-        return {"fp16": self.fp16, "workspace_gib": self.workspace_gib, **({"bf16": True} if self.bf16 else {})}
+        return {"fp16": self.fp16, "bf16": self.bf16, "workspace_gib": self.workspace_gib}
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         if device.type != "cuda" or not torch.cuda.is_available():
