@@ -266,8 +266,8 @@ def bootstrap_ratio_interval(
     import numpy as np  # here, as in `resample_indices`: the summaries a document's readers use need no numpy
 
     old_draws, new_draws = resample_indices(len(before), len(after), resamples, seed)
-    old = np.median(np.asarray(before, dtype=float)[old_draws], axis=1)
-    new = np.median(np.asarray(after, dtype=float)[new_draws], axis=1)
+    old = _row_medians(np.asarray(before, dtype=float)[old_draws])
+    new = _row_medians(np.asarray(after, dtype=float)[new_draws])
     kept = old > 0
     ratios = np.sort(new[kept] / old[kept]).tolist()
     if not ratios:
@@ -298,6 +298,18 @@ def resample_indices(before_n: int, after_n: int, resamples: int, seed: int) -> 
     for array in (old, new):
         array.flags.writeable = False  # shared by every caller through the cache
     return old, new
+
+
+def _row_medians(rows: np.ndarray) -> np.ndarray:
+    """Each row's median, as ``np.median(rows, axis=1)`` gives it (the mean of the middle two of an even
+    row), from one sort: several times faster than ``np.median`` on resamples of a few dozen runs."""
+    import numpy as np
+
+    ordered = np.sort(rows, axis=1)
+    middle = ordered.shape[1] // 2
+    if ordered.shape[1] % 2:
+        return ordered[:, middle]
+    return (ordered[:, middle - 1] + ordered[:, middle]) / 2
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:
