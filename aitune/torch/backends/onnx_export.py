@@ -90,13 +90,21 @@ def _varying_dims(context: BuildContext) -> tuple[tuple[dict[int, Any] | None, .
 
 @contextlib.contextmanager
 def _quiet_exporter() -> Iterator[None]:
-    """The exporter prints progress and registry warnings on every export; keep tuning output readable."""
-    exporter_logger = logging.getLogger("torch.onnx")
-    level = exporter_logger.level
-    exporter_logger.setLevel(logging.ERROR)
+    """The exporter prints progress and registry warnings on every export, and onnxscript's optimizer a
+    warning for each constant it cannot fold ("Evaluation failed: …", harmless: the node stays in the
+    graph); keep tuning output readable."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
-        exporter_logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+QUIET_LOGGERS = ("torch.onnx", "onnxscript")
+"""Loggers held at errors only while a module is exported (`_quiet_exporter`)."""
