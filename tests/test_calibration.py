@@ -38,7 +38,7 @@ def test_a_real_calibration_gives_finite_figures_in_the_gain_models_ranges():
     assert Calibration.from_dict(measured.to_dict()) == measured
     figures = (measured.eager_op_us, measured.tuned_op_us, measured.tuned_call_us, measured.stateful_call_us)
     assert all(math.isfinite(v) and v > 0 for v in figures)  # dynamo's per-call work included
-    assert set(measured.arithmetic) == {"conv", "matmul", "attention", "elementwise_norm"}
+    assert set(measured.arithmetic) == {"conv", "matmul", "attention", "recurrent", "elementwise_norm"}
     assert all(1.0 <= v <= calibration.MAX_ARITHMETIC_SPEEDUP for v in measured.arithmetic.values())
     assert measured.source.startswith("calibrated ")
 

@@ -12,7 +12,7 @@ import torch
 from busy import Busy, BusyPipeline, Decoder, median_gap
 from cli_helpers import ROOT
 from documents import region_shares
-from hf_models import llama_decoder
+from hf_models import llama_decoder, t5_encoder_decoder
 from torch import nn
 
 import aitune.torch as ait
@@ -219,7 +219,9 @@ def test_managed_modules_are_aot_regions_and_their_siblings_stay_untuned():
     prof = ait.profile(model, torch.ones(1, 4), registry=registry, **FAST)
 
     assert list(region_shares(prof.data["runs"][0])) == ["aot_module:inner", "untuned_module:0.1", "untuned_module:1"]
-    assert prof.data["regions"][0] == {
+    inner = dict(prof.data["regions"][0])
+    assert inner.pop("call_structure_us") >= 0  # timed: what a tuned wrapper pays for a tensor in, a tensor out
+    assert inner == {
         "id": "aot_module:inner",
         "name": "inner",
         "kind": "aot_managed_module",
@@ -345,6 +347,37 @@ def test_regions_whose_calls_carry_a_cache_object_are_marked_stateful_and_plain_
     assert marked == {"model": True}  # not generate (ids in, ids out) nor lm_head (hidden states in, logits out)
     assert validate(decoder.data) == []
     assert not any("stateful_io" in region for region in plain.data["regions"])
+
+
+def test_a_generates_encoder_is_marked_as_running_outside_the_roots_forward_and_structured_calls_cost_more():
+    model, ids, infer = t5_encoder_decoder()  # generate calls model.get_encoder()(...), then model(...) per token
+
+    with torch.no_grad():
+        prof = ait.profile(model, ids, infer, max_depth=1, **FAST)
+
+    regions = {path_of(region["id"]): region for region in prof.data["regions"]}
+    assert [path for path, region in regions.items() if region.get("outside_root_forward")] == ["encoder"]
+    # the decoder takes a cache and a dozen keywords and returns a ModelOutput; lm_head a tensor for a tensor
+    assert regions["decoder"]["call_structure_us"] > 3 * regions["lm_head"]["call_structure_us"]
+    assert validate(prof.data) == []
+
+
+def test_a_recurrent_layer_is_its_own_kind_of_work_in_the_operator_mix():
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.gru(x)[1]
+
+    prof = ait.profile(Encoder().eval(), torch.randn(1, 5, 8), **FAST)
+
+    runs = prof.data.get("operator_runs") or prof.data["runs"]
+    gru = next(entry for run in runs for entry in run["regions"] if path_of(entry["region_id"]) == "gru")
+    categories = gru["operators"]["categories"]  # the gates the GRU dispatches count under it; its zeros do not
+    assert max(categories, key=categories.get) == "recurrent" and "matmul" not in categories
+    assert validate(prof.data) == []
 
 
 def test_environment_names_versions_and_never_the_host():

@@ -1,5 +1,6 @@
 """Predicted against realised gain (`aitune.compare.gains`) and the tune folder's compare report read back."""
 
+import dataclasses
 import json
 
 import pytest
@@ -140,6 +141,18 @@ def test_separate_regions_win_when_the_outer_module_is_forecast_no_gain():
 
     assert not whole.chosen and whole.reason.startswith("separate regions win")
     assert whole.separate_predicted_speedup == found.combined(found.targets[1:])[0]
+
+
+def test_the_whole_model_leaves_out_what_its_entry_method_runs_beside_the_roots_forward():
+    found = suggested(("decoder", 0.6, 2.0), ("encoder", 0.3, 2.0))
+    encoder = dataclasses.replace(found.targets[1], outside_root=True)  # a generate's encoder, via get_encoder
+    found = dataclasses.replace(found, targets=(found.targets[0], encoder))
+
+    whole = weigh_whole_model(found, ["decoder", "encoder"])
+
+    assert whole.predicted_speedup == found.combined(found.targets[:1])[0]  # the decoder only
+    assert not whole.chosen and whole.separate_predicted_speedup == found.combined(found.targets)[0]
+    assert whole.reason.endswith("the whole leaves encoder eager: it runs outside the root's forward)")
 
 
 def test_one_chosen_region_leaves_nothing_to_weigh():

@@ -16,7 +16,13 @@ from documents import region_meta as meta
 from aitune.errors import ProfileError
 from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import FALLBACK, UPPER_BOUND_CAP, suggest
-from aitune.suggest.gain import MAX_HOST_PER_OP_US, NO_MIX_SPEEDUP, PROFILER_OP_US, STATEFUL_CALL_US
+from aitune.suggest.gain import (
+    MAX_HOST_PER_OP_US,
+    NO_MIX_SPEEDUP,
+    PROFILER_OP_US,
+    STATEFUL_CALL_US,
+    STATEFUL_OP_SHARE,
+)
 
 AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
 TICK_US = 10.0  # layouts are written in ticks of 10 µs: operators of realistic size, short numbers
@@ -155,16 +161,36 @@ def test_a_calibration_in_the_profile_replaces_the_fallback_table():
     assert suggestions.to_dict()["gain_calibration"]["source"] == "calibrated here"
 
 
-def test_a_region_whose_calls_carry_a_cache_object_pays_dynamos_cost_per_call_instead_of_a_graphs():
+def test_a_region_whose_calls_carry_a_cache_object_pays_dynamos_and_inductors_costs_instead_of_a_graphs():
     plain = profile(tiny_operators)
     stateful = profile(tiny_operators, regions=[meta("untuned_module:tok", stateful_io=True)])
 
     tok = target(suggest(stateful), "tok")
     assert target(suggest(plain), "tok").predicted_region_speedup == pytest.approx(400 / tuned_us(400, 40, {}))
-    assert tok.predicted_region_speedup == pytest.approx(400 / (STATEFUL_CALL_US + 40 * FALLBACK.tuned_op_us))
+    inductor_op_us = STATEFUL_OP_SHARE * FALLBACK.eager_op_us  # its kernels launched from Python, not a graph's
+    assert inductor_op_us > FALLBACK.tuned_op_us
+    assert tok.predicted_region_speedup == pytest.approx(400 / (STATEFUL_CALL_US + 40 * inductor_op_us))
     assert f"{STATEFUL_CALL_US:.0f} µs (its calls carry an object with state" in " ".join(
         r.message for r in tok.reasons
     )
+
+
+def test_a_tuned_call_also_pays_for_taking_its_arguments_apart_and_building_its_output_again():
+    structured = profile(tiny_operators, regions=[meta("untuned_module:tok", call_structure_us=30.0)])
+
+    tok = target(suggest(structured), "tok")
+
+    assert tok.predicted_region_speedup == pytest.approx(400 / (tuned_us(400, 40, {}) + 30.0))
+    assert "+ 30 µs for its arguments' and output's structure" in " ".join(r.message for r in tok.reasons)
+
+
+@pytest.mark.parametrize("hostile", [-5.0, 1e12, "30", True, float("nan"), None])
+def test_a_call_structure_cost_that_is_no_number_in_range_counts_as_not_measured(hostile):
+    doc = profile(tiny_operators, regions=[meta("untuned_module:tok", call_structure_us=hostile)])
+
+    tok = target(suggest(doc), "tok")
+
+    assert tok.predicted_region_speedup == pytest.approx(400 / tuned_us(400, 40, {}))
 
 
 @pytest.mark.parametrize(("measured", "per_call"), [({"stateful_call_us": 120.0}, 120.0), ({}, STATEFUL_CALL_US)])
@@ -177,7 +203,7 @@ def test_a_calibrated_stateful_call_cost_is_used_and_one_calibrated_before_it_ex
 
     assert suggestions.calibration.source == "calibrated here"
     assert target(suggestions, "tok").predicted_region_speedup == pytest.approx(
-        400 / (per_call + 40 * FALLBACK.tuned_op_us)
+        400 / (per_call + 40 * STATEFUL_OP_SHARE * FALLBACK.eager_op_us)
     )
 
 
@@ -234,6 +260,20 @@ def test_elementwise_operators_go_with_the_dominant_compute_kind(operator, kind,
     arithmetic[elementwise_as] = arithmetic.get(elementwise_as, 0.0) + 1000 * share
     assert mlp.predicted_region_speedup == pytest.approx(5000 / tuned_us(5000, 2, arithmetic))
     assert codes(suggest(doc), "mlp") == ["COMPUTE_HEAVY", "FUSIBLE"]
+
+
+def test_a_recurrent_layer_is_sped_up_by_its_calibrated_figure_where_other_operators_keep_their_time():
+    """An eager GRU is one operator that dispatches every gate of every time step; ONNX Runtime runs the loop
+    as one kernel, so its time beyond one dispatch counts as recurrent arithmetic at the calibrated figure."""
+
+    def layer(name):
+        return lambda t, i: [region("untuned_module:rnn", t, t + 500), op(name, t, t + 500)]
+
+    gru, lookup = (target(suggest(profile(layer(name))), "rnn") for name in ("aten::gru", "aten::embedding"))
+
+    recurrent = beyond_dispatch(5000, 1)
+    assert gru.predicted_region_speedup == pytest.approx(5000 / tuned_us(5000, 1, {"recurrent": recurrent}))
+    assert gru.predicted_region_speedup > 1.5 and lookup.predicted_region_speedup == 1.0
 
 
 def test_recommended_targets_are_disjoint_best_first():

@@ -32,10 +32,24 @@ from aitune.analysis.intervals import Columns
 from aitune.analysis.membership import NodeKey, node_keys, nodes_at
 from aitune.analysis.residual import operator_cause
 
-CATEGORIES = ("conv", "matmul", "attention", "elementwise_norm", "copy", "sync", "communication", "other")
+CATEGORIES = (
+    "conv",
+    "matmul",
+    "attention",
+    "recurrent",
+    "elementwise_norm",
+    "copy",
+    "sync",
+    "communication",
+    "other",
+)
 """Kinds of work, split where the project's tuning benchmarks measured different backend gains."""
 _CATEGORY_INDEX = {category: index for index, category in enumerate(CATEGORIES)}
 
+_RECURRENT = frozenset(
+    {"gru", "lstm", "rnn_tanh", "rnn_relu", "gru_cell", "lstm_cell", "rnn_tanh_cell", "rnn_relu_cell"}
+)
+"""Recurrent layers: one operator that runs a loop of matmuls and gates over the time steps inside it."""
 _MATMUL = frozenset(
     {"linear", "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "addmv", "mv", "dot", "einsum", "_addmm_activation"}
 )
@@ -135,6 +149,8 @@ def operator_category(name: str) -> str:
     if "attention" in base or "multi_head" in base or "_transformer_encoder_layer" in base:
         return "attention"
     base = base.removesuffix("_") if base.endswith("_") and not base.startswith("_") else base  # add_ → add
+    if base in _RECURRENT:
+        return "recurrent"
     if base in _MATMUL:
         return "matmul"
     if base in _ELEMENTWISE_NORM:

@@ -165,7 +165,8 @@ class WholeModel:
     """The whole model (one build of ``obj`` itself) weighed against the separate regions suggest chose.
 
     Both predictions combine suggest's per-region forecasts as suggest does (`Suggestions.combined`): the
-    whole model covers every module under the root, the separate regions only the chosen ones. It is
+    whole model covers every module under the root that runs inside the root's forward (not a generate's
+    encoder, which the entry method calls beside it), the separate regions only the chosen ones. It is
     chosen when it is predicted at least as fast, for one build instead of several; if it then fails
     or loses, the separate regions are tuned instead.
     """
@@ -183,11 +184,15 @@ def weigh_whole_model(found: Suggestions, paths: Sequence[str]) -> WholeModel | 
     if len(paths) < 2:
         return None
     targets = [target for target in found.targets if target.predicted_region_speedup]
-    covered, chosen_targets = outermost(targets), [target for target in targets if target.path in paths]
+    top, chosen_targets = outermost(targets), [target for target in targets if target.path in paths]
+    covered = [target for target in top if not target.outside_root]
     whole = found.combined(covered)[0] if covered else None
     separate = found.combined(chosen_targets)[0] if chosen_targets else None
     chosen = whole is not None and (separate is None or whole >= separate)
     figures = f"{factor(whole or 0)} predicted whole, {factor(separate or 0)} for {', '.join(paths)}"
+    left = [target.path for target in top if target.outside_root]
+    if left:  # run by the entry method beside the root's forward, so the whole root's build never runs them
+        figures += f"; the whole leaves {', '.join(left)} eager: it runs outside the root's forward"
     reason = f"one build instead of {len(paths)} ({figures})" if chosen else f"separate regions win ({figures})"
     return WholeModel(whole, separate, tuple(paths), chosen, reason)
 

@@ -80,6 +80,7 @@ class Target:
     inside: tuple[str, ...] = ()  # the target paths it ran within (its ancestors in the region tree), sorted
     times_us: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per run, chosen domain
     fraction_of_roof: float | None = None  # its counted work's roof time ÷ measured time (`aitune.suggest.headroom`)
+    outside_root: bool = False  # ran outside the root module's forward (a generate's encoder): the whole root leaves it
 
     @property
     def forecast(self) -> Forecast:
@@ -291,4 +292,5 @@ def _target(
         inside=tuple(sorted(candidate.above)),
         times_us=tuple(candidate.times),
         fraction_of_roof=headroom.fraction_of_roof if headroom is not None else None,
+        outside_root=candidate.outside_root,
     )

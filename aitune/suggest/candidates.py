@@ -24,6 +24,8 @@ from aitune.report.samples import path_of
 
 WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KIND})
 """Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""
+MAX_STRUCTURE_US = 1_000_000.0
+"""Bound on ``call_structure_us`` read from a document (its schema's): beyond it the figure is not one."""
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.\w+)*")
 
 
@@ -61,6 +63,8 @@ class Candidate:
     shapes: int = 0  # distinct input-shape signatures (0: not recorded)
     examples: list[dict[str, list[int]]] = field(default_factory=list)
     stateful_io: bool = False  # its calls take or return an object with state (a key-value cache)
+    call_structure_us: float = 0.0  # host µs a tuned wrapper pays per call for its arguments' and output's structure
+    outside_root: bool = False  # ran outside the root module's forward: tuning the root whole leaves it eager
     run_mixes: dict[str, RunMix] = field(default_factory=dict)  # the mix of each run it is of, apart
     above: frozenset[str] = frozenset()  # every target path it ran inside (`ancestors`), set once all are gathered
 
@@ -235,11 +239,20 @@ def _add_timing(
 
 
 def _describe(candidate: Candidate, regions: RegionIndex) -> None:
-    """Module type, input shapes and stateful I/O from the ``regions`` entries of the region ids merged in."""
+    """Module type, input shapes, stateful I/O, the call's structure cost and whether it ran outside the root's
+    forward, from the ``regions`` entries of the region ids merged in (the largest structure cost of them)."""
     for region in candidate.region_time:
         meta = regions.meta.get(region, {})
         candidate.module_type = candidate.module_type or meta.get("module_type")
         candidate.stateful_io = candidate.stateful_io or meta.get("stateful_io") is True
+        candidate.outside_root = candidate.outside_root or meta.get("outside_root_forward") is True
+        candidate.call_structure_us = max(candidate.call_structure_us, _structure_us(meta.get("call_structure_us")))
         shapes = meta.get("input_shapes", {})
         if shapes.get("distinct", 0) > candidate.shapes:
             candidate.shapes, candidate.examples = shapes["distinct"], list(shapes.get("examples", []))
+
+
+def _structure_us(value: Any) -> float:
+    """A region entry's ``call_structure_us`` when it is a number in its schema's range, else 0 (not measured)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if number and 0.0 <= value <= MAX_STRUCTURE_US else 0.0

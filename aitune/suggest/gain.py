@@ -11,12 +11,15 @@ A region's time per run splits in two (`predict`):
   in a region of convolutions by the convolution block's, `arithmetic_speedup`), copies,
   synchronisations, communication and other operators not at all.
 
-The tuned region then costs ``calls × tuned_call_us + operators × tuned_op_us + Σ arithmetic / speedup``
-(+ the work kept):
+The tuned region then costs ``calls × (tuned_call_us + call_structure_us) + operators × tuned_op_us +
+Σ arithmetic / speedup`` (+ the work kept):
 a compiled graph still pays a fixed cost per call and a smaller one per original operator (its
-kernels, fewer once fused). A region whose calls take or return an object with state (a decode
-step's key-value cache: the capture marks it ``stateful_io``) pays ``stateful_call_us`` per call
-instead: ONNX Runtime cannot run it, and dynamo's guards over the object and its replay of the
+kernels, fewer once fused), and the wrapper takes each call's arguments apart and builds its output
+again: ``call_structure_us``, timed by the capture on the region's own calls (a Hugging Face
+``ModelOutput`` costs tens of µs, a tensor nothing). A region whose calls take or return an object
+with state (a decode step's key-value cache: the capture marks it ``stateful_io``) pays
+``stateful_call_us`` per call instead, and Inductor's cost per operator (`STATEFUL_OP_SHARE` of eager
+dispatch): ONNX Runtime cannot run it, and dynamo's guards over the object and its replay of the
 object's mutations cost more than a graph call. The predicted region speedup is the region's time
 ÷ that, never below 1.
 
@@ -41,9 +44,17 @@ from aitune.suggest.candidates import Candidate
 from aitune.suggest.headroom import Headroom, capped_speedup
 
 COMPUTE_KINDS = ("conv", "matmul", "attention")
-KIND_NAMES = {"conv": "convolution", "matmul": "matmul", "attention": "attention", "elementwise_norm": "elementwise"}
-ARITHMETIC_KINDS = (*COMPUTE_KINDS, "elementwise_norm")
-"""Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs."""
+KIND_NAMES = {
+    "conv": "convolution",
+    "matmul": "matmul",
+    "attention": "attention",
+    "recurrent": "recurrent",
+    "elementwise_norm": "elementwise",
+}
+ARITHMETIC_KINDS = (*COMPUTE_KINDS, "recurrent", "elementwise_norm")
+"""Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs.
+A recurrent layer (GRU, LSTM) is one eager operator looping over its time steps with a dispatch per
+gate: ONNX Runtime runs it as one fused kernel, so its figure is calibrated as the whole layer's."""
 FUSED_WITH_NEIGHBOURS = frozenset({"conv"})
 """Compute kinds calibrated together with the elementwise operators a backend fuses into them (a
 convolution with its batch norm and ReLU): a region they dominate counts its elementwise work at their figure."""
@@ -63,6 +74,11 @@ class Calibration:
     def call_us(self, stateful: bool) -> float:
         """Fixed host µs of one tuned call: ``stateful_call_us`` for a call carrying an object with state."""
         return (self.stateful_call_us or STATEFUL_CALL_US) if stateful else self.tuned_call_us
+
+    def op_us(self, stateful: bool) -> float:
+        """Host µs per original operator of a tuned call: Inductor's (`STATEFUL_OP_SHARE` of an eager
+        operator's dispatch) for a call carrying an object with state, which only Inductor runs."""
+        return max(self.tuned_op_us, STATEFUL_OP_SHARE * self.eager_op_us) if stateful else self.tuned_op_us
 
     def speedup(self, kind: str) -> float:
         return self.arithmetic.get(kind, 1.0) if kind in ARITHMETIC_KINDS else 1.0
@@ -111,6 +127,15 @@ and output handling, the object's mutations replayed), where the calibration has
 ``aitune.torch.calibration`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
 step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
 one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
+STATEFUL_OP_SHARE = 0.6
+"""Host cost of one original operator in a tuned call that carries an object with state, as a share of
+an eager operator's dispatch (``eager_op_us``): only Inductor runs such a call, and its generated code
+launches each kernel (fused elementwise work, each matmul) from Python, a few µs apiece, where an ONNX
+Runtime graph costs a fraction of one (``tuned_op_us``). Measured on aitune's tuned decode calls of the
+zoo's GPT-2, Whisper and T5 decoders (2.4–2.8, 1.9–3.5 and 1.7 µs an operator beyond the call's fixed
+and structure costs and the arithmetic, against 3.9 µs an eager operator; torch 2.13 on a 2-core x86
+CPU) and on a decode probe of 1–4 attention layers compiled by Inductor (1.1–3.1 µs): about 0.6 of eager
+dispatch. Docs: docs/gain-model.md."""
 MAX_HOST_US = 10_000.0
 MAX_ARITHMETIC_SPEEDUP = 8.0
 """Bounds on a calibration read from a document: beyond them it is not a measurement of this kind."""
@@ -119,7 +144,7 @@ FALLBACK = Calibration(
     eager_op_us=6.0,
     tuned_op_us=1.0,
     tuned_call_us=50.0,
-    arithmetic={"conv": 1.3, "matmul": 1.05, "attention": 1.3, "elementwise_norm": 1.5},
+    arithmetic={"conv": 1.3, "matmul": 1.05, "attention": 1.3, "recurrent": 2.0, "elementwise_norm": 1.5},
     source="fallback table (no calibration in the profile)",
     stateful_call_us=STATEFUL_CALL_US,
 )
@@ -128,7 +153,8 @@ CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an ea
 ~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one through aitune's
 wrapper ~50 µs; a graph
 multiplies matmul arithmetic by ~1.05, convolutions and attention by ~1.3, and elementwise work it
-fuses by ~1.5. Docs: docs/gain-model.md."""
+fuses by ~1.5; ONNX Runtime runs a 64-wide GRU layer ~3.6× faster (measured with ONNX Runtime 1.32),
+taken as 2. Docs: docs/gain-model.md."""
 
 MAX_HOST_PER_OP_US = 60.0
 """Removable host overhead per operator at most: Python in a module's ``forward`` costs some µs per
@@ -200,8 +226,8 @@ def predict(
     host_us = min(max(0.0, host_time_us - sum(arithmetic.values())), operators * MAX_HOST_PER_OP_US)
     other_us = max(0.0, host_time_us - sum(arithmetic.values()) - host_us)
     tuned_host = (
-        calls * calibration.call_us(candidate.stateful_io)
-        + operators * calibration.tuned_op_us
+        calls * (calibration.call_us(candidate.stateful_io) + candidate.call_structure_us)
+        + operators * calibration.op_us(candidate.stateful_io)
         + sum(us / arithmetic_speedup(kind, candidate, calibration, headroom) for kind, us in arithmetic.items())
         + other_us
     )

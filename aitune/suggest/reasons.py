@@ -38,6 +38,8 @@ LISTED_KIND_SHARE = 0.01
 """Compute kinds below this share of a region are left out of its sentence."""
 STATEFUL_CALL = " (its calls carry an object with state, a key-value cache: dynamo's cost per call, not a graph's)"
 """Said after the per-call cost of a region marked ``stateful_io`` (`aitune.suggest.gain`)."""
+MIN_SAID_STRUCTURE_US = 5.0
+"""A call's structure cost (``call_structure_us``) below this is too small to name in the sentence."""
 
 BLOCKING = frozenset(
     {
@@ -199,6 +201,8 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
         return
     region_speedup, calibration = prediction.speedup, prediction.calibration
     call_us = f"{calibration.call_us(candidate.stateful_io):.0f} µs" + (STATEFUL_CALL if candidate.stateful_io else "")
+    if candidate.call_structure_us >= MIN_SAID_STRUCTURE_US:
+        call_us += f" + {candidate.call_structure_us:.0f} µs for its arguments' and output's structure"
     if region_speedup < MIN_REGION_SPEEDUP:
         kept = 1.0 - prediction.host_share
         yield (
@@ -222,7 +226,7 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
             "DISPATCH_BOUND",
             (
                 f"{what}, which a compiled graph removes: predicted {region_speedup:.2f}× for it, at "
-                f"{calibration.tuned_op_us:.1f} µs an operator and {call_us} a call tuned "
+                f"{calibration.op_us(candidate.stateful_io):.1f} µs an operator and {call_us} a call tuned "
                 f"against {calibration.eager_op_us:.1f} µs an operator eager ({calibration.source})."
             ),
         )

@@ -15,7 +15,8 @@ it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, c
   graph alone (dynamo's guards, argument handling, the cache's mutations replayed), plus aitune's
   wrapper. Importing dynamo and compiling take a few seconds, once per machine (the cache);
 - ``arithmetic``: eager ÷ ONNX Runtime time of a matmul, a convolution block (conv → batch norm →
-  ReLU, which ONNX Runtime folds into one convolution) and a chain of elementwise operators, large
+  ReLU, which ONNX Runtime folds into one convolution), a GRU layer over 8 steps (one eager operator
+  dispatching every gate of every step; one ONNX kernel) and a chain of elementwise operators, large
   enough that dispatch does not count (at least 1: a slower backend is never kept; at most
   `MAX_ARITHMETIC_SPEEDUP`); attention gets the larger of matmul's and elementwise's.
 
@@ -56,10 +57,11 @@ REPEATS = 25
 TINY = 16  # features of the dispatch chain: arithmetic negligible
 CHAIN_BLOCKS = (2, 12)  # chain lengths (blocks of 4 operators) whose slope is the tuned cost per operator
 STATEFUL_LAYERS = 12  # layers of the decode step whose per-call dynamo cost is `stateful_call_us`
-METHOD = 3
+RECURRENT_FEATURES = 64  # a GRU as the zoo's translator holds one: small enough that dispatch is most of it
+METHOD = 4
 """What `calibrate` measures, part of the cache key: raised whenever a figure is measured differently, so a
 calibration cached by an earlier method is measured again (2: the convolution as a conv → batch norm → ReLU
-block; 3: ``stateful_call_us``)."""
+block; 3: ``stateful_call_us``; 4: the recurrent kind)."""
 
 
 def cache_dir() -> Path:
@@ -336,9 +338,35 @@ def _elementwise(onnxruntime: Any) -> float:
     return _speedup(eager, tuned)
 
 
+def _recurrent(onnxruntime: Any) -> float:
+    """A GRU layer over a short sequence, as the layer a translator or a speech model holds: eager runs one
+    operator that dispatches each gate of each time step; ONNX Runtime's GRU runs the loop in one kernel."""
+    from onnx import helper
+
+    steps, features = 8, RECURRENT_FEATURES
+    layer = nn.GRU(features, features).eval()  # (time, batch, features), as ONNX's GRU takes it
+    x = torch.randn(steps, 1, features)
+    # PyTorch keeps the gates as (reset, update, new); ONNX as (update, reset, new). Its bias is Wb then Rb.
+    order = [1, 0, 2]
+
+    def gates(weight: torch.Tensor) -> torch.Tensor:
+        chunks = weight.detach().chunk(3)
+        return torch.cat([chunks[index] for index in order]).unsqueeze(0)
+
+    weights = {
+        "w": gates(layer.weight_ih_l0),
+        "r": gates(layer.weight_hh_l0),
+        "b": torch.cat([gates(layer.bias_ih_l0), gates(layer.bias_hh_l0)], dim=1),
+    }
+    node = helper.make_node("GRU", ["x", "w", "r", "b"], ["y"], hidden_size=features, linear_before_reset=1)
+    tuned = _graph_call(onnxruntime, _graph("gru", [node], x, weights), x)
+    return _speedup(lambda: layer(x), tuned)
+
+
 _ARITHMETIC: dict[str, Callable[[Any], float]] = {
     "matmul": _matmul,
     "conv": _conv,
+    "recurrent": _recurrent,
     "elementwise_norm": _elementwise,
 }
 

@@ -345,9 +345,12 @@ def _warm_up(
 
 def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShapes) -> list[dict[str, Any]]:
     """Copies of the region entries, each with the ``input_shapes`` its region was seen with (if
-    called), ``stateful_io`` when a call took or returned an object with state (a key-value cache)
-    and, for a top-level region, the ``call_lengths`` of its calls in that run."""
+    called), ``stateful_io`` when a call took or returned an object with state (a key-value cache),
+    ``call_structure_us`` (what a tuned wrapper pays per call for the arguments' and output's
+    structure), ``outside_root_forward`` for a region that ran outside the root module's forward
+    only, and, for a top-level region, the ``call_lengths`` of its calls in that run."""
     shapes, lengths, stateful = recorded.by_region(), recorded.call_lengths(), recorded.stateful()
+    structure, outside = recorded.structure_us(), recorded.outside_root()
     entries = []
     for region in regions:
         entry = dict(region)
@@ -357,6 +360,10 @@ def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShape
             entry["call_lengths"] = lengths[region["id"]]
         if region["id"] in stateful:
             entry["stateful_io"] = True
+        if region["id"] in structure:
+            entry["call_structure_us"] = round(structure[region["id"]], 1)
+        if region["id"] in outside:
+            entry["outside_root_forward"] = True
         entries.append(entry)
     return entries
 

@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import torch
+import torch.utils._pytree as pytree
 from torch import nn
 
 try:  # ~0.4 µs a span against ~9 µs for record_function (measured with the profiler off, torch 2.13)
@@ -182,7 +184,11 @@ class InputShapes:
     keeps the tokens each call took, in call order (`call_lengths`): the evidence that splits a
     generate into its prefill and decode phases (`aitune.analysis.phases`). And it notes the regions
     whose calls take or return an object with state (`carries_state`: a key-value cache), checked on
-    the same calls, the output by a forward hook beside the pre-hook (`stateful`).
+    the same calls, the output by a forward hook beside the pre-hook (`stateful`). Two more facts the
+    gain model reads: what a tuned wrapper would pay per call to take this call's arguments apart and
+    put its output back together (`structure_us`, timed on the first calls), and which regions a root
+    module's entry method ran outside the root's forward (`outside_root`: a
+    generate's encoder, which tuning the whole model leaves eager).
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
@@ -190,20 +196,29 @@ class InputShapes:
         self._seen: dict[str, dict[tuple[Any, ...], dict[str, list[int]]]] = {}
         self._lengths: dict[str, list[int | None]] = {}
         self._stateful: set[str] = set()
+        self._taken_apart: dict[str, list[float]] = {}  # µs per call, arguments
+        self._put_together: dict[str, list[float]] = {}  # µs per call, output
+        self._outside_root: set[str] = set()
+        self._inside_root: set[str] = set()
+        self._root_depth: int | None = None  # None: no root module is watched
         self._undo: list[Undo] = []
         self._thread: int | None = None
 
     def __enter__(self) -> InputShapes:
         self._thread = _thread()
+        _structure_us(((torch.zeros(()),), {}), rebuild=True)  # pytree's first call in a process costs several
         with _undone_on_failure(self._undo):
             for target in self.targets:
                 top = target.parent is None
                 if target.hook_forward:
                     record, returned = self._recorder(target.region, top), self._output_recorder(target.region)
                     self._undo += _install_shape_hooks(target.module, record, returned)
+                elif target.path == "" and target.methods:
+                    self._undo += self._watch_root(target.module)
                 for method in target.methods:
                     region = target.method_region(method)
-                    wrap = _recording(self._recorder(region, top), self._output_recorder(region))
+                    record = self._recorder(region, top, beside_root=bool(target.path))
+                    wrap = _recording(record, self._output_recorder(region))
                     self._undo.append(_override_method(target.module, method, wrap))
         return self
 
@@ -221,6 +236,18 @@ class InputShapes:
         """The regions some call of which took or returned an object with state (`carries_state`)."""
         return set(self._stateful)
 
+    def structure_us(self) -> dict[str, float]:
+        """Per region: the µs of taking a call's arguments apart and putting its output back together
+        (`call_structure_us`), the least over its first `STRUCTURE_CALLS` calls (a tuned call pays it
+        warm, every call; a preempted sample says nothing about that)."""
+        rebuilt = self._put_together
+        return {region: min(times) + min(rebuilt.get(region) or [0.0]) for region, times in self._taken_apart.items()}
+
+    def outside_root(self) -> set[str]:
+        """The regions whose every call ran outside the root module's forward (none when the root is no
+        module with entry methods): tuning the root whole leaves them as they are."""
+        return self._outside_root - self._inside_root
+
     def call_lengths(self) -> dict[str, list[int | None]]:
         """Per top-level region called more than once with a token argument: the tokens of each call in order
         (None: that call had none). A region called once is no step of a loop, so it is left out."""
@@ -230,7 +257,11 @@ class InputShapes:
             if len(lengths) > 1 and any(length is not None for length in lengths)
         }
 
-    def _recorder(self, region: str, top_level: bool = False) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+    def _recorder(
+        self, region: str, top_level: bool = False, beside_root: bool = True
+    ) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+        """What each call of ``region`` records; ``beside_root`` False for the root's own entry methods,
+        which run outside its forward by definition."""
         seen = self._seen.setdefault(region, {})
         lengths = self._lengths.setdefault(region, []) if top_level else None
 
@@ -239,6 +270,11 @@ class InputShapes:
                 return
             if lengths is not None and len(lengths) < MAX_CALL_LENGTHS:
                 lengths.append(sequence_length(args, kwargs))
+            if beside_root and self._root_depth is not None:
+                (self._inside_root if self._root_depth else self._outside_root).add(region)
+            times = self._taken_apart.setdefault(region, [])
+            if len(times) < STRUCTURE_CALLS:
+                times.append(_structure_us((args, kwargs)))
             tensors = input_summary(args, kwargs)["signature"]
             key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
             if key not in seen:
@@ -250,10 +286,46 @@ class InputShapes:
 
     def _output_recorder(self, region: str) -> Callable[[Any], None]:
         def returned(output: Any) -> None:
-            if _thread() == self._thread and region not in self._stateful and carries_state(output):
+            if _thread() != self._thread:
+                return
+            if region not in self._stateful and carries_state(output):
                 self._stateful.add(region)
+            times = self._put_together.setdefault(region, [])
+            if len(times) < STRUCTURE_CALLS:
+                times.append(0.0 if isinstance(output, torch.Tensor) else _structure_us(output, rebuild=True))
 
         return returned
+
+    def _watch_root(self, root: nn.Module) -> list[Undo]:
+        """Hooks that count how deep the calls are inside ``root``'s forward (`outside_root`)."""
+        self._root_depth = 0
+
+        def enter(_module: nn.Module, _args: tuple[Any, ...]) -> None:
+            if _thread() == self._thread:
+                self._root_depth = (self._root_depth or 0) + 1
+
+        def leave(_module: nn.Module, _args: tuple[Any, ...], _output: Any) -> None:
+            if _thread() == self._thread:
+                self._root_depth = max(0, (self._root_depth or 0) - 1)
+
+        return [
+            root.register_forward_pre_hook(enter).remove,
+            root.register_forward_hook(leave, always_call=True).remove,
+        ]
+
+
+STRUCTURE_CALLS = 3
+"""Calls per region whose argument and output structure is timed (`InputShapes.structure_us`)."""
+
+
+def _structure_us(value: Any, rebuild: bool = False) -> float:
+    """µs to flatten ``value`` into its leaves (and, with ``rebuild``, to build it again from them), as a
+    tuned wrapper does with every call's arguments and output: a Hugging Face ``ModelOutput`` costs tens."""
+    start = time.perf_counter_ns()
+    leaves, spec = pytree.tree_flatten(value)
+    if rebuild:
+        pytree.tree_unflatten(leaves, spec)
+    return (time.perf_counter_ns() - start) / 1000
 
 
 @contextlib.contextmanager
