@@ -22,6 +22,7 @@ from aitune.suggest.gain import (
     PROFILER_OP_US,
     STATEFUL_CALL_US,
     STATEFUL_OP_SHARE,
+    Calibration,
 )
 
 AITUNE_FILES = Path(__file__).parent / "data" / "aitune-0.6.0"
@@ -173,6 +174,33 @@ def test_a_region_whose_calls_carry_a_cache_object_pays_dynamos_and_inductors_co
     assert f"{STATEFUL_CALL_US:.0f} µs (its calls carry an object with state" in " ".join(
         r.message for r in tok.reasons
     )
+
+
+@pytest.mark.parametrize(("capture_eager_op_us", "factor"), [(10.0, 2.0), (2.5, 0.5), (100.0, 3.0), (5.02, 1.0)])
+def test_a_calibration_is_scaled_to_the_machines_speed_during_the_capture(capture_eager_op_us, factor):
+    """The same eager chain timed between the measured runs says how fast the machine was then: the cached
+    calibration's µs figures follow it (within ×3), its arithmetic ratios stay, and the source says so."""
+    measured = Calibration(5.0, 0.5, 20.0, {"conv": 1.4}, "calibrated here", stateful_call_us=100.0)
+    doc = profile(tiny_operators)
+    doc["environment"] = {"gain_calibration": measured.to_dict(), "capture_eager_op_us": capture_eager_op_us}
+
+    used = suggest(doc).calibration
+
+    assert (used.eager_op_us, used.tuned_op_us, used.tuned_call_us, used.stateful_call_us) == pytest.approx(
+        (5.0 * factor, 0.5 * factor, 20.0 * factor, 100.0 * factor)
+    )
+    assert used.arithmetic == measured.arithmetic
+    assert (used == measured) == (factor == 1.0)
+    assert ("for the machine's speed during the capture" in used.source) == (factor != 1.0)
+
+
+@pytest.mark.parametrize("hostile", [-1.0, 0.0, float("inf"), "5", True, None])
+def test_a_capture_speed_that_is_no_positive_number_leaves_the_calibration_as_it_is(hostile):
+    measured = Calibration(5.0, 0.5, 20.0, {}, "calibrated here")
+    doc = profile(tiny_operators)
+    doc["environment"] = {"gain_calibration": measured.to_dict(), "capture_eager_op_us": hostile}
+
+    assert suggest(doc).calibration == measured
 
 
 def test_a_tuned_call_also_pays_for_taking_its_arguments_apart_and_building_its_output_again():

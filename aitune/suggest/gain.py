@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitune.report.formatting import factor
@@ -136,6 +136,12 @@ zoo's GPT-2, Whisper and T5 decoders (2.4–2.8, 1.9–3.5 and 1.7 µs an operat
 and structure costs and the arithmetic, against 3.9 µs an eager operator; torch 2.13 on a 2-core x86
 CPU) and on a decode probe of 1–4 attention layers compiled by Inductor (1.1–3.1 µs): about 0.6 of eager
 dispatch. Docs: docs/gain-model.md."""
+CAPTURE_DISPATCH_KEY = "capture_eager_op_us"
+"""The ``environment`` key of the eager chain's µs per operator, timed between the capture's measured
+runs (`aitune.torch.calibration.DispatchProbe`): the machine's speed then (`at_capture_speed`)."""
+MAX_SPEED_FACTOR = 3.0
+SAME_SPEED = 0.01
+"""The capture's speed scales the calibration within ×3 either way; within 1% it is the same."""
 MAX_HOST_US = 10_000.0
 MAX_ARITHMETIC_SPEEDUP = 8.0
 """Bounds on a calibration read from a document: beyond them it is not a measurement of this kind."""
@@ -197,10 +203,35 @@ class Prediction:
 
 
 def calibration_of(profile: Mapping[str, Any]) -> Calibration:
-    """The calibration a profile carries (``environment.gain_calibration``), else `FALLBACK`."""
+    """The calibration a profile carries (``environment.gain_calibration``) at the speed the machine had
+    during the capture (`at_capture_speed`), else `FALLBACK` as it is (measured on another machine)."""
     environment = profile.get("environment")
     found = Calibration.from_dict(environment.get("gain_calibration")) if isinstance(environment, Mapping) else None
-    return found or FALLBACK
+    return at_capture_speed(found, environment.get(CAPTURE_DISPATCH_KEY)) if found is not None else FALLBACK
+
+
+def at_capture_speed(calibration: Calibration, capture_eager_op_us: Any) -> Calibration:
+    """``calibration`` with its µs figures scaled by the capture's eager dispatch ÷ the calibration's.
+
+    The calibration is measured once and cached; the capture's runs come minutes or days later, and a
+    shared machine's speed drifts by tens of percent between the two. Timing the same eager chain
+    between the measured runs (``capture_eager_op_us``) says how fast the machine was while the region
+    times the prediction divides were taken; the arithmetic ratios stay as measured. A figure outside
+    [1/`MAX_SPEED_FACTOR`, `MAX_SPEED_FACTOR`] of the calibration's is clamped there; none (an older
+    profile, a lite capture) leaves the calibration as it is."""
+    if not _within(capture_eager_op_us, 0.01, MAX_HOST_US) or calibration.eager_op_us <= 0:
+        return calibration
+    factor = min(MAX_SPEED_FACTOR, max(1 / MAX_SPEED_FACTOR, capture_eager_op_us / calibration.eager_op_us))
+    if abs(factor - 1) < SAME_SPEED:
+        return calibration
+    return replace(
+        calibration,
+        eager_op_us=calibration.eager_op_us * factor,
+        tuned_op_us=calibration.tuned_op_us * factor,
+        tuned_call_us=calibration.tuned_call_us * factor,
+        stateful_call_us=(calibration.stateful_call_us or STATEFUL_CALL_US) * factor,
+        source=f"{calibration.source}; µs figures ×{factor:.2f} for the machine's speed during the capture",
+    )
 
 
 def predict(

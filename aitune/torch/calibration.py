@@ -140,16 +140,34 @@ def calibrate() -> Calibration:
     return Calibration(eager_op_us, tuned_op_us, tuned_call_us, arithmetic, source, stateful_call_us)
 
 
+class DispatchProbe:
+    """The eager chain ``eager_op_us`` is calibrated on (25 blocks of linear, add, layer_norm and relu on a
+    1 × `TINY` tensor: dispatch, no arithmetic), timed once per call: µs per operator at that moment.
+
+    A capture times it after each measured run (`capture_eager_op_us` in the profile's environment), so
+    the gain model can scale the cached calibration's µs figures to the machine's speed during the
+    runs it predicts from: a shared machine's speed drifts by tens of percent over minutes."""
+
+    BLOCKS = 25
+
+    def __init__(self) -> None:
+        self._x, self._layer, self._norm = torch.randn(1, TINY), nn.Linear(TINY, TINY), nn.LayerNorm(TINY)
+
+    def chain(self) -> None:
+        h = self._x
+        for _ in range(self.BLOCKS):
+            h = torch.relu(self._norm(self._layer(h) + self._x))
+
+    def __call__(self) -> float:
+        with torch.no_grad():
+            start = time.perf_counter_ns()
+            self.chain()
+            return (time.perf_counter_ns() - start) / 1000 / (4 * self.BLOCKS)
+
+
 def _eager_op_us() -> float:
-    x, layer, norm = torch.randn(1, TINY), nn.Linear(TINY, TINY), nn.LayerNorm(TINY)
-    blocks = 25
-
-    def chain() -> None:
-        h = x
-        for _ in range(blocks):
-            h = torch.relu(norm(layer(h) + x))
-
-    return _median_us(chain) / (4 * blocks)
+    probe = DispatchProbe()
+    return _median_us(probe.chain) / (4 * probe.BLOCKS)
 
 
 def _wrapper_us() -> float:

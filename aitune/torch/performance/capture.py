@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import threading
 import time
 import warnings
@@ -48,6 +49,8 @@ from aitune.errors import CaptureError, OutputError
 from aitune.markers import OPERATOR_RUN_WALLS_KEY, TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import gzipped, write_atomic, written_atomically
+from aitune.suggest.gain import CAPTURE_DISPATCH_KEY
+from aitune.torch.calibration import DispatchProbe
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
 from aitune.torch.performance.instrument import InputShapes, Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
@@ -290,12 +293,13 @@ def _capture_stamped(
     travel in the traced runs' metadata (`TIMED_SPANS_KEY`), so the saved trace holds both.
     """
     stamps: list[StampedSpan] = []
+    probe = DispatchProbe()
     with Instrumented(targets, stamps=stamps) as instrumented:
         with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
             _timed(call, synchronize, "instrumented warmup run")
         stamps.clear()
         before_runs = instrumented.off_thread.snapshot()
-        run_walls = []
+        run_walls, dispatch_us = [], []
         for index in range(measured_runs):
             which = align.before_run(index)
             synchronize()
@@ -305,6 +309,7 @@ def _capture_stamped(
             end = time.perf_counter_ns()
             stamps.append((run_span_name(index), start, end, threading.get_ident()))
             run_walls.append((end - start) / 1000)
+            dispatch_us.append(probe())  # between the runs, outside their stamps: the machine's speed now
         off_thread = instrumented.off_thread.since(before_runs)
     meta = {
         **metadata,
@@ -313,6 +318,11 @@ def _capture_stamped(
         **align.metadata(),
         "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
+    if "environment" in metadata and dispatch_us:
+        meta["environment"] = {
+            **metadata["environment"],
+            CAPTURE_DISPATCH_KEY: round(statistics.median(dispatch_us), 3),
+        }
     if operator_runs:
         meta[TIMED_SPANS_KEY] = stamp_table(stamps)
         untimed = _Alignment(align.session, operator_runs, kind="operator run")
