@@ -29,6 +29,8 @@ def mixes_of(*events):
         ("aten::group_norm", "elementwise_norm"),
         ("aten::add_", "elementwise_norm"),
         ("aten::silu", "elementwise_norm"),
+        ("aten::max_pool2d", "elementwise_norm"),
+        ("aten::adaptive_avg_pool2d", "elementwise_norm"),
         ("aten::copy_", "copy"),
         ("aten::item", "sync"),
         ("cudaStreamSynchronize", "sync"),

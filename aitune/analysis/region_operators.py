@@ -114,6 +114,18 @@ _ELEMENTWISE_NORM = frozenset(
         "std",
         "upsample_nearest2d",
         "upsample_bilinear2d",
+        # pooling: windowed reductions, memory-bound as the reductions above
+        "max_pool1d",
+        "max_pool2d",
+        "max_pool3d",
+        "avg_pool1d",
+        "avg_pool2d",
+        "avg_pool3d",
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_avg_pool3d",
+        "adaptive_max_pool1d",
+        "adaptive_max_pool2d",
         "triu",
         "tril",
     }

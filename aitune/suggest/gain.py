@@ -293,7 +293,8 @@ def arithmetic_speedup(
     """The speedup a backend gives the region's arithmetic of ``kind``: its kind's calibrated figure (capped
     by ``headroom``), except elementwise and normalisation work in a region where convolutions dominate,
     which goes with the convolutions: the convolution is calibrated as the block it appears in (conv →
-    batch norm → ReLU, whose normalisation and activation the backend folds into it)."""
+    batch norm → ReLU → conv → batch norm, the input added, → ReLU: a residual block, whose normalisations,
+    activations and sum the backend folds into its convolutions)."""
     dominant = dominant_kind(candidate)
     if kind == "elementwise_norm" and dominant is not None and dominant in FUSED_WITH_NEIGHBOURS:
         return calibration.speedup(dominant)
