@@ -36,6 +36,9 @@ READER_NEVER = (*NEVER, "numpy", "msgspec", "aitune.analysis.events", "aitune.re
 """``report``, ``validate`` and ``suggest`` read one document: no trace analysis, no numpy (only
 ``compare``'s bootstrap intervals need it)."""
 
+COMPARE_NEVER = (*NEVER, "aitune.suggest", "aitune.analysis.events", "aitune.report.builder")
+"""``compare`` of two profiles diffs them and draws the table: no gain model, no trace analysis."""
+
 HELP_NEVER = (*READER_NEVER, "rich", "orjson", "fastjsonschema", "aitune.analysis", "aitune.report", "aitune.suggest")
 """``--help`` parses no document: nothing that reads, checks, analyses or draws one."""
 
@@ -82,7 +85,7 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
         (("validate", "--json", str(BEFORE)), READER_NEVER),
         (("suggest", str(BEFORE)), READER_NEVER),
         (("suggest", "--json", str(BEFORE)), READER_NEVER),
-        (("compare", str(BEFORE), str(AFTER)), NEVER),
+        (("compare", str(BEFORE), str(AFTER)), COMPARE_NEVER),
         (("report", str(BEFORE), "--format", "html"), NEVER),
         (("compare", str(BEFORE), str(AFTER), "--html", "{tmp}/compare.html"), NEVER),
     ],

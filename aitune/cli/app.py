@@ -225,17 +225,16 @@ def compare(
     BEFORE may be the folder `aitune-profile tune` wrote, with no AFTER: its two profiles are compared,
     and --html adds its tuned regions' predicted and realised gains.
     """
-    from aitune.cli import outputs
     from aitune.cli.render import diff_view
     from aitune.compare import compare_profiles, regressed
-    from aitune.compare.gains import change_speedup
-    from aitune.compare.loop_report import is_tune_folder, read_tune_folder
     from aitune.report import load
 
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
     folder = None
-    if after is None:
+    if after is None:  # a tune folder: its report and forecasts are read only here (two profiles need none)
+        from aitune.compare.loop_report import is_tune_folder, read_tune_folder
+
         if not is_tune_folder(before):
             fail(f"compare needs AFTER, or a folder `aitune-profile tune` wrote as BEFORE ({before} is neither).")
         folder = read_tune_folder(before)
@@ -257,6 +256,8 @@ def compare(
     else:
         console.print(diff_view(diff))
         if fail_if_slower is not None:
+            from aitune.compare.gains import change_speedup
+
             verdict = "FAILED" if failed else "passed"
             run_time = change_speedup(diff.run_time)
             console.print(f"gate --fail-if-slower {fail_if_slower:g}: {verdict} (run time speedup {run_time})")

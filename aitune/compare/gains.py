@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aitune.compare import Change, ProfileDiff
 from aitune.compare.verification import RegionCheck
 from aitune.markers import UNTUNED_REGION_KIND, parse_region_id
 from aitune.report.formatting import factor
 from aitune.report.samples import path_of
-from aitune.suggest import Suggestions, Target
-from aitune.suggest.forecast import Forecast
+
+if TYPE_CHECKING:  # `compare` of two profiles prints speedups from here without loading suggest
+    from aitune.suggest import Suggestions, Target
+    from aitune.suggest.forecast import Forecast
 
 MISSING = "-"
 
@@ -103,6 +105,8 @@ def region_gains(
     region before and by whichever of the two paths exists after. The whole model (path ``""``) is
     measured by the run itself, against ``whole_model_predicted``.
     """
+    from aitune.suggest.forecast import Forecast
+
     whole = Forecast("", None, whole_model_predicted, whole_model_predicted)
     rows = {row.path: row.change for row in diff.regions}
     # compare may line a method region up under its module's path (``vae.decode`` with ``aot_module:vae``).
