@@ -9,6 +9,7 @@ import sys
 import pipeline_app
 import pytest
 import torch
+import torch.utils._pytree as pytree
 from busy import Busy, BusyPipeline, Decoder, median_gap
 from cli_helpers import ROOT
 from documents import region_shares
@@ -360,6 +361,31 @@ def test_a_generates_encoder_is_marked_as_running_outside_the_roots_forward_and_
     assert prof.data["environment"]["capture_eager_op_us"] > 0  # the machine's speed between the measured runs
     # the decoder takes a cache and a dozen keywords and returns a ModelOutput; lm_head a tensor for a tensor
     assert regions["decoder"]["call_structure_us"] > 3 * regions["lm_head"]["call_structure_us"]
+    assert validate(prof.data) == []
+
+
+def test_an_output_that_cannot_be_rebuilt_leaves_its_structure_cost_out_and_the_capture_goes_on():
+    class Refusing:  # a user's pytree node whose rebuild raises
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+    def rebuild(children, context):
+        raise RuntimeError("this node cannot be rebuilt")
+
+    pytree.register_pytree_node(Refusing, lambda node: ([node.tensor], None), rebuild)
+    try:
+
+        class Wrapping(nn.Module):
+            def forward(self, x):
+                return Refusing(x * 2)
+
+        model = nn.Sequential(Wrapping(), nn.Identity())
+        prof = ait.profile(model, torch.ones(1, 4), **FAST)
+    finally:
+        pytree._deregister_pytree_node(Refusing)
+
+    regions = {path_of(region["id"]): region for region in prof.data["regions"]}
+    assert regions["0"]["call_structure_us"] >= 0  # its argument, a tensor in a tuple, was taken apart
     assert validate(prof.data) == []
 
 

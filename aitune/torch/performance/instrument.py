@@ -188,8 +188,8 @@ class InputShapes:
     the same calls, the output by a forward hook beside the pre-hook (`stateful`). Two more facts the
     gain model reads: what a tuned wrapper would pay per call to take this call's arguments apart and
     put its output back together (`structure_us`, timed on the first calls), and which regions a root
-    module's entry method ran outside the root's forward (`outside_root`: a
-    generate's encoder, which tuning the whole model leaves eager).
+    module's entry method ran outside the root's forward (`outside_root`: a generate's encoder, which
+    tuning the whole model leaves eager).
     """
 
     def __init__(self, targets: Sequence[RegionTarget]) -> None:
@@ -241,7 +241,11 @@ class InputShapes:
         (`call_structure_us`), the least over its first `STRUCTURE_CALLS` calls (a tuned call pays it
         warm, every call; a preempted sample says nothing about that)."""
         rebuilt = self._put_together
-        return {region: min(times) + min(rebuilt.get(region) or [0.0]) for region, times in self._taken_apart.items()}
+        return {
+            region: min(times) + min(rebuilt.get(region) or [0.0])
+            for region, times in self._taken_apart.items()
+            if times
+        }
 
     def outside_root(self) -> set[str]:
         """The regions whose every call ran outside the root module's forward (none when the root is no
@@ -273,8 +277,8 @@ class InputShapes:
             if beside_root and self._root_depth is not None:
                 (self._inside_root if self._root_depth else self._outside_root).add(region)
             times = self._taken_apart.setdefault(region, [])
-            if len(times) < STRUCTURE_CALLS:
-                times.append(_structure_us((args, kwargs)))
+            if len(times) < STRUCTURE_CALLS and (cost := _structure_us((args, kwargs))) is not None:
+                times.append(cost)
             tensors = input_summary(args, kwargs)["signature"]
             key = tuple((t["path"], tuple(t["shape"]), t["dtype"]) for t in tensors)
             if key not in seen:
@@ -292,7 +296,8 @@ class InputShapes:
                 self._stateful.add(region)
             times = self._put_together.setdefault(region, [])
             if len(times) < STRUCTURE_CALLS:
-                times.append(0.0 if isinstance(output, torch.Tensor) else _structure_us(output, rebuild=True))
+                cost = 0.0 if isinstance(output, torch.Tensor) else _structure_us(output, rebuild=True)
+                times.extend(() if cost is None else (cost,))
 
         return returned
 
@@ -320,16 +325,21 @@ STRUCTURE_REPEATS = 3
 """Times each of those calls' structure is taken apart (and built again), the least kept."""
 
 
-def _structure_us(value: Any, rebuild: bool = False) -> float:
+def _structure_us(value: Any, rebuild: bool = False) -> float | None:
     """µs to flatten ``value`` into its leaves (and, with ``rebuild``, to build it again from them), as a
     tuned wrapper does with every call's arguments and output: a Hugging Face ``ModelOutput`` costs tens.
-    The least of `STRUCTURE_REPEATS`: the first time a type is flattened costs several times a warm one."""
+    The least of `STRUCTURE_REPEATS`: the first time a type is flattened costs several times a warm one.
+    None when the value cannot be taken apart and rebuilt (a user's pytree node that refuses): the
+    capture goes on, and the region's figure is left out."""
     best = math.inf
     for _ in range(STRUCTURE_REPEATS):
         start = time.perf_counter_ns()
-        leaves, spec = pytree.tree_flatten(value)
-        if rebuild:
-            pytree.tree_unflatten(leaves, spec)
+        try:
+            leaves, spec = pytree.tree_flatten(value)
+            if rebuild:
+                pytree.tree_unflatten(leaves, spec)
+        except Exception:  # whatever a user's node raises is its own: never the capture's failure
+            return None
         best = min(best, (time.perf_counter_ns() - start) / 1000)
     return best
 
