@@ -10,6 +10,7 @@ neither ``wrap`` nor ``--targets`` can take; those get advice instead (`aitune.s
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import defaultdict
@@ -254,5 +255,10 @@ def _describe(candidate: Candidate, regions: RegionIndex) -> None:
 
 def _structure_us(value: Any) -> float:
     """A region entry's ``call_structure_us`` when it is a number in its schema's range, else 0 (not measured)."""
+    return float(value) if number_within(value, 0.0, MAX_STRUCTURE_US) else 0.0
+
+
+def number_within(value: Any, low: float, high: float) -> bool:
+    """Whether ``value``, read from a document, is a finite number (not a bool) in ``[low, high]``."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if number and 0.0 <= value <= MAX_STRUCTURE_US else 0.0
+    return number and math.isfinite(value) and low <= value <= high

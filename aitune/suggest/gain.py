@@ -33,14 +33,13 @@ operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SP
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitune.report.formatting import factor
-from aitune.suggest.candidates import Candidate
+from aitune.suggest.candidates import Candidate, number_within
 from aitune.suggest.headroom import Headroom, capped_speedup
 
 COMPUTE_KINDS = ("conv", "matmul", "attention")
@@ -101,16 +100,16 @@ class Calibration:
         if not isinstance(data, Mapping):
             return None
         figures = [data.get(key) for key in ("eager_op_us", "tuned_op_us", "tuned_call_us")]
-        if not all(_within(value, 0.0, MAX_HOST_US) for value in figures):
+        if not all(number_within(value, 0.0, MAX_HOST_US) for value in figures):
             return None
         arithmetic = data.get("arithmetic", {})
         if not isinstance(arithmetic, Mapping) or not all(
-            kind in ARITHMETIC_KINDS and _within(speedup, 1.0, MAX_ARITHMETIC_SPEEDUP)
+            kind in ARITHMETIC_KINDS and number_within(speedup, 1.0, MAX_ARITHMETIC_SPEEDUP)
             for kind, speedup in arithmetic.items()
         ):
             return None
         stateful = data.get("stateful_call_us", 0.0)
-        if not _within(stateful, 0.0, MAX_HOST_US):
+        if not number_within(stateful, 0.0, MAX_HOST_US):
             return None
         source = data.get("source")
         return cls(
@@ -219,7 +218,7 @@ def at_capture_speed(calibration: Calibration, capture_eager_op_us: Any) -> Cali
     times the prediction divides were taken; the arithmetic ratios stay as measured. A figure outside
     [1/`MAX_SPEED_FACTOR`, `MAX_SPEED_FACTOR`] of the calibration's is clamped there; none (an older
     profile, a lite capture) leaves the calibration as it is."""
-    if not _within(capture_eager_op_us, 0.01, MAX_HOST_US) or calibration.eager_op_us <= 0:
+    if not number_within(capture_eager_op_us, 0.01, MAX_HOST_US) or calibration.eager_op_us <= 0:
         return calibration
     factor = min(MAX_SPEED_FACTOR, max(1 / MAX_SPEED_FACTOR, capture_eager_op_us / calibration.eager_op_us))
     if abs(factor - 1) < SAME_SPEED:
@@ -329,8 +328,3 @@ def end_to_end(share: float, region_speedup: float) -> float:
     """
     rest = (1 - share) + share / region_speedup
     return 1 / rest if rest > 0 else UPPER_BOUND_CAP
-
-
-def _within(value: Any, low: float, high: float) -> bool:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(value) and low <= value <= high
