@@ -12,7 +12,7 @@ import orjson
 import pytest
 from documents import HOSTILE, pipeline_doc, with_warning
 from ranks import merged
-from viewer_server import ARTIFACTS, CHROMIUM, open_page, page_text, serve_viewer
+from viewer_server import ARTIFACTS, CHROMIUM, PAGE_TIMEOUT_MS, open_page, page_text, serve_viewer, warm_up
 
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
@@ -29,7 +29,6 @@ pytestmark = [
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 TUNED = "tuned-pipeline"
 BEFORE, AFTER = f"{TUNED}/before/profile.json", f"{TUNED}/after/profile.json"
-TIMEOUT_MS = 20_000
 HOSTILE_CORPUS = Path(__file__).resolve().parent / "hostile"
 BROKEN_TRACE = "broken-trace.trace.json"
 
@@ -49,21 +48,22 @@ def runs_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(runs_dir):
+def server(runs_dir, browser):
     with serve_viewer(runs_dir) as url:
+        warm_up(browser, f"{url}?before={BEFORE}&after={AFTER}")
         yield url
 
 
 def _expect():
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS)
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
     return expect
 
 
 def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         diff = compare.compare_profiles(load(SAMPLES / BEFORE), load(SAMPLES / AFTER), domain="cpu")
 
         # The overview fills in when the page's own compare finishes, after the charts: wait for it.
@@ -72,9 +72,9 @@ def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server,
         expect(page.locator(".overview-after")).to_have_text(overview.format_ms(diff.run_time.after_us))
         expect(page.locator(".overview-speedup")).to_have_text(overview.format_speedup(diff.run_time))
         page.locator(".bk-tab", has_text="Operators").click()
-        page.wait_for_selector(".tabulator-row", timeout=TIMEOUT_MS)
+        page.wait_for_selector(".tabulator-row")
         page.locator(".bk-tab", has_text="Regions").click()
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.screenshot(path=ARTIFACTS / "compare-page.png", full_page=True)
 
 
@@ -94,7 +94,7 @@ def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, bro
 def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}") as page:
         page.locator(".bk-tab", has_text="Timeline").click()
-        page.wait_for_selector("text=Download trace.json.gz", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=Download trace.json.gz")
 
         assert page.locator("canvas").count() >= 1
 
@@ -102,7 +102,7 @@ def test_the_timeline_draws_one_run_and_offers_the_trace(server, browser):
 def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
         page.locator(".bk-tab", has_text="Region tree").click()
-        page.wait_for_selector(".tree-table .tabulator-row", timeout=TIMEOUT_MS)
+        page.wait_for_selector(".tree-table .tabulator-row")
 
         rows = page.locator(".tree-table .tabulator-row").all_inner_texts()
         assert any("unet.blocks.0" in row for row in rows)
@@ -128,17 +128,17 @@ def test_an_uploaded_file_replaces_the_shown_profile(server, browser, tmp_path):
     shutil.copy(SAMPLES / AFTER, upload)
 
     with open_page(browser, f"{server}?before={BEFORE}") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.locator(".profile-upload input[type=file]").set_input_files(str(upload))
 
-        page.wait_for_selector(f".aitune-names >> text={upload.name}", timeout=TIMEOUT_MS)
+        page.wait_for_selector(f".aitune-names >> text={upload.name}")
 
 
 def test_hostile_names_and_messages_are_shown_as_text_and_never_run(server, browser):
     with open_page(browser, f"{server}?before=hostile.profile.json&after=plain.profile.json") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.locator(".bk-tab", has_text="Warnings").click()
-        page.wait_for_selector(".tabulator-row", timeout=TIMEOUT_MS)
+        page.wait_for_selector(".tabulator-row")
 
         assert "<script>window.__pwned = 1</script>" in page_text(page)
         assert page.evaluate("window.__pwned") is None
@@ -157,10 +157,10 @@ def test_a_50_mb_upload_is_refused_by_the_browser(server, browser, tmp_path):
         stream.truncate(50 * 2**20)
 
     with open_page(browser, f"{server}?before={BEFORE}") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.locator(".profile-upload input[type=file]").set_input_files(str(big))
 
-        page.wait_for_selector("text=File is too large", timeout=TIMEOUT_MS)
+        page.wait_for_selector("text=File is too large")
 
 
 def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_path):
@@ -168,7 +168,7 @@ def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_
     deep.write_text('{"schema_version": 1, "runs": ' + "[" * 5000 + "]" * 5000 + "}")
 
     with open_page(browser, f"{server}?before={BEFORE}") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.locator(".profile-upload input[type=file]").set_input_files(str(deep))
 
         _expect()(page.locator(".aitune-problem")).to_have_text(
@@ -194,7 +194,7 @@ def test_a_url_value_no_file_can_have_is_one_sentence_on_a_working_page(server, 
 
 def test_a_broken_trace_is_one_sentence_in_the_timeline_and_the_other_tabs_work(server, browser):
     with open_page(browser, f"{server}?before=broken-trace.profile.json") as page:
-        page.wait_for_selector("canvas", timeout=TIMEOUT_MS)
+        page.wait_for_selector("canvas")
         page.locator(".bk-tab", has_text="Timeline").click()
 
         expect = _expect()
@@ -203,4 +203,4 @@ def test_a_broken_trace_is_one_sentence_in_the_timeline_and_the_other_tabs_work(
         )
         assert page.locator(".aitune-problem").count() == 1  # nothing above the tabs
         page.locator(".bk-tab", has_text="Operators").click()
-        page.wait_for_selector(".operator-table .tabulator-row", timeout=TIMEOUT_MS)
+        page.wait_for_selector(".operator-table .tabulator-row")
