@@ -1,6 +1,7 @@
 """The gain model's calibration: measured once per machine, cached privately, carried in every profile."""
 
 import json
+import logging
 import math
 import stat
 
@@ -12,6 +13,7 @@ pytest.importorskip("onnx")
 
 from aitune.suggest.gain import FALLBACK, Calibration  # noqa: E402
 from aitune.torch import calibration  # noqa: E402
+from aitune.torch.backends.onnx_export import HAND_BUILT_IR_VERSION  # noqa: E402
 from aitune.torch.performance.environment import environment, profile_environment  # noqa: E402
 
 MEASURED = Calibration(5.0, 0.5, 20.0, {"conv": 1.4, "matmul": 1.1}, "calibrated here")
@@ -100,3 +102,28 @@ def test_plans_and_tuning_reports_record_the_environment_without_the_calibration
     calibration.ensure_calibration()
 
     assert "gain_calibration" not in environment()
+
+
+def test_the_calibrations_graphs_carry_an_ir_version_older_onnx_runtimes_read():
+    # onnx stamps its own newest IR version (14 from onnx 1.23), which ONNX Runtime 1.30 refuses.
+    onnx, onnxruntime = pytest.importorskip("onnx"), pytest.importorskip("onnxruntime")
+    x, w = torch.randn(2, 4), torch.randn(4, 4)
+    chain = calibration._chain_graph(2)
+    product = calibration._graph("matmul", [onnx.helper.make_node("MatMul", ["x", "w"], ["y"])], x, {"w": w})
+
+    assert chain.ir_version == product.ir_version == min(onnx.IR_VERSION, HAND_BUILT_IR_VERSION)
+    assert torch.allclose(calibration._graph_call(onnxruntime, product, x)(), x @ w, atol=1e-6)
+
+
+def test_a_calibration_that_fails_warns_and_leaves_the_gain_model_its_fallback(monkeypatch, caplog):
+    def fail():
+        raise RuntimeError("Unsupported model IR version: 14, max supported IR version: 13")
+
+    monkeypatch.setattr(calibration, "_loaded", lambda: False)
+    monkeypatch.setattr(calibration, "calibrate", fail)
+
+    with caplog.at_level(logging.WARNING, logger="aitune"):
+        assert calibration.ensure_calibration() is None
+
+    assert "calibration failed (Unsupported model IR version: 14" in caplog.text
+    assert not calibration.cache_file().exists()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import platform
 import statistics
@@ -48,6 +49,9 @@ import torch
 from torch import nn
 
 from aitune.suggest.gain import Calibration
+from aitune.torch.backends.onnx_export import hand_built_model
+
+logger = logging.getLogger(__name__)
 
 MAX_CACHE_BYTES = 16_384
 LOADED_SUFFIX = " (a loaded machine: measured again once it is quiet)"
@@ -99,14 +103,18 @@ def cached_calibration() -> Calibration | None:
 
 def ensure_calibration() -> Calibration | None:
     """The cached calibration, measured and cached first when there is none (or it was measured on a
-    loaded machine and this one is quiet now); None where ONNX Runtime or onnx is missing (the gain
-    model then uses its fallback table)."""
+    loaded machine and this one is quiet now); None where ONNX Runtime or onnx is missing or the
+    measuring fails (the gain model then uses its fallback table; a warning says why)."""
     found = cached_calibration()
     if found is not None and (not found.source.endswith(LOADED_SUFFIX) or _loaded()):
         return found
     if _version("onnxruntime") is None or _version("onnx") is None:
         return found
-    calibration = calibrate()
+    try:
+        calibration = calibrate()
+    except Exception as error:  # a figure for the forecast: its failure must not stop the capture or the tuning
+        logger.warning("aitune: the gain model's calibration failed (%s); suggest predicts without it", error)
+        return found
     folder = cache_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
@@ -264,7 +272,7 @@ def _chain_graph(blocks: int) -> Any:
     graph = helper.make_graph(
         nodes, "chain", [value("x", TensorProto.FLOAT, [1, TINY])], [value(h, TensorProto.FLOAT, [1, TINY])], weights
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return hand_built_model(graph, 17)
 
 
 def _graph_call_us(onnxruntime: Any, model: Any) -> float:
@@ -300,7 +308,7 @@ def _graph(name: str, nodes: list[Any], x: torch.Tensor, weights: dict[str, torc
         [value("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(tensor.numpy(), key) for key, tensor in (weights or {}).items()],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return hand_built_model(graph, 17)
 
 
 def _matmul(onnxruntime: Any) -> float:

@@ -91,6 +91,59 @@ def test_reduced_precision_needs_a_tolerance_that_admits_it():
     assert ait.Tolerance(rtol=1e-2).admits(torch.bfloat16, torch.float32)
 
 
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` rounded to float16's 10-bit mantissa, as a TF32 tensor core reads a float32 operand."""
+    return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def tf32_products(scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's output on a GPU computing in TF32, eager (the product, then a per-channel scale such as a
+    batch norm's) and compiled (the scale folded into the weights before they are rounded)."""
+    generator = torch.Generator().manual_seed(0)
+    x, w = torch.randn(64, 1024, generator=generator), torch.randn(1024, 64, generator=generator) / 32
+    channel_scale = (torch.rand(64, generator=generator) + 0.5) * scale
+    return (_tf32(x) @ _tf32(w)) * channel_scale, _tf32(x) @ _tf32(w * channel_scale)
+
+
+@pytest.fixture
+def tf32_flags():
+    """PyTorch's TF32 flags as a test sets them, put back after it."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+
+    def set_flags(convolutions: bool, matrix_products: bool) -> None:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = convolutions, matrix_products
+
+    yield set_flags
+    set_flags(*saved)
+
+
+@pytest.mark.parametrize("scale", [1.0, 16.0])
+def test_on_a_device_computing_float32_in_tf32_the_gate_holds_float32_outputs_to_tf32s_resolution(tf32_flags, scale):
+    eager, compiled = tf32_products(scale)
+    tf32_flags(convolutions=True, matrix_products=False)  # PyTorch's defaults
+    on_cpu, on_gpu = ait.Tolerance().on(torch.device("cpu")), ait.Tolerance().on(torch.device("cuda"))
+
+    strict = check_outputs([eager], [compiled], on_cpu)
+    passed = check_outputs([eager], [compiled], on_gpu)
+    wrong = check_outputs([eager], [compiled + 0.05 * scale], on_gpu)
+
+    assert "rtol 0.001·|reference| at" in strict.problem  # float32's own bar: TF32 rounding fails it
+    assert passed.passed and 0 < passed.max_abs_error < 0.01 * scale
+    assert "rtol 0.01·|reference| (TF32 level) at" in wrong.problem
+
+
+def test_with_tf32_off_or_explicit_tolerances_the_float32_bar_stays(tf32_flags):
+    eager, compiled = tf32_products()
+    tf32_flags(convolutions=False, matrix_products=False)
+    untouched = ait.Tolerance().on(torch.device("cuda"))
+    tf32_flags(convolutions=False, matrix_products=True)
+    explicit = ait.Tolerance(rtol=1e-3, atol=1e-4).on(torch.device("cuda"))
+
+    assert not untouched.tf32 and not check_outputs([eager], [compiled], untouched).passed
+    assert explicit.tf32 and not check_outputs([eager], [compiled], explicit).passed
+    assert not ait.Tolerance().on(torch.device("cuda")).admits(torch.bfloat16, torch.float32)  # judged on the task
+
+
 def test_a_backend_off_by_1e_2_is_rejected_and_the_module_runs_eager(wrapped):
     strategy = ait.OneBackendStrategy(OffByBackend(1e-2), measure=FAST_MEASURE)
 

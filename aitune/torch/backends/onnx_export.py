@@ -65,6 +65,21 @@ def shape_ranges(context: BuildContext) -> list[tuple[list[int], list[int]]]:
     ]
 
 
+HAND_BUILT_IR_VERSION = 8
+"""The IR version of the small ONNX graphs aitune builds by hand (opsets up to 17): every supported ONNX
+Runtime reads it, while ``onnx.helper.make_model`` stamps its own library's newest, which an older ONNX
+Runtime refuses (onnx 1.23 writes IR 14; ONNX Runtime 1.30 reads up to 13, seen on the GPU image)."""
+
+
+def hand_built_model(graph: Any, opset: int) -> Any:
+    """An ONNX model of ``graph`` (built with ``onnx.helper``) at ``opset``, at `HAND_BUILT_IR_VERSION` or lower."""
+    from onnx import helper
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, HAND_BUILT_IR_VERSION)
+    return model
+
+
 def export_onnx(context: BuildContext, directory: Path) -> Path:
     """Write ``model.onnx`` (weights alongside when large) for the first sample's graph; returns its path."""
     first = context.samples[0]

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from aitune.torch.backends.onnx_export import hand_built_model
+
 RSS = "process_rss"
 """``measured_by``: resident memory of the process (``/proc/self/statm``), host side."""
 
@@ -114,8 +116,7 @@ def prime_onnxruntime() -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = min(model.ir_version, 8)
+    model = hand_built_model(graph, 13)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = 1, 1
     onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])

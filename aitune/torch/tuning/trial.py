@@ -89,7 +89,7 @@ class Trial:
     ) -> None:
         self.context = context
         self.region = region  # the module's name: a time budget gives each region its share
-        self.tolerance = tolerance
+        self.tolerance = tolerance.on(context.device)  # TF32-level on a device that computes float32 in TF32
         self.precision = precision  # the level tuned at: its backends are offered, judged on the task later
         self.config = config
         self.timed = timed
