@@ -1,6 +1,6 @@
 """The GPU checks in one go: device-time attribution, tuning backends on CUDA, the closed loop, capture overhead.
 
-    scripts/gpu_check.sh OUT_DIR            # on a machine with CUDA: everything (not yet run on one)
+    scripts/gpu_check.sh OUT_DIR            # on a machine with CUDA: everything (docs/tuning.md: a run on an H200)
     scripts/gpu_check.sh --dry-run OUT_DIR  # anywhere: every step on the CPU with small sizes
 
 Writes OUT_DIR/gpu_check.json (every figure) and OUT_DIR/gpu_check.md (the summary), and exits 1
