@@ -10,7 +10,10 @@ import pytest
 import torch
 
 import aitune.torch as ait
+from aitune.torch.backends.base import Backend, BuildContext, Built
+from aitune.torch.module.graph_spec import Sample
 from aitune.torch.tuning.correctness import check_outputs
+from aitune.torch.tuning.trial import Trial
 
 from .conftest import (
     FAST_MEASURE,
@@ -142,6 +145,31 @@ def test_with_tf32_off_or_explicit_tolerances_the_float32_bar_stays(tf32_flags):
     assert not untouched.tf32 and not check_outputs([eager], [compiled], untouched).passed
     assert explicit.tf32 and not check_outputs([eager], [compiled], explicit).passed
     assert not ait.Tolerance().on(torch.device("cuda")).admits(torch.bfloat16, torch.float32)  # judged on the task
+
+
+class FoldedTF32Backend(Backend):
+    """Returns the compiled side of `tf32_products`, whatever it is called with."""
+
+    name = "folded_tf32"
+
+    def build(self, context: BuildContext) -> Built:
+        compiled = tf32_products()[1]
+        return Built(run=lambda *args, **kwargs: compiled.clone())
+
+
+def test_a_trial_judges_float32_outputs_at_the_resolution_of_the_device_it_tunes_for(tf32_flags):
+    eager, _ = tf32_products()
+    tf32_flags(convolutions=True, matrix_products=False)
+    layer, sample = torch.nn.Identity(), Sample((torch.zeros(1),), {})
+
+    def verdict(device: str) -> tuple[str, str | None]:
+        # The trial reads the device for the gate's level only: nothing is moved there, nothing is timed.
+        context = BuildContext(layer, layer.forward, [sample], [eager], torch.device(device))
+        candidate = Trial(context, ait.Tolerance(), FAST_MEASURE, timed=False).evaluate(FoldedTF32Backend())
+        return candidate.status, candidate.reason
+
+    assert verdict("cuda") == ("accepted", None)
+    assert verdict("cpu")[0] == "rejected" and "rtol 0.001·|reference| at" in verdict("cpu")[1]
 
 
 def test_a_backend_off_by_1e_2_is_rejected_and_the_module_runs_eager(wrapped):
