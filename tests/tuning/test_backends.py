@@ -98,6 +98,30 @@ def test_a_module_tuned_on_cuda_stays_on_cuda_only_with_a_winner(wrapped):
     assert wrapper.device.type == ("cuda" if winner != "eager" else "cpu")
 
 
+@pytest.mark.gpu
+@needs_cuda
+def test_a_cuda_graph_build_returns_outputs_that_a_later_call_leaves_alone(wrapped):
+    # A CUDA graph writes every call's outputs into the same buffers: the gate compares two samples of
+    # one graph after both ran, and a caller may keep each call's output.
+    wrapper = wrapped(tiny_mlp().cuda(), name="mlp")
+    inputs = [torch.randn(2, 8, device="cuda") for _ in range(3)]
+    with torch.no_grad():
+        expected = [wrapper.module(x) for x in inputs]
+    wrapper.enable_recording()
+    for x in inputs[:2]:
+        wrapper(x)
+
+    wrapper.tune(
+        device="cuda",
+        strategy=ait.OneBackendStrategy(ait.InductorBackend(mode="reduce-overhead"), measure=FAST_MEASURE),
+    )
+    with torch.no_grad():
+        kept = [wrapper(x) for x in inputs]
+
+    assert wrapper.tuning_report["graphs"][0]["winner"] == "inductor"
+    assert all(torch.allclose(out, ref, rtol=1e-2, atol=1e-3) for out, ref in zip(kept, expected, strict=True))
+
+
 def _stand_in_tensorrt(*names: str) -> SimpleNamespace:
     # Only the dtype attributes of the `tensorrt` module, each a distinct value like its DataType
     # members: what the mapping reads, not TensorRT itself (its own test below needs the real module).

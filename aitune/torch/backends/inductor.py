@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch._dynamo
 import torch._inductor.config
+import torch.utils._pytree as pytree
 
 from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
 from aitune.torch.backends.inductor_cache import inductor_cache, private_cache_dir
@@ -62,7 +63,28 @@ class InductorBackend(Backend):
         details = {"graphs": _compiled_graphs() - graphs_before, "threads": threads}
         if refused is not None:
             details["cache_note"] = f"{refused}; built in a private temporary folder instead"
+        if self.mode in CUDA_GRAPH_MODES and context.device.type == "cuda":
+            return Built(run=owned_outputs(compiled), details=details)
         return Built(run=compiled, details=details)
+
+
+CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+"""``torch.compile`` modes that replay CUDA graphs on a CUDA device."""
+
+
+def owned_outputs(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled`` returning tensors of the caller's own, as eager does.
+
+    A CUDA graph writes each call's outputs into buffers that its next call reuses, so an output kept
+    across calls (the gate comparing samples, a loop collecting each step's logits) would be overwritten
+    or refused. Each call starts a new step and its output tensors are copied out: one device copy each.
+    """
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        torch.compiler.cudagraph_mark_step_begin()
+        return pytree.tree_map_only(torch.Tensor, torch.clone, compiled(*args, **kwargs))
+
+    return run
 
 
 def own_code(forward: Callable[..., Any]) -> Callable[..., Any]:
