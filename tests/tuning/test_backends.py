@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from torch import nn
 
 import aitune.torch as ait
 from aitune.torch.backends import BackendError, BuildContext
+from aitune.torch.backends.inductor import owned_outputs
 from aitune.torch.backends.tensorrt import torch_dtype
 from aitune.torch.module.graph_spec import Sample
 
@@ -96,6 +98,18 @@ def test_a_module_tuned_on_cuda_stays_on_cuda_only_with_a_winner(wrapped):
 
     winner = wrapper.tuning_report["graphs"][0]["winner"]
     assert wrapper.device.type == ("cuda" if winner != "eager" else "cpu")
+
+
+def test_a_replayed_graphs_outputs_are_copied_out_for_the_caller():
+    buffer = torch.zeros(2)  # a CUDA graph's static output: every replay writes into it
+
+    def replay(x: torch.Tensor) -> dict[str, Any]:
+        return {"y": buffer.copy_(x), "steps": 1}
+
+    run = owned_outputs(replay)
+    first, second = run(torch.ones(2)), run(torch.full((2,), 2.0))
+
+    assert (first["y"].tolist(), second["y"].tolist(), second["steps"]) == ([1.0, 1.0], [2.0, 2.0], 1)
 
 
 @pytest.mark.gpu
