@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import aitune.torch as ait
-from aitune.torch.backends import BackendError, BuildContext
+from aitune.torch.backends import BackendError, BuildContext, default_backends
 from aitune.torch.backends.inductor import owned_outputs
 from aitune.torch.backends.tensorrt import torch_dtype
 from aitune.torch.module.graph_spec import Sample
@@ -98,6 +98,16 @@ def test_a_module_tuned_on_cuda_stays_on_cuda_only_with_a_winner(wrapped):
 
     winner = wrapper.tuning_report["graphs"][0]["winner"]
     assert wrapper.device.type == ("cuda" if winner != "eager" else "cpu")
+
+
+def test_the_default_backends_offer_inductor_with_cuda_graphs_on_a_cuda_device_only():
+    cuda_graphs = [backend for backend in default_backends() if backend.config().get("mode") == "reduce-overhead"]
+
+    assert len(cuda_graphs) == 1
+    assert cuda_graphs[0].unavailable_reason(torch.device("cpu")) == (
+        "CUDA graphs (mode 'reduce-overhead') replay on a CUDA device only"
+    )
+    assert cuda_graphs[0].unavailable_reason(torch.device("cuda")) is None
 
 
 def test_a_replayed_graphs_outputs_are_copied_out_for_the_caller():

@@ -42,6 +42,8 @@ class InductorBackend(Backend):
         return {"mode": self.mode, "freezing": self.freezing, "dynamic": self.dynamic}
 
     def unavailable_reason(self, device: torch.device) -> str | None:
+        if self.mode in CUDA_GRAPH_MODES and device.type != "cuda":
+            return f"CUDA graphs (mode {self.mode!r}) replay on a CUDA device only"
         if device.type == "cpu" and not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
             return "Inductor on CPU needs a C++ compiler (g++ or clang++) on PATH"
         return None
