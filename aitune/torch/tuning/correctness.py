@@ -50,9 +50,13 @@ class Tolerance:
 
     def for_dtype(self, dtype: torch.dtype) -> tuple[float, float]:
         """``(rtol, atol)`` for outputs of ``dtype``."""
-        level = torch.float16 if self.tf32 and dtype == torch.float32 else dtype
+        level = torch.float16 if self.at_tf32(dtype) else dtype
         rtol, atol = DEFAULT_TOLERANCES.get(level, (0.0, 0.0))
         return (rtol if self.rtol is None else self.rtol, atol if self.atol is None else self.atol)
+
+    def at_tf32(self, dtype: torch.dtype) -> bool:
+        """Whether outputs of ``dtype`` are judged at TF32's resolution (float32 ones, with ``tf32``)."""
+        return self.tf32 and dtype == torch.float32
 
     def admits(self, precision: torch.dtype, reference: torch.dtype) -> bool:
         """Whether computing in ``precision`` can pass: its resolution must be within the reference dtype's rtol
@@ -197,14 +201,15 @@ def _compare_leaf(reference: Any, candidate: Any, tolerance: Tolerance) -> tuple
     if not torch.isfinite(cand).eq(torch.isfinite(ref)).all():
         return math.inf, 0.0, "non-finite values (NaN/Inf) where the original has none, or the reverse"
     finite = torch.isfinite(ref)
+    finite_ref = ref.where(finite, torch.zeros_like(ref))
     difference = (cand - ref).abs().where(finite, torch.zeros_like(ref))
     error = float(difference.max())
-    cosine = _cosine(ref.where(finite, torch.zeros_like(ref)), cand.where(finite, torch.zeros_like(cand)))
+    cosine = _cosine(finite_ref, cand.where(finite, torch.zeros_like(cand)))
     rtol, atol = tolerance.for_dtype(reference.dtype)
-    tf32 = tolerance.tf32 and reference.dtype == torch.float32
+    tf32 = tolerance.at_tf32(reference.dtype)
     if tf32 and tolerance.atol is None:  # TF32's rounding grows with the terms summed: the output's scale
-        atol *= max(1.0, float(ref.where(finite, torch.zeros_like(ref)).pow(2).mean().sqrt()))
-    outside = difference > atol + rtol * ref.abs().where(finite, torch.zeros_like(ref))
+        atol *= max(1.0, float(finite_ref.pow(2).mean().sqrt()))
+    outside = difference > atol + rtol * finite_ref.abs()
     if not outside.any():
         return error, cosine, None
     share = float(outside.double().mean())
