@@ -47,7 +47,10 @@ def test_gpu_check_dry_run_passes_every_step_and_writes_its_results(tmp_path):
     assert "tensorrt" in steps["tune_backends"]["skipped"]
     assert "skipped tensorrt: TensorRT needs a CUDA device" in done.stdout
     headline = [row["label"] for row in steps["profile_examples"]["pipeline_app"]["headline"]]
-    assert headline[-1] == "(residual)" and "untuned_module:unet" in headline
+    # The unet holds most of the pipeline's CPU time: at 90% or more the headline shows it as its
+    # blocks and its self row, below that as one row; which one is up to the machine.
+    assert headline[-1] == "(residual)"
+    assert "untuned_module:unet" in headline or "untuned_module:unet (self)" in headline
     loop = steps["closed_loop"]
     assert loop["recommended"][0] == "unet"
     assert [(region["path"], region["winner"]) for region in loop["regions"]] == [("unet", "onnxruntime")]
