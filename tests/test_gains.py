@@ -7,6 +7,7 @@ import pytest
 from documents import profile
 
 from aitune.compare import compare_profiles
+from aitune.compare.end_to_end import CAPTURES, EndToEnd
 from aitune.compare.gains import region_gains, speedup, weigh_whole_model
 from aitune.compare.loop_report import LoopReport, read_compare_report, read_loop_report
 from aitune.compare.loop_report import compare_report as write_compare_report
@@ -51,7 +52,8 @@ def test_the_compare_report_reads_back_as_the_gains_and_the_speedup_it_was_writt
 
     diff = compare_profiles(before, after)
     assert report.regions == region_gains(SUGGESTED, diff, outcomes)
-    assert (report.speedup, report.ci_low, report.ci_high) == speedup(diff.run_time)
+    assert report.captures == speedup(diff.run_time)
+    assert report.end_to_end == EndToEnd(CAPTURES, *speedup(diff.run_time))  # nothing verified it
     assert report.domain == "cpu"
     assert [(gain.path, gain.tuned, gain.reason) for gain in report.regions] == [
         ("vae", True, None),
@@ -67,10 +69,17 @@ def test_the_compare_report_reads_back_as_the_gains_and_the_speedup_it_was_writt
             "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`",
         ),
         (lambda report: report.update(domain="gpu"), "domain 'gpu' is not one of cpu, device"),
-        (lambda report: report.update(speedup=[1.2]), "has no speedup object"),
         (
-            lambda report: report["speedup"].update(value="fast"),
-            "speedup.value 'fast' is not a speedup (a number of at least 0, or null)",
+            lambda report: report.update(speedup=[1.2]),
+            "speedup [1.2] is not an end-to-end figure (value, ci_low, ci_high)",
+        ),
+        (
+            lambda report: report["speedup"].update(source="guessed"),
+            "speedup {'value': 1.25, 'ci_low': 1.25, 'ci_hig… is not an end-to-end figure (value, ci_low, ci_high)",
+        ),
+        (
+            lambda report: report["captures_speedup"].update(value="fast"),
+            "captures_speedup.value 'fast' is not a speedup (a number of at least 0, or null)",
         ),
         (lambda report: report["tuned_regions"].append(7), "tuned_regions[1] is not an object"),
         (
@@ -197,7 +206,7 @@ def test_the_compare_report_written_to_a_file_reads_back_through_the_bounded_rea
 
     report = read_compare_report(path, "compare.json")
 
-    assert report == LoopReport("cpu", *speedup(diff.run_time), gains)
+    assert report == LoopReport("cpu", EndToEnd(CAPTURES, *speedup(diff.run_time)), speedup(diff.run_time), gains)
 
 
 def test_a_compare_report_that_is_not_json_is_one_sentence_naming_the_file(tmp_path):

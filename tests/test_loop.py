@@ -21,7 +21,8 @@ from torch import nn
 from tuning.conftest import FAST_MEASURE, SlowLinear
 
 import aitune.torch.jit as jit
-from aitune.cli.loop import loop_view, verification_lines
+from aitune.cli.loop import end_to_end_lines, loop_view, verification_lines
+from aitune.report.formatting import factor
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
 from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.module.wrapper import Module
@@ -318,6 +319,12 @@ def test_a_region_that_slows_the_run_is_put_back_left_out_of_the_plan_and_untune
     (line,) = verification_lines(result)
     assert line.startswith("plain: skip_or_stall put back: end to end 0.")
     assert result.comparison()["verification"]["regions"][0]["kept"] is False
+    assert result.comparison()["speedup"] == {
+        "value": None, "ci_low": None, "ci_high": None, "source": "nothing tuned", "rounds": None
+    }  # fmt: skip
+    assert end_to_end_lines(result)[0] == (
+        "end to end: nothing stayed tuned, so the model runs as before (no speedup is claimed)"
+    )
 
 
 def test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan(win_and_loss):
@@ -336,10 +343,15 @@ def test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan(win
     shown = Console(width=300, record=True, file=io.StringIO())
     shown.print(loop_view(result))
     assert "plain: skip_or_stall put back: its contribution 0." in shown.export_text()
-    assert [line.split(":")[0] for line in verification_lines(result)] == [
-        "plain",
-        "verified end to end (eager and tuned runs alternating in one process)",
-    ]
+    assert [line.split(":")[0] for line in verification_lines(result)] == ["plain"]
+    verified = result.verification.end_to_end
+    assert (result.end_to_end.source, result.end_to_end.value) == ("verified", verified.median)
+    figure = factor(verified.median, verified.ci_low, verified.ci_high)
+    assert end_to_end_lines(result)[0] == (
+        f"end to end: {figure} faster, verified over {verified.rounds} alternating eager/tuned rounds in one process"
+    )
+    assert end_to_end_lines(result)[1].startswith("the captures: ")
+    assert result.comparison()["speedup"]["value"] == verified.median
 
 
 class SkipUntilCaptured(Backend):

@@ -17,7 +17,6 @@ from aitune import compare
 from aitune.compare.loop_report import read_loop_report
 from aitune.compare.quality import TaskJudgment
 from aitune.report import load
-from aitune.report.formatting import factor
 from aitune.suggest import suggest
 from aitune.viewer import figures, overview, tables, targets, views
 from aitune.viewer.app import build_page, open_initial
@@ -115,7 +114,7 @@ def test_a_pair_from_a_tune_folder_shows_the_gains_of_its_compare_report():
         assert row.note == read.note  # the gain's own words: a verified region's check, else why it stayed
     assert all(gain["check"]["kept"] for gain in written["tuned_regions"])  # the showcase's regions passed the check
     assert [row.note.split(":")[0] for row in rows.itertuples()] == ["kept"] * len(rows)
-    assert factor(report.speedup, report.ci_low, report.ci_high) in overview.tuned_line(report)
+    assert report.end_to_end.shown() in overview.tuned_line(report)
 
 
 def test_the_tuned_regions_view_shows_the_speedup_line_and_the_gain_table():

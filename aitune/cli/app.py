@@ -252,9 +252,18 @@ def compare(
     if as_json:
         from aitune.cli import outputs  # here and below: what writes files is not loaded to print a table
 
-        outputs.print_json({**diff.to_dict(), "gate": outputs.gate_dict(fail_if_slower, failed)})
+        verified = {"end_to_end": folder.report.end_to_end.to_dict()} if folder is not None else {}
+        outputs.print_json({**diff.to_dict(), **verified, "gate": outputs.gate_dict(fail_if_slower, failed)})
     else:
         console.print(diff_view(diff))
+        if folder is not None:  # the figure tune verified leads; the table above is the captures'
+            from aitune.compare.end_to_end import captures_line
+            from aitune.report.safe_text import terminal_text
+
+            console.print(terminal_text(f"end to end: {folder.report.end_to_end.shown()}"))
+            differ = captures_line(folder.report.end_to_end, folder.report.captures)
+            if differ is not None:
+                console.print(terminal_text(differ))
         if fail_if_slower is not None:
             from aitune.compare.gains import change_speedup
 

@@ -1,9 +1,11 @@
-"""Predicted against realised gain: what suggest forecast for each tuned region, and what compare measured.
+"""Predicted against realised gain: what suggest forecast for each tuned region, and what was measured.
 
 One speedup convention throughout: a speedup is before ÷ after (above 1: faster), the inverse of
-compare's ratios (after ÷ before). A region's realised end-to-end gain is the run's speedup had
-only that region changed: ``run_before / (run_before - (region_before - region_after))``, from
-medians over the measured runs, so the gains of disjoint regions can be read side by side.
+compare's ratios (after ÷ before). A region's realised end-to-end gain is its end-to-end verification's
+figure (alternating rounds in one process: its contribution, or the run against eager when it is the
+only one kept). The captures give the rest: the run's speedup had only that region changed,
+``run_before / (run_before - (region_before - region_after))`` from medians over the measured runs, and
+the region's own speedup, so a reader sees where the time moved.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ class RegionGain:
     winner: str
     reason: str | None
     predicted_speedup: float | None  # end to end, from suggest
-    realised_speedup: float | None  # end to end, had only this region changed
+    realised_speedup: float | None  # end to end: verified where it was, else the captures' figure below
     predicted_region_speedup: float | None
-    realised_region_speedup: float | None
+    realised_region_speedup: float | None  # the region's own time in the two captures
     check: RegionCheck | None = None  # the end-to-end verification's verdict; None when it was not verified
+    captured_speedup: float | None = None  # the captures' run speedup had only this region changed
 
     @property
     def tuned(self) -> bool:
@@ -120,16 +123,18 @@ def region_gains(
         after = _after_time(rows, (path, measured_path))
         if path == "":
             before, after = run_before, diff.run_time.after_us
+        check, captured = (checks or {}).get(path), _end_to_end(run_before, before, after)
         gains.append(
             RegionGain(
                 path=path,
                 winner=winner,
                 reason=reason,
                 predicted_speedup=forecast.predicted_speedup,
-                realised_speedup=_end_to_end(run_before, before, after),
+                realised_speedup=check.speedup.median if check is not None else captured,
                 predicted_region_speedup=forecast.predicted_region_speedup,
                 realised_region_speedup=before / after if before and after else None,
-                check=(checks or {}).get(path),
+                check=check,
+                captured_speedup=captured,
             )
         )
     return gains

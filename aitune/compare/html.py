@@ -8,37 +8,43 @@ the terminal words them (`change_speedup`, `speedup_line`); names pass through `
 from __future__ import annotations
 
 from aitune.compare.diff import Change, ProfileDiff
+from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import change_speedup, speedup, speedup_line
 from aitune.compare.loop_report import LoopReport
-from aitune.report.formatting import MISSING, ms
+from aitune.report.formatting import MISSING, factor, ms
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, facts_list, name, paragraph, table
 from aitune.report.svg import Interval, Pair, interval_chart, pair_chart
 
 
 def pair_sections(diff: ProfileDiff, report: LoopReport | None = None) -> list[Section]:
     """The speedup, a tune folder's gains (with ``report``), the regions' changes, operators, one-sided warnings."""
-    sections = [speedup_section(diff)]
+    sections = [speedup_section(diff, report)]
     if report is not None:
         sections.append(tuned_section(report))
     sections += [headline_changes(diff), region_changes(diff), operator_changes(diff), one_sided_warnings(diff)]
     return [section for section in sections if section.body]
 
 
-def speedup_section(diff: ProfileDiff) -> Section:
-    """The run's speedup (before ÷ after) with its interval, the median run times and the run counts."""
+def speedup_section(diff: ProfileDiff, report: LoopReport | None = None) -> Section:
+    """The run's speedup (before ÷ after) with its interval, the median run times and the run counts; for a tune
+    folder (``report``), the end-to-end figure it verified leads and the captures' figure is labelled as theirs."""
     run = diff.run_time
     verdict = (
         "beyond noise (the interval excludes 1)" if run.beyond_noise else "not beyond noise (the interval holds 1)"
     )
     scenario = f", scenario {diff.scenario}" if diff.scenario else ""
+    captures = "Speedup of the two captures" if report is not None else "Speedup"
     facts = [
         ("Run time", f"{ms(run.before_us)} → {ms(run.after_us)} ms (median per run, {diff.domain}{scenario})"),
-        ("Speedup before ÷ after [95% CI]", f"{change_speedup(run)}: {verdict}"),
+        (f"{captures} before ÷ after [95% CI]", f"{change_speedup(run)}: {verdict}"),
         ("Time outside every region", f"{ms(diff.residual.before_us)} → {ms(diff.residual.after_us)} ms"),
         ("Measured runs", f"{diff.runs[0]} → {diff.runs[1]}"),
     ]
-    lead = paragraph(speedup_line(run), css="big")
-    return Section("Speedup", Html(lead + facts_list(facts)), "speedup")
+    if report is None:
+        return Section("Speedup", Html(paragraph(speedup_line(run), css="big") + facts_list(facts)), "speedup")
+    differ = captures_line(report.end_to_end, report.captures)
+    lead = paragraph(f"End to end: {report.end_to_end.shown()}", css="big")
+    return Section("Speedup", Html(lead + facts_list(facts) + (paragraph(differ) if differ else "")), "speedup")
 
 
 def tuned_section(report: LoopReport) -> Section:
@@ -47,17 +53,15 @@ def tuned_section(report: LoopReport) -> Section:
         (
             gain.path or "(whole model)",
             gain.winner,
-            _times(gain.predicted_speedup),
-            *(_times(value) for value in gain.realised_shown),
+            factor(gain.predicted_speedup),
+            *(factor(value) for value in gain.realised_shown),
             name(gain.note, MAX_MESSAGE_CHARS),
         )
         for gain in report.regions
     ]
-    header = ["Region", "Backend", "Predicted", "Realised", "Own speedup", "Note"]
+    header = ["Region", "Backend", "Predicted", "Realised (verified)", "Own speedup (captures)", "Note"]
     lead = paragraph(
-        f"End to end, as the tune folder's compare report gives it: "
-        f"{_gain(report.speedup, report.ci_low, report.ci_high)} ({report.domain}; speedup = before ÷ after).",
-        css="lead",
+        f"End to end: {report.end_to_end.shown()} ({report.domain}; speedup = before ÷ after).", css="lead"
     )
     return Section("Tuned regions", Html(lead + table(header, rows)), "tuned")
 
@@ -124,12 +128,3 @@ def _cells(change: Change) -> tuple[str, str, str]:
 def _pair_text(change: Change) -> str:
     return f"{ms(change.before_us)} → {ms(change.after_us)} ms"
 
-
-def _times(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.2f}×"
-
-
-def _gain(value: float | None, low: float | None, high: float | None) -> str:
-    if value is None:
-        return MISSING
-    return f"{value:.3f}×" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")

@@ -2,11 +2,12 @@
 
 ``<folder>/before/profile.json`` and ``<folder>/after/profile.json`` (each with its Markdown and
 trace) sit beside `REPORT_FILES`. `COMPARE_REPORT` holds `aitune.compare.ProfileDiff.to_dict()`
-plus the end-to-end ``speedup``, the ``tuned_regions`` (`aitune.compare.gains.RegionGain.to_dict()`, each with
-the ``check`` of the end-to-end verification), the ``verification`` (`aitune.compare.verification.Verification`)
-and the ``untuned_slowdowns``. `compare_report` is its one writer, `read_compare_report` its one reader (through
-the bounded door of `aitune.report.io`), and `read_loop_report` checks the parts a reader shows and gives
-them back as objects.
+plus the end-to-end ``speedup`` a user reads (`aitune.compare.end_to_end`: the verified figure, with its
+``source``), the two captures' ``captures_speedup``, the ``tuned_regions``
+(`aitune.compare.gains.RegionGain.to_dict()`, each with the ``check`` of the end-to-end verification), the
+``verification`` (`aitune.compare.verification.Verification`) and the ``untuned_slowdowns``.
+`compare_report` is its one writer, `read_compare_report` its one reader (through the bounded door of
+`aitune.report.io`), and `read_loop_report` checks the parts a reader shows and gives them back as objects.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aitune.compare.diff import ProfileDiff
+from aitune.compare.end_to_end import EndToEnd, end_to_end, read_end_to_end
 from aitune.compare.gains import RegionGain, Slowdown, WholeModel, speedup
 from aitune.compare.quality import TaskJudgment
 from aitune.compare.verification import RegionCheck, Verification
@@ -31,18 +33,18 @@ COMPARE_REPORT = "compare.json"
 REPORT_FILES = ("suggestions.json", "tuning.json", COMPARE_REPORT, "plan.json")
 """The reports beside the two profile folders; none of them is a profile."""
 
-_SPEEDUP_KEYS = ("value", "ci_low", "ci_high")
+_SPEEDUP_KEYS = ("value", "ci_low", "ci_high")  # the captures' speedup
 _TEXT_FIELDS = {"path": False, "winner": False, "reason": True}  # field → may be null
 
 
 @dataclass(frozen=True)
 class LoopReport:
-    """What a tune folder's compare report says: the end-to-end speedup (before ÷ after) and each tuned region."""
+    """What a tune folder's compare report says: the end-to-end speedup (before ÷ after) a user reads, the two
+    captures' speedup beside it, and each tuned region."""
 
     domain: str
-    speedup: float | None
-    ci_low: float | None
-    ci_high: float | None
+    end_to_end: EndToEnd
+    captures: tuple[float | None, float | None, float | None]  # the captures' speedup and interval
     regions: list[RegionGain]
     task_gate: TaskJudgment | None = None  # the task gate's verdict at a reduced precision; None: none ran
 
@@ -67,7 +69,8 @@ def compare_report(
     value, low, high = speedup(diff.run_time)
     return {
         **diff.to_dict(),
-        "speedup": {"value": value, "ci_low": low, "ci_high": high},
+        "speedup": end_to_end(diff, gains, verification).to_dict(),
+        "captures_speedup": {"value": value, "ci_low": low, "ci_high": high},
         "tuned_regions": [gain.to_dict() for gain in gains],
         "whole_model": asdict(whole_model) if whole_model is not None else None,
         "verification": verification.to_dict() if verification is not None else None,
@@ -90,16 +93,20 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
         raise _bad(name, "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`")
     if raw.get("domain") not in DOMAINS:
         raise _bad(name, f"domain {_quoted(raw.get('domain'))} is not one of {', '.join(DOMAINS)}")
-    speedup = raw.get("speedup")
-    if not isinstance(speedup, dict):
-        raise _bad(name, "has no speedup object")
-    value, low, high = (_number(speedup.get(key), f"speedup.{key}", name) for key in _SPEEDUP_KEYS)
+    figure = read_end_to_end(raw.get("speedup"))
+    if figure is None:
+        raise _bad(name, f"speedup {_quoted(raw.get('speedup'))} is not an end-to-end figure (value, ci_low, ci_high)")
+    # A report written before the captures had their own key held their figure as the speedup.
+    captured = raw.get("captures_speedup", raw["speedup"])
+    if not isinstance(captured, dict):
+        raise _bad(name, "has no captures_speedup object")
+    value, low, high = (_number(captured.get(key), f"captures_speedup.{key}", name) for key in _SPEEDUP_KEYS)
     regions = [_region(item, f"tuned_regions[{index}]", name) for index, item in enumerate(raw["tuned_regions"])]
     gate = raw.get("task_gate")  # absent or null at fp32 and in reports written before it existed
     judgment = TaskJudgment.from_dict(gate) if gate is not None else None
     if gate is not None and judgment is None:
         raise _bad(name, f"task_gate {_quoted(gate)} is not a task gate verdict (precision, metric, minimum, value)")
-    return LoopReport(raw["domain"], value, low, high, regions, judgment)
+    return LoopReport(raw["domain"], figure, (value, low, high), regions, judgment)
 
 
 @dataclass(frozen=True)

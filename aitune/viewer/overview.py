@@ -7,6 +7,7 @@ from __future__ import annotations
 import panel as pn
 
 from aitune.compare import Change, ProfileDiff
+from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import speedup
 from aitune.compare.loop_report import LoopReport
 from aitune.report.formatting import MISSING, factor, ms, ms_spread, percent
@@ -126,16 +127,15 @@ class Overview(StoreView):
 
 
 def tuned_line(report: LoopReport) -> str:
-    """The end-to-end speedup the tune folder's compare report measured, with its interval."""
-    low, high = report.ci_low, report.ci_high
-    if low is not None and high is not None and low <= 1 <= high:
-        verdict = "within noise"
-    else:
-        verdict = "faster" if (report.speedup or 0) >= 1 else "slower"
-    return (
-        f"Tuned by aitune-profile tune: {factor(report.speedup, low, high)} end to end, {verdict} "
-        f"({report.domain}, 95% CI). Per tuned region, the gain suggest predicted and the gain measured "
-        "(realised: the run's speedup had only that region changed; region: its own speedup)."
+    """The end-to-end figure the tune folder's compare report verified, and the captures' figure labelled as theirs."""
+    differ = captures_line(report.end_to_end, report.captures)
+    return " ".join(
+        [
+            f"Tuned by aitune-profile tune: end to end {report.end_to_end.shown()} ({report.domain}, 95% CI);",
+            f"the two captures: {factor(*report.captures)}{f'; {differ}' if differ else ''}.",
+            "Per tuned region, the gain suggest predicted and the gain measured (realised: verified in alternating "
+            "rounds; region: its own speedup in the captures).",
+        ]
     )
 
 
