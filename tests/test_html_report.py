@@ -145,7 +145,7 @@ def test_a_tune_folder_page_adds_each_tuned_regions_gains(tmp_path):
     assert 'class="tuned"' in page
     for gain in folder.report.regions:
         assert f"<td>{gain.winner}</td>" in page
-    assert f"{folder.report.speedup:.3f}×" in page
+    assert f"End to end: {folder.report.end_to_end.shown()}" in page
 
 
 def test_a_long_table_lists_its_bound_and_says_how_many_rows_it_left_out():

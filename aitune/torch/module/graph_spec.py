@@ -161,13 +161,6 @@ class GraphSpec:
             for low, high in zip(self.min_shapes, self.max_shapes, strict=True)
         ]
 
-    def unbuildable_reason(self) -> str | None:
-        """Why no synthetic call can be made for this graph (it takes objects), or None when one can."""
-        objects = parse_structure(self.structure).objects
-        if not objects:
-            return None
-        return f"its inputs hold {_a_type(objects[0])} object, whose state a plan does not hold"
-
     def example(self, shapes: list[list[int] | None] | None = None) -> Sample | None:
         """A synthetic call at ``shapes`` (default: the max shapes) with random floats and zero integers;
         None if an input is an object, which cannot be rebuilt."""
@@ -251,11 +244,6 @@ def _shape_fits(rank: int | None, shape: Any) -> bool:
     if rank is None:
         return shape is None
     return isinstance(shape, list) and len(shape) == rank and all(type(d) is int and 0 <= d <= MAX_DIM for d in shape)
-
-
-def _a_type(name: str) -> str:
-    short = name.rsplit(".", 1)[-1]
-    return f"{'an' if short[:1].lower() in 'aeiou' else 'a'} {short} ({name})"
 
 
 def _synthetic(dtype: torch.dtype, shape: list[int]) -> torch.Tensor:

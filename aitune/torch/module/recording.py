@@ -62,6 +62,8 @@ def run_tuned(
     runner = runners.get(graph_key(args, kwargs)[0])
     if runner is None or runner.is_eager:
         return forward(*args, **kwargs)
+    if runner.is_deferred:
+        return runner.record_then_build(forward, args, kwargs)
     try:
         return runner(*args, **kwargs)
     except Exception as error:

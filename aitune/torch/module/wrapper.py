@@ -185,8 +185,8 @@ class Module(wrapt.ObjectProxy):
     ) -> Module:
         """Wrap ``module`` again as ``to_dict`` described it; a tuned wrapper rebuilds its winners without recording.
 
-        Each rebuilt backend passes the correctness gate on a synthetic input of the graph's max shapes,
-        or that graph runs eager.
+        Each rebuilt backend passes the correctness gate on a synthetic input of the graph's max shapes (on its
+        first real calls where the inputs hold objects, such as a cache), or that graph runs eager.
         """
         specs = check_restorable(data, data.get("name", "?") if isinstance(data, Mapping) else "?")
         state = ModuleState(data["state"])
@@ -275,10 +275,10 @@ def saved_form(name: str, state: str, specs: Sequence[GraphSpec], runners: Mappi
 
 def check_restorable(data: Any, path: str) -> list[GraphSpec]:
     """The graphs of a saved wrapper, checked before anything changes; `TuningError` (one sentence) when the
-    data is not a saved wrapper, a graph is malformed, or the region was tuned but none of its tuned graphs
-    can be rebuilt (their inputs hold objects, such as a cache, whose state the saved form does not hold).
+    data is not a saved wrapper, a graph is malformed, or a tuned graph is not among its graphs.
 
-    A region with some rebuildable tuned graphs is restored; its other graphs run eager with a warning.
+    A tuned graph whose inputs hold objects (a cache, whose state the saved form does not hold) is rebuilt on
+    its first real calls (`aitune.torch.tuning.tuner.restore_graphs`).
     """
     if not Module.is_state_dict_valid(data):
         raise TuningError(
@@ -302,12 +302,6 @@ def check_restorable(data: Any, path: str) -> list[GraphSpec]:
         raise TuningError(
             f"the saved wrapper of '{path}' tunes graph {str(unknown[0])[:20]!r}, which it does not hold;"
             " tune again to write a new plan."
-        )
-    reasons = [by_id[gid].unbuildable_reason() for gid in tuned]
-    if data["state"] == ModuleState.TUNED.value and tuned and all(reasons):
-        raise TuningError(
-            f"region '{path}' cannot be restored from a plan: {reasons[0]}, so none of its tuned graphs can be"
-            " rebuilt and checked here; tune this model again instead of applying the plan."
         )
     return specs
 

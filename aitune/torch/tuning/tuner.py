@@ -6,9 +6,10 @@ forward, and a module tuned for another device goes back to its own device unles
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -16,7 +17,7 @@ import torch
 from aitune.markers import AOT_REGION_KIND
 from aitune.torch.backends import Backend, BuildContext, Built, EagerBackend, backend_from_dict
 from aitune.torch.devices import module_device
-from aitune.torch.module.graph_spec import GraphSpec, Sample
+from aitune.torch.module.graph_spec import GraphSpec, Sample, SnapshotError
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
@@ -43,11 +44,14 @@ class TuneTarget:
 
 
 class GraphRunner:
-    """The backend chosen for one graph; eager (no build) runs the wrapper's original forward."""
+    """The backend chosen for one graph; eager (no build) runs the wrapper's original forward. A runner restored
+    from a plan for a graph whose inputs hold objects (a cache) is `deferred`: it records its first real calls,
+    then builds and gates its backend on them."""
 
-    def __init__(self, backend: Backend, built: Built | None) -> None:
+    def __init__(self, backend: Backend, built: Built | None, deferred: DeferredBuild | None = None) -> None:
         self._backend = backend
         self._built = built
+        self._deferred = deferred
 
     @classmethod
     def eager(cls) -> GraphRunner:
@@ -63,11 +67,36 @@ class GraphRunner:
 
     @property
     def is_eager(self) -> bool:
-        return self._built is None
+        return self._built is None and self._deferred is None
+
+    @property
+    def is_deferred(self) -> bool:
+        """True while the runner still records real calls for its build."""
+        return self._deferred is not None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with torch.no_grad():  # tuned backends serve inference; their outputs carry no autograd graph
             return self._built.run(*args, **kwargs)
+
+    def record_then_build(self, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One real call while deferred: snapshot it, run ``forward`` on it (its output is the call's), and once
+        enough calls are kept build the backend under the gate; a call that cannot be snapshotted, or a build
+        the gate refuses, leaves the graph eager for good."""
+        deferred = self._deferred
+        if deferred is None:  # not deferred (any more): nothing to record
+            return forward(*args, **kwargs)
+        try:
+            deferred.samples.append(Sample.capture(args, kwargs))
+        except SnapshotError as error:
+            self._give_up(deferred, str(error))
+            return forward(*args, **kwargs)
+        output = forward(*args, **kwargs)
+        if len(deferred.samples) >= deferred.calls:
+            self._deferred = None
+            self._built = deferred.build(deferred.samples)
+            if self._built is None:
+                self._backend = EagerBackend()
+        return output
 
     def fall_back(self) -> None:
         """Switch this graph to eager for good (its backend failed at run time)."""
@@ -75,9 +104,30 @@ class GraphRunner:
         self._backend = EagerBackend()
 
     def close(self) -> None:
+        self._deferred = None
         if self._built is not None:
             self._built.release()
             self._built = None
+
+    def _give_up(self, deferred: DeferredBuild, reason: str) -> None:
+        logger.warning("aitune: %s for '%s' runs eager: %s", self._backend.name, deferred.region, reason)
+        self._deferred = None
+        self._backend = EagerBackend()
+
+
+DEFERRED_CALLS = 2
+"""Real calls a deferred build keeps when the plan saw the graph's shapes vary (one otherwise): two sizes show the
+backend which dimensions are dynamic, as the recorded samples did while tuning."""
+
+
+@dataclass
+class DeferredBuild:
+    """What a deferred runner needs: how many real calls to keep, the calls kept so far, and its gated build."""
+
+    region: str
+    calls: int
+    build: Callable[[list[Sample]], Built | None]
+    samples: list[Sample] = field(default_factory=list)
 
 
 def tune_graphs(
@@ -128,7 +178,8 @@ def _tunable(spec: GraphSpec, trial: Trial, strategy: TuneStrategy) -> bool:
 
 
 def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> dict[str, GraphRunner]:
-    """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic examples."""
+    """Rebuild saved winners without recording: each must pass the gate on its graph's synthetic examples, or, for
+    a graph whose inputs hold objects, on its first real calls (a deferred runner)."""
     target.module.to(target.device)
     runners: dict[str, GraphRunner] = {}
     for spec in target.graphs:
@@ -139,12 +190,20 @@ def restore_graphs(target: TuneTarget, saved: Mapping[str, dict[str, Any]]) -> d
 def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | None) -> GraphRunner:
     if saved is None or saved.get("name") == EagerBackend.name:
         return GraphRunner.eager()
-    examples = spec.examples()
-    if examples is None:  # check_restorable refused a region where no tuned graph can be rebuilt
-        logger.warning("aitune: graph %s of '%s' runs eager: %s", spec.graph_id, target.name, spec.unbuildable_reason())
-        return GraphRunner.eager()
     backend = backend_from_dict(saved)
-    samples = [example.to(target.device) for example in examples]
+    build = functools.partial(_gated_build, target, backend)
+    examples = spec.examples()
+    if examples is None:
+        # Its inputs hold objects (a cache) whose state a plan does not hold: the backend is built on the first
+        # real calls instead, under the same gate, as it was while tuning.
+        calls = min(DEFERRED_CALLS if any(spec.dynamic_dims()) else 1, max(spec.sample_count, 1))
+        return GraphRunner(backend, None, DeferredBuild(target.name, calls, build))
+    built = build([example.to(target.device) for example in examples])
+    return GraphRunner(backend, built) if built is not None else GraphRunner.eager()
+
+
+def _gated_build(target: TuneTarget, backend: Backend, samples: list[Sample]) -> Built | None:
+    """``backend`` built on ``samples`` if it passes the gate there; None (with a warning) otherwise."""
     # A plan's reduced-precision backend was judged on the task when the plan was made (and `tune --plan`
     # judges it again); here it passes the structural gate its level has.
     trial = Trial(_context(target, samples), Tolerance(), MeasureConfig(), timed=False, precision=backend.precision)
@@ -153,8 +212,8 @@ def _restore_graph(target: TuneTarget, spec: GraphSpec, saved: dict[str, Any] | 
         logger.warning(
             "aitune: restoring %s for '%s' failed (%s); it runs eager", backend.name, target.name, candidate.reason
         )
-        return GraphRunner.eager()
-    return GraphRunner(backend, candidate.built)
+        return None
+    return candidate.built
 
 
 def _context(target: TuneTarget, samples: list[Sample]) -> BuildContext:
