@@ -47,6 +47,13 @@ def llama_decoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], t
     return model, _tokens(), lambda ids: model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
 
 
+def llama_generate(model: nn.Module, ids: torch.Tensor, cache: str = "dynamic") -> torch.Tensor:
+    """``model.generate`` greedily for `NEW_TOKENS` tokens with the cache transformers names ``cache`` (``dynamic``:
+    a `DynamicCache`, ``static``: a `StaticCache`)."""
+    with torch.no_grad():
+        return model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False, cache_implementation=cache)
+
+
 def t5_encoder_decoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """A 2+2-layer T5-style encoder-decoder; ``generate`` decodes `NEW_TOKENS` tokens greedily."""
     from transformers import T5ForConditionalGeneration
