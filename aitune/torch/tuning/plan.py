@@ -411,8 +411,10 @@ def apply_plan(
     Every region comes back as an ``aitune.torch.Module`` (``aot_module:<path>`` in profiles), also one
     the loop tuned in JIT mode: the plan holds its graphs and backends, so nothing is left to discover.
 
-    Refuses, before anything is changed, a plan that `load_plan` refuses, and one whose path is
-    missing under ``obj`` or holds a module of another type than the plan was made on; warns
+    Refuses, before anything is changed, a plan that `load_plan` refuses, one whose path is missing under
+    ``obj`` or holds a module of another type than the plan was made on, and one whose reduced-precision
+    regions its task gate verdict does not admit (`task_gate_problem`: `tune --plan` judges them again on
+    the workload, which this call does not have); warns
     (``UserWarning``) when the environment differs (torch version, CUDA, devices, machine). All or
     nothing: if a wrapper fails, the ones already put in place are removed again.
 
@@ -427,6 +429,12 @@ def apply_plan(
     unavailable = precision_unavailable(data["precision"], device or "cpu")
     if unavailable is not None:
         raise TuningError(f"the plan runs at precision {data['precision']}, which is refused here: {unavailable}.")
+    unjudged = task_gate_problem(data)
+    if unjudged is not None:  # without the workload nothing can judge the task here: the plan's verdict must hold
+        raise TuningError(
+            f"the plan's task gate {unjudged}, so its {data['precision']} regions are not applied; run "
+            "`aitune-profile tune --plan PLAN` to judge them on your workload, or tune again."
+        )
     entries = {entry["path"]: entry for entry in data["regions"]}
     differences = environment_differences(data.get("environment", {}), environment())
     if differences:
@@ -440,6 +448,32 @@ def apply_plan(
         obj, list(entries), lambda path, module: Module.from_dict(module, entries[path]["wrapper"], device=device)
     )
     return AppliedPlan(wrappers=wrappers, environment_differences=differences)
+
+
+def task_gate_problem(plan: Mapping[str, Any]) -> str | None:
+    """Why the checked ``plan``'s task gate verdict does not admit its reduced-precision regions (it is missing,
+    of another precision, failed, lacks inputs or a region), or None when it does or the plan has none."""
+    reduced = [
+        region["path"]
+        for region in plan["regions"]
+        if any(getattr(BACKENDS.get(b["name"]), "precision", "fp32") != "fp32" for b in region["backends"].values())
+    ]
+    if not reduced:
+        return None
+    gate = plan.get("task_gate")
+    if gate is None:
+        return "holds no verdict"
+    judgment = TaskJudgment.from_dict(gate)
+    if judgment is None:
+        return "is not a whole verdict (a precision, metric, bar, figure, regions and inputs)"
+    if judgment.precision != plan["precision"]:
+        return f"judged precision {judgment.precision}, not the plan's {plan['precision']}"
+    if not judgment.passed or gate.get("passed") is not True:
+        return f"did not pass ({judgment.metric} {judgment.value} against a bar of {judgment.minimum:g})"
+    unjudged = [path for path in reduced if path not in judgment.regions]
+    if unjudged:
+        return f"never judged region '{unjudged[0]}'"
+    return None
 
 
 def check_fits(obj: Any, plan: Mapping[str, Any]) -> None:
