@@ -31,22 +31,22 @@ from aitune.torch.performance.inputs import normalize_input
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 
-def timer(call: Callable[[], Any], extra_s: float) -> Callable[[frozenset[str]], float]:
+def timer(call: Callable[[], Any], extra_s: float) -> Callable[[frozenset[str]], list[float]]:
     """``measure(enabled)``: one call in µs; with ``"slow"`` enabled, ``extra_s`` of sleep is added."""
 
-    def measure(enabled: frozenset[str]) -> float:
+    def measure(enabled: frozenset[str]) -> list[float]:
         start = time.perf_counter()
         call()
         if "slow" in enabled:
             time.sleep(extra_s)
-        return (time.perf_counter() - start) * 1e6
+        return [(time.perf_counter() - start) * 1e6]
 
     return measure
 
 
 def trial_rates(call: Callable[[], Any], trials: int, effect: float, config: VerifyConfig) -> dict[str, float]:
     """False-win rate (A/A), caught-loss rate (A/B with a slowdown of ``effect``), interval width, rounds."""
-    runs = [timer(call, 0.0)(frozenset()) for _ in range(5)]
+    runs = [timer(call, 0.0)(frozenset())[0] for _ in range(5)]
     extra_s = effect * statistics.median(runs) / 1e6
     same = [compare_sets(timer(call, 0.0), frozenset(), frozenset({"x"}), config) for _ in range(trials)]
     slower = [compare_sets(timer(call, extra_s), frozenset(), frozenset({"slow"}), config) for _ in range(trials)]

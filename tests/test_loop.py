@@ -6,6 +6,7 @@ candidate wins by passing the gate, not by a timing on a shared machine.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import subprocess
@@ -22,11 +23,13 @@ from tuning.conftest import FAST_MEASURE, SlowLinear
 
 import aitune.torch.jit as jit
 from aitune.cli.loop import end_to_end_lines, loop_view, verification_lines
+from aitune.compare.verification import VerifyConfig
 from aitune.report.formatting import factor
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
 from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.module.wrapper import Module
 from aitune.torch.tuning.strategies import OneBackendStrategy, named_strategy
+from aitune.torch.tuning.verify import Switch, verify_tuned
 
 pytestmark = pytest.mark.slow
 
@@ -202,6 +205,8 @@ def test_tune_writes_both_captures_the_reports_and_the_plan_into_one_folder(tmp_
         (["--backends", "tvm"], "unknown backend 'tvm'"),
         (["--tolerance", "tight"], "--tolerance takes RTOL or RTOL,ATOL as numbers"),
         (["--targets", "nosuch"], "nothing at 'nosuch'"),
+        (["--cycle", "0"], "--cycle takes the number of calls after which the workload repeats, 1 to 64 (got 0)."),
+        (["--cycle", "65"], "--cycle takes the number of calls after which the workload repeats, 1 to 64 (got 65)."),
     ],
 )
 def test_tune_refuses_bad_options_with_one_sentence(options, sentence):
@@ -481,3 +486,45 @@ def test_a_root_whose_forward_never_runs_is_not_tuned_whole_and_its_parts_are():
     assert "never reached" in tuning.outcomes[""][1]
     assert {"encoder", "decoder"} <= set(tuning.outcomes)
     assert not isinstance(model.encoder, Module) and not isinstance(model.decoder, Module)
+
+
+class RotatingService:
+    """A service's workload: each call feeds a real linear layer the next length of a rotation, as a QA
+    endpoint sees questions of different lengths; it notes, per call, the length and whether the region ran
+    its original code."""
+
+    LENGTHS = (4, 32, 8)
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.layer, self.calls, self.eager = nn.Linear(8, 8).eval(), 0, False
+        self.seen: list[tuple[bool, int]] = []
+
+    def __call__(self) -> torch.Tensor:
+        length = self.LENGTHS[self.calls % len(self.LENGTHS)]
+        self.calls += 1
+        self.seen.append((self.eager, length))
+        with torch.no_grad():
+            return self.layer(torch.ones(length, 8))
+
+    @contextlib.contextmanager
+    def original(self):
+        self.eager = True
+        try:
+            yield
+        finally:
+            self.eager = False
+
+
+def test_with_a_cycle_eager_and_tuned_runs_see_the_same_calls_of_a_rotating_workload():
+    service = RotatingService()
+    switch = Switch(service.original, lambda: None)
+    cycle = len(RotatingService.LENGTHS)
+
+    verify_tuned(service, None, {"layer": switch}, VerifyConfig(min_rounds=3, max_rounds=3, cycle=cycle))
+
+    measures = [service.seen[start : start + cycle] for start in range(0, len(service.seen), cycle)]
+    assert len(measures) == 2 + 2 * 3  # a warm cycle of each side, then three rounds of both
+    assert {tuple(length for _, length in calls) for calls in measures} == {RotatingService.LENGTHS}
+    assert [calls[0][0] for calls in measures] == [True, False, True, False, False, True, True, False]
+    assert all(len({eager for eager, _ in calls}) == 1 for calls in measures)  # a cycle runs one side only

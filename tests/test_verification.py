@@ -4,6 +4,7 @@ A synthetic run takes ``run_us`` plus the effect of each tuned region plus a rep
 every verdict here is exact; the torch adapter is tested in `tests/test_loop.py`.
 """
 
+import dataclasses
 import itertools
 import json
 
@@ -37,7 +38,7 @@ class Synthetic:
     def __call__(self, enabled):
         self.calls.append(enabled)
         drift = self.drift_us * len(self.calls)
-        return 100.0 + sum(self.effects[path] for path in enabled) + next(self.jitter) + drift
+        return [100.0 + sum(self.effects[path] for path in enabled) + next(self.jitter) + drift]
 
 
 def test_a_region_that_slows_the_run_is_put_back_with_its_end_to_end_figures():
@@ -195,3 +196,47 @@ def test_the_number_of_runs_is_bounded_by_the_regions_and_max_rounds():
     verify_regions(["a", "b", "c"], measure, config)
 
     assert len(measure.calls) <= (3 + 1) * (2 * config.max_rounds + 2)
+
+
+class RotatingLengths:
+    """A service's workload on synthetic timings: its calls rotate through lengths that cost 50, 400, 100 and 800
+    µs in eager, a tuned region takes ``saving`` off every call, and each call's time gets the next jitter."""
+
+    COSTS = (50.0, 400.0, 100.0, 800.0)
+
+    def __init__(self, saving: float, calls_per_measure: int):
+        self.saving, self.calls_per_measure = saving, calls_per_measure
+        self.position, self.jitter = 0, itertools.cycle([0.0, 1.5, -1.0, 0.5, -1.5])
+
+    def __call__(self, enabled):
+        times = []
+        for _ in range(self.calls_per_measure):
+            cost = self.COSTS[self.position % len(self.COSTS)]
+            self.position += 1
+            times.append(cost * (1 - self.saving * bool(enabled)) + next(self.jitter))
+        return times
+
+
+def test_calls_that_rotate_inputs_are_paired_on_the_same_call_of_the_cycle_so_the_interval_measures_the_backend():
+    cycle = len(RotatingLengths.COSTS)
+    unpaired = verify_regions(["encoder"], RotatingLengths(0.2, 1), VerifyConfig(min_rounds=20, max_rounds=20))
+    paired = verify_regions(
+        ["encoder"], RotatingLengths(0.2, cycle), VerifyConfig(min_rounds=20, max_rounds=20, cycle=cycle)
+    )
+
+    loose, tight = unpaired.end_to_end, paired.end_to_end
+    assert loose is None or loose.ci_high / loose.ci_low > 4  # eager and tuned saw different lengths
+    assert tight.median == pytest.approx(1 / 0.8, rel=0.01)
+    assert tight.ci_high / tight.ci_low <= 1.35
+    assert [call.median for call in tight.per_call] == pytest.approx([1.25] * cycle, rel=0.05)
+    assert tight.per_call_shown().startswith("call 1 of 4: 1.2")
+
+
+def test_a_cycle_s_per_call_figures_read_back_from_a_report_and_old_figures_still_read():
+    figure = PairedSpeedup(8, 1.25, 1.2, 1.3, (PairedSpeedup(8, 1.3, 1.2, 1.4), PairedSpeedup(8, 1.2, 1.1, 1.3)))
+    written = json.loads(json.dumps(dataclasses.asdict(figure)))
+
+    assert PairedSpeedup.from_dict(written) == figure
+    assert PairedSpeedup.from_dict({"rounds": 6, "median": 1.1, "ci_low": 1.0, "ci_high": 1.2}).per_call == ()
+    written["per_call"][0]["per_call"] = [written["per_call"][1]]  # figures inside figures: not a report's
+    assert PairedSpeedup.from_dict(written) is None

@@ -375,6 +375,14 @@ def tune(
             help="Keep what the trials chose without timing whole runs with and without it (a loss may be kept).",
         ),
     ] = False,
+    cycle: Annotated[
+        int,
+        typer.Option(
+            help="The workload's calls repeat every K calls (rotating prompts, lengths, batches): the end-to-end "
+            "check times whole cycles on each side, so eager and tuned see the same calls.",
+            metavar="K",
+        ),
+    ] = 1,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -390,6 +398,7 @@ def tune(
     from aitune.cli import outputs
     from aitune.cli.loop import loop_view, tune_entry_into
     from aitune.compare.quality import check_precision, parse_bar
+    from aitune.compare.verification import MAX_CYCLE, VerifyConfig
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
     from aitune.torch.tuning.plan import load_plan
@@ -406,6 +415,8 @@ def tune(
         fail(f"unknown --mode {mode!r}; choose aot or jit.")
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
+    if not 1 <= cycle <= MAX_CYCLE:
+        fail(f"--cycle takes the number of calls after which the workload repeats, 1 to {MAX_CYCLE} (got {cycle}).")
     check_precision(precision)
     if eval_inputs is not None and precision == "fp32" and plan is None:
         fail("--eval-inputs feeds the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
@@ -420,7 +431,7 @@ def tune(
         warmup_runs=warmup,
         measured_runs=runs,
         record_calls=record,
-        **({"verification": None} if no_verify else {}),
+        verification=None if no_verify else VerifyConfig(cycle=cycle),
     )
     checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     folder = out or outputs.default_folder(source, f"{function}-tuned")

@@ -210,5 +210,9 @@ def end_to_end_lines(result: LoopResult) -> list[str]:
         f"the captures: {ms(change.before_us)} → {ms(change.after_us)} ms median run ({result.diff.domain}), "
         f"{factor(*captured)}",
     ]
+    verified = result.verification.end_to_end if result.verification is not None else None
+    per_call = verified.per_call_shown() if verified is not None and result.tuned else None
+    if per_call is not None:
+        lines.append(f"per call of the cycle: {per_call}")
     differ = captures_line(result.end_to_end, captured)
-    return [*lines, differ] if differ is not None else lines
+    return lines if differ is None else [*lines, differ]

@@ -16,6 +16,11 @@ against eager. Anything that does not win is put back by the caller. The measure
 so the logic here is tested with synthetic timings; the torch adapter is
 `aitune.torch.tuning.verify`.
 
+A workload whose calls differ (rotating prompts, lengths, batches) repeats every ``VerifyConfig.cycle``
+calls: ``measure`` then times one whole cycle, call by call, on each side, so the two sides of a round see
+the same calls and the interval measures the backend, not the inputs; each call of the cycle gets its
+own paired figure too (`PairedSpeedup.per_call`), the verdict per shape where shapes differ.
+
 Bounded: at most ``len(paths) + 1`` comparisons (one per region's contribution while several are
 kept, one against eager) of at most ``max_rounds`` rounds (two runs each) plus one warm run per
 side; a ``deadline`` (on ``clock``) stops any comparison once it has its ``min_rounds``, and skips
@@ -35,8 +40,9 @@ from aitune.report.formatting import factor
 
 CONFIDENCE = 0.95
 
-Measure = Callable[[frozenset[str]], float]
-"""Times one whole run (µs) with exactly these regions tuned, the others running their original code."""
+Measure = Callable[[frozenset[str]], Sequence[float]]
+"""Times one cycle of whole runs (µs per call, one call unless the workload's calls repeat every few calls) with
+exactly these regions tuned, the others running their original code."""
 
 
 @dataclass(frozen=True)
@@ -46,16 +52,19 @@ class VerifyConfig:
     min_rounds: int = 6
     max_rounds: int = 20
     margin: float = 0.01  # a win is an interval whose low end is above 1 + margin
+    cycle: int = 1  # calls of the workload per side and round: its calls repeat every `cycle` calls
 
 
 @dataclass(frozen=True)
 class PairedSpeedup:
-    """Time without ÷ time with, over paired rounds: the median ratio and its `CONFIDENCE` interval."""
+    """Time without ÷ time with, over paired rounds: the median ratio and its `CONFIDENCE` interval; with a cycle
+    of differing calls, the same figure for each call of the cycle (``per_call``, in the cycle's order)."""
 
     rounds: int
     median: float
     ci_low: float
     ci_high: float
+    per_call: tuple[PairedSpeedup, ...] = ()
 
     def faster(self, margin: float) -> bool:
         """True when the interval lies above ``1 + margin``: faster beyond noise."""
@@ -69,16 +78,38 @@ class PairedSpeedup:
         """``0.73× [0.63, 0.92] over 12 rounds``."""
         return f"{factor(self.median, self.ci_low, self.ci_high)} over {self.rounds} rounds"
 
+    def per_call_shown(self) -> str | None:
+        """``call 1 of 3: 1.30× [1.25, 1.36]; call 2 of 3: …`` where the cycle had several calls, else None."""
+        if not self.per_call:
+            return None
+        count = len(self.per_call)
+        return "; ".join(
+            f"call {index} of {count}: {factor(call.median, call.ci_low, call.ci_high)}"
+            for index, call in enumerate(self.per_call, 1)
+        )
+
     @staticmethod
-    def from_dict(data: Any) -> PairedSpeedup | None:
-        """The record of its `asdict` form, or None when ``data`` is not one (a reader decides what that means)."""
-        if not isinstance(data, dict) or set(data) != {"rounds", "median", "ci_low", "ci_high"}:
+    def from_dict(data: Any, nested: bool = False) -> PairedSpeedup | None:
+        """The record of its `asdict` form, or None when ``data`` is not one (a reader decides what that means); a
+        ``per_call`` entry (absent in reports written before it existed) holds figures without their own."""
+        figures = {"rounds", "median", "ci_low", "ci_high"}
+        if not isinstance(data, dict) or not figures <= set(data) <= figures | {"per_call"}:
             return None
-        if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in data.values()):
+        values = [data[key] for key in figures]
+        if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
             return None
-        if not all(math.isfinite(value) and value >= 0 for value in data.values()):
+        if not all(math.isfinite(value) and value >= 0 for value in values):
             return None
-        return PairedSpeedup(int(data["rounds"]), float(data["median"]), float(data["ci_low"]), float(data["ci_high"]))
+        calls = data.get("per_call", [])
+        if not isinstance(calls, list) or (nested and calls) or len(calls) > MAX_CYCLE:
+            return None
+        per_call = [PairedSpeedup.from_dict(call, nested=True) for call in calls]
+        if any(call is None for call in per_call):
+            return None
+        return PairedSpeedup(
+            int(data["rounds"]), float(data["median"]), float(data["ci_low"]), float(data["ci_high"]),
+            tuple(per_call),  # type: ignore[arg-type]
+        )  # fmt: skip
 
 
 END_TO_END = "end to end"  # the region (or set) was weighed against the run with nothing tuned
@@ -164,11 +195,15 @@ def _binomial_cdf(n: int, k: int) -> float:
     return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
 
 
+MAX_CYCLE = 64
+"""The most calls a cycle may have: each is timed on both sides of every round."""
+
+
 def paired_speedup(without_us: Sequence[float], with_us: Sequence[float]) -> PairedSpeedup:
     """The per-round ratios ``without ÷ with`` (rounds paired by index) as a `PairedSpeedup`.
 
     >>> paired_speedup([10.0] * 6, [5.0] * 6)
-    PairedSpeedup(rounds=6, median=2.0, ci_low=2.0, ci_high=2.0)
+    PairedSpeedup(rounds=6, median=2.0, ci_low=2.0, ci_high=2.0, per_call=())
     """
     ratios = [without / with_ for without, with_ in zip(without_us, with_us, strict=True) if with_ > 0]
     if not ratios:
@@ -192,7 +227,7 @@ def compare_sets(
     """
     measure(without)
     measure(with_)
-    times: tuple[list[float], list[float]] = ([], [])
+    times: tuple[list[Sequence[float]], list[Sequence[float]]] = ([], [])
     speedup: PairedSpeedup | None = None
     for index in range(max(config.max_rounds, config.min_rounds, 1)):
         order = (0, 1) if index % 2 == 0 else (1, 0)
@@ -200,10 +235,23 @@ def compare_sets(
             times[side].append(measure((without, with_)[side]))
         if index + 1 < config.min_rounds:
             continue
-        speedup = paired_speedup(*times)
+        speedup = paired_speedup(*([sum(calls) for calls in side] for side in times))
         if speedup.settled(config.margin) or (deadline is not None and clock() >= deadline):
             break
-    return speedup if speedup is not None else paired_speedup(*times)
+    return _with_calls(speedup or paired_speedup(*([sum(calls) for calls in side] for side in times)), times)
+
+
+def _with_calls(speedup: PairedSpeedup, times: tuple[list[Sequence[float]], list[Sequence[float]]]) -> PairedSpeedup:
+    """``speedup`` with each call of the cycle paired on its own, where the rounds timed more than one call."""
+    counts = {len(calls) for side in times for calls in side}
+    count = max(counts)
+    if len(counts) > 1 or count < 2:
+        return speedup
+    per_call = tuple(
+        paired_speedup([calls[index] for calls in times[0]], [calls[index] for calls in times[1]])
+        for index in range(count)
+    )
+    return PairedSpeedup(speedup.rounds, speedup.median, speedup.ci_low, speedup.ci_high, per_call)
 
 
 def verify_regions(
@@ -245,8 +293,9 @@ def captured_loss(ratio: float | None, ci_low: float | None, ci_high: float | No
     The verdict alternates runs and is the better evidence, but the captures are what a user reads:
     a tuning the captures show slower is put back whole, whatever the check said (never slower).
 
-    >>> captured_loss(1.3, 1.1, 1.5, runs=10)
-    PairedSpeedup(rounds=10, median=0.7692307692307692, ci_low=0.6666666666666666, ci_high=0.9090909090909091)
+    >>> loss = captured_loss(1.3, 1.1, 1.5, runs=10)
+    >>> (loss.rounds, round(loss.median, 3), round(loss.ci_low, 3), round(loss.ci_high, 3))
+    (10, 0.769, 0.667, 0.909)
     >>> captured_loss(1.3, 0.9, 1.5, runs=10) is None
     True
     """

@@ -55,30 +55,41 @@ def verify_tuned(
     ``deadline`` is a `time.monotonic` value (see `aitune.compare.verification.verify_regions`); ``tick`` is
     called after every timed run (a progress bar).
     """
-    verification = verify_regions(list(switches), _timer(function, input_data, switches, tick), config, deadline)
+    calls = config.cycle if config is not None else 1
+    verification = verify_regions(
+        list(switches), _timer(function, input_data, switches, tick, calls), config, deadline
+    )
     for path in verification.put_back:
         switches[path].put_back()
     return verification
 
 
 def _timer(
-    function: Callable[..., Any], input_data: Any, switches: Mapping[str, Switch], tick: Callable[[], None]
-) -> Callable[[frozenset[str]], float]:
+    function: Callable[..., Any],
+    input_data: Any,
+    switches: Mapping[str, Switch],
+    tick: Callable[[], None],
+    calls: int = 1,
+) -> Callable[[frozenset[str]], list[float]]:
+    """``measure(enabled)``: ``calls`` consecutive calls of the workload (one cycle of its differing calls), each
+    timed alone, with exactly ``enabled`` tuned."""
     args, kwargs = normalize_input(input_data)
     synchronize = torch.cuda.synchronize if torch.cuda.is_available() and torch.cuda.is_initialized() else _nothing
 
-    def run(enabled: frozenset[str]) -> float:
+    def run(enabled: frozenset[str]) -> list[float]:
+        times = []
         with ExitStack() as stack:
             for path, switch in switches.items():
                 if path not in enabled:
                     stack.enter_context(switch.original())
-            synchronize()
-            start = time.perf_counter()
-            function(*args, **kwargs)
-            synchronize()
-            elapsed = time.perf_counter() - start
+            for _ in range(calls):
+                synchronize()
+                start = time.perf_counter()
+                function(*args, **kwargs)
+                synchronize()
+                times.append((time.perf_counter() - start) * 1e6)
         tick()
-        return elapsed * 1e6
+        return times
 
     return run
 
