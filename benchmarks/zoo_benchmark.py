@@ -46,6 +46,7 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune
 import torch
 import torch.utils._pytree as pytree
 
+from aitune.compare.verification import VerifyConfig
 from aitune.errors import TuningError
 from aitune.suggest import suggest
 from aitune.torch import LoopConfig, optimize, profile
@@ -57,7 +58,10 @@ TOLERANCE = 1e-3
 
 
 def call(function: Callable[..., Any], input_data: Any) -> Any:
-    """``function(input_data)`` by profile's convention: a mapping as keywords, a tuple as positional arguments."""
+    """``function(input_data)`` by profile's convention: a mapping as keywords, a tuple as positional arguments,
+    None as no arguments."""
+    if input_data is None:
+        return function()
     if isinstance(input_data, dict):
         return function(**input_data)
     if isinstance(input_data, tuple):
@@ -86,6 +90,16 @@ def correctness(reference: Any, tuned: Any) -> str:
     if worst == 0.0:
         return "equal"
     return f"within {TOLERANCE:g} (max error {worst:.1g})" if worst <= TOLERANCE else f"DIFFERS (max error {worst:.2g})"
+
+
+def whole_cycle(entry: Callable[..., Any], input_data: Any, cycle: int) -> Callable[[], None]:
+    """One timed repeat: ``cycle`` calls, so every side sees each of a rotating workload's calls once."""
+
+    def run() -> None:
+        for _ in range(cycle):
+            call(entry, input_data)
+
+    return run
 
 
 def interleaved(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
@@ -140,10 +154,12 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
     tuned, tuned_input, tuned_function = build()
     eager_entry = eager_function if eager_function is not None else eager
     tuned_entry = tuned_function if tuned_function is not None else tuned
+    cycle = getattr(APPS[name], "CYCLE", 1)
 
     start = time.perf_counter()
     try:
-        config = LoopConfig(measured_runs=options.runs, precision=options.precision)
+        verify = VerifyConfig(cycle=cycle)  # a service's rotating calls: each side of a round runs a whole cycle
+        config = LoopConfig(measured_runs=options.runs, precision=options.precision, verification=verify)
         result = optimize(tuned, tuned_input, tuned_entry, config=config)
     except TuningError as error:  # suggest found nothing worth tuning: the loop changed nothing, and says so
         result, refusal = None, str(error)
@@ -157,10 +173,13 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
         second.setdefault("environment", {})["gain_calibration"] = first["environment"]["gain_calibration"]
     stable = top_three(first) == top_three(second)
 
-    calls = {"eager": lambda: call(eager_entry, eager_input), "tuned": lambda: call(tuned_entry, tuned_input)}
+    calls = {
+        "eager": whole_cycle(eager_entry, eager_input, cycle),
+        "tuned": whole_cycle(tuned_entry, tuned_input, cycle),
+    }
     compiled, compile_s, compile_note = (None, None, "skipped") if options.no_compile else whole_compile(build)
     if compiled is not None:
-        calls["compile"] = compiled
+        calls["compile"] = whole_cycle(compiled, None, cycle)
     with torch.no_grad():
         medians = interleaved(calls, options.repeats)
     if result is not None:

@@ -3,7 +3,8 @@ configs (no downloads), each the way its users run it.
 
 Every app module has ``build() -> (obj, input_data, inference_function)``, ready for
 ``aitune.torch.profile(obj, input_data, inference_function)`` and ``aitune.torch.optimize`` (an
-``inference_function`` of None calls ``obj``), and ``DESCRIPTION``. Builds are seeded: two builds
+``inference_function`` of None calls ``obj``), and ``DESCRIPTION``; an app whose calls differ in turn (a
+service's rotating inputs) says after how many calls they repeat as ``CYCLE``. Builds are seeded: two builds
 give the same weights, and the inference functions seed their own noise, so two calls give the same output.
 
     from zoo import APPS
@@ -17,8 +18,12 @@ from types import ModuleType
 from zoo import (
     bert_classifier,
     ddpm,
+    detector,
     gpt2_generate,
     image_classifier,
+    llama_generate,
+    mixtral_moe,
+    qa_varying,
     rnn_seq2seq,
     t5_generate,
     text_to_image,
@@ -34,5 +39,9 @@ APPS: dict[str, ModuleType] = {
     "text_to_image": text_to_image,
     "ddpm": ddpm,
     "rnn_seq2seq": rnn_seq2seq,
+    "llama_generate": llama_generate,
+    "mixtral_moe": mixtral_moe,
+    "detector": detector,
+    "qa_varying": qa_varying,
 }
 """Every app by name, in the benchmark's order."""
