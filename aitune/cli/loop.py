@@ -160,7 +160,7 @@ def loop_view(result: LoopResult) -> Group:
             *(factor(value) for value in gain.realised_shown),  # an untouched region's change is noise
             terminal_text(gain.note),
         )
-    lines = [*verification_lines(result), *end_to_end_lines(result), *precision_lines(result)]
+    lines = [*verification_lines(result), *end_to_end_lines(result), *precision_lines(result), *recipe_lines(result)]
     if result.whole_model is not None:
         verdict = "tuned first" if result.whole_model.chosen else "not tuned"
         lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")
@@ -168,6 +168,19 @@ def loop_view(result: LoopResult) -> Group:
     if slowed is not None:
         lines.append(slowed)
     return Group(table, *map(terminal_text, lines))
+
+
+def recipe_lines(result: LoopResult) -> list[str]:
+    """Where the decoder recipe stayed tuned, what it changed in the workload: ``generate`` uses a static cache."""
+    settings = result.plan.get("generation")
+    if not settings or not result.tuned:
+        return []
+    from aitune.torch.decoder_recipe import RECIPE  # a loop result exists: torch is loaded
+    shown = ", ".join(f"{key}={value!r}" for key, value in settings.items())
+    return [
+        f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.{shown}; "
+        "applying the plan sets it again"
+    ]
 
 
 def verification_lines(result: LoopResult) -> list[str]:

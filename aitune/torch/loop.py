@@ -18,8 +18,9 @@ is put back before any timing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,13 +39,22 @@ from aitune.compare.gains import (
 )
 from aitune.compare.loop_report import compare_report
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
-from aitune.compare.verification import CAPTURES, PairedSpeedup, RegionCheck, Verification, VerifyConfig, captured_loss
+from aitune.compare.verification import (
+    CAPTURES,
+    OUTRUN,
+    PairedSpeedup,
+    RegionCheck,
+    Verification,
+    VerifyConfig,
+    captured_loss,
+)
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
 from aitune.torch.backends import BACKENDS
 from aitune.torch.calibration import ensure_calibration
+from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers_recipe, swap_generation
 from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
@@ -210,8 +220,9 @@ def optimize(
     if checked is None:
         tolerance = config.tolerance.to_dict()
         saved = make_plan(
-            qualified_type(obj), tuning.tuned, tolerance, precision=precision, task_gate=judgment, process_memory=memory
-        )
+            qualified_type(obj), tuning.tuned, tolerance, precision=precision, task_gate=judgment,
+            process_memory=memory, generation=tuning.generation if tuning.tuned else None,
+        )  # fmt: skip
     else:
         saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, task_gate=judgment, process_memory=memory)
     diff = compare_profiles(before, after)
@@ -376,14 +387,51 @@ def _search(
     paths = list(config.targets) if config.targets else _chosen(found, config.top)
     if config.strategy is not None:  # a time budget is shared among the regions by the time each should save
         config.strategy.expect({t.path: 1.0 - 1.0 / t.predicted_speedup for t in found.targets if t.path in paths})
+    recipe = None
+    if not config.targets and config.mode == "aot" and offers_recipe(obj):
+        recipe = _tune_recipe(obj, function, input_data, config, phase, verify)
+        if recipe is not None and recipe.tuned:  # the modules are compiled on the workload as it was, then weighed
+            with recipe.switches[WHOLE].original():
+                modules = verify(_tune_aot(obj, function, input_data, paths, config, phase))
+            return found, None, _faster_of(recipe, modules)
+    whole, tuning = _search_modules(obj, function, input_data, found, paths, config, phase, verify)
+    return found, whole, _after(recipe, tuning) if recipe is not None else tuning
+
+
+def _after(earlier: _Tuning, tuning: _Tuning) -> _Tuning:
+    """``tuning`` with what an ``earlier`` way of tuning tried and put back kept in its report."""
+    checks = earlier.verification.checks if earlier.verification is not None else []
+    verification = tuning.verification
+    if checks:
+        later = verification.checks if verification is not None else []
+        verification = Verification([*checks, *later], verification.end_to_end if verification is not None else None)
+    return replace(
+        tuning,
+        results=(*(earlier.results or ()), *(tuning.results or ())),
+        outcomes={**earlier.outcomes, **tuning.outcomes},
+        verification=verification,
+    )
+
+
+def _search_modules(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    found: Suggestions,
+    paths: list[str],
+    config: LoopConfig,
+    phase: PhaseHook,
+    verify: Callable[[_Tuning], _Tuning],
+) -> tuple[WholeModel | None, _Tuning]:
+    """Tune the chosen ``paths`` in the configured mode, or the whole model first where that is predicted no
+    worse, and ``verify`` them."""
     # JIT takes one registration per process, so only AOT can fall back from the whole model to its parts.
     weigh = not config.targets and config.mode != "jit" and isinstance(obj, nn.Module)
     whole = weigh_whole_model(found, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
     if whole is not None and whole.chosen:
-        tuning = _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
-        return found, whole, tuning
-    return found, whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
+        return whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
+    return whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
 
 
 @dataclass(frozen=True)
@@ -398,6 +446,7 @@ class _Tuning:
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
     verification: Verification | None = None  # once verified
     judgment: TaskJudgment | None = None  # the task gate's, at a reduced precision
+    generation: Mapping[str, str] | None = None  # the generate settings it runs under (the decoder recipe's)
 
 
 def _tune_whole_first(
@@ -427,6 +476,71 @@ def _tune_whole_first(
             separate, results=results, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
         )
     )
+
+
+def _tune_recipe(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    config: LoopConfig,
+    phase: PhaseHook,
+    verify: Callable[[_Tuning], _Tuning],
+) -> _Tuning | None:
+    """The decoder recipe (`aitune.torch.decoder_recipe`): the model tuned whole while ``generate`` uses a static
+    cache, verified end to end against the model as it was; None when the workload never calls the model's own
+    forward. Whatever does not stay tuned leaves the generation settings as they were."""
+    earlier = swap_generation(obj, STATIC_CACHE)
+    try:
+        tuning = _tune_aot(obj, function, input_data, [WHOLE], config, phase)
+    except TuningError:
+        swap_generation(obj, earlier)
+        return None
+    except BaseException:
+        swap_generation(obj, earlier)
+        raise
+    outcomes = {path: (winner, reason or RECIPE) for path, (winner, reason) in tuning.outcomes.items()}
+    if not tuning.tuned:
+        swap_generation(obj, earlier)
+        return replace(tuning, outcomes=outcomes)
+
+    def undo() -> None:
+        tuning.undo()
+        swap_generation(obj, earlier)
+
+    switches = {WHOLE: _recipe_switch(obj, earlier, tuning.switches[WHOLE])}
+    recipe = replace(tuning, outcomes=outcomes, switches=switches, undo=undo, generation=dict(STATIC_CACHE))
+    return verify(recipe)
+
+
+def _recipe_switch(obj: Any, earlier: Mapping[str, Any], compiled: Switch) -> Switch:
+    """The decoder recipe's switch: its original code is the generation settings as they were (``earlier``) with
+    the compiled model's original forward; putting it back removes the compiled model and restores the settings."""
+
+    @contextlib.contextmanager
+    def original() -> Iterator[None]:
+        with generation(obj, earlier), compiled.original():
+            yield
+
+    def put_back() -> None:
+        compiled.put_back()
+        swap_generation(obj, earlier)
+
+    return Switch(original, put_back)
+
+
+def _faster_of(recipe: _Tuning, modules: _Tuning) -> _Tuning:
+    """The verified recipe or the modules compiled as they run, whichever made the run faster end to end (the
+    higher median of its alternating rounds against eager); the other is put back, its check saying why."""
+    figure = recipe.verification.end_to_end if recipe.verification is not None else None
+    other = modules.verification.end_to_end if modules.tuned and modules.verification is not None else None
+    modules_won = other is not None and figure is not None and other.median > figure.median
+    winner, loser = (modules, recipe) if modules_won else (recipe, modules)
+    loser.undo()
+    lost = [
+        RegionCheck(check.path, False, OUTRUN, check.speedup) if check.kept else check
+        for check in (loser.verification.checks if loser.verification is not None else [])
+    ]
+    return _after(replace(loser, verification=Verification(lost, None)), winner)
 
 
 def _chosen(found: Suggestions, top: int) -> list[str]:
@@ -509,7 +623,16 @@ def _applied(obj: Any, plan: Mapping[str, Any]) -> _Tuning:
     switches = {
         path: aot_switch(wrapper, functools.partial(unwrap, obj, [path])) for path, wrapper in applied.wrappers.items()
     }
-    return _Tuning(tuned, None, outcomes, lambda: unwrap(obj, list(applied.wrappers)), switches)
+    earlier = applied.generation_before
+    if earlier is not None and WHOLE in switches:  # the decoder recipe: its switch also turns the setting back
+        switches[WHOLE] = _recipe_switch(obj, earlier, switches[WHOLE])
+
+    def undo() -> None:
+        unwrap(obj, list(applied.wrappers))
+        if earlier is not None:
+            swap_generation(obj, earlier)
+
+    return _Tuning(tuned, None, outcomes, undo, switches, generation=plan.get("generation"))
 
 
 def _capture(

@@ -37,6 +37,7 @@ from aitune.errors import ProfileError, TuningError
 from aitune.report.io import read_json
 from aitune.report.validate import json_path, non_finite, shortened
 from aitune.torch.backends import BACKENDS
+from aitune.torch.decoder_recipe import swap_generation
 from aitune.torch.module.graph_spec import check_graph
 from aitune.torch.module.paths import module_at, replace_modules
 from aitune.torch.module.wrapper import Module, check_restorable
@@ -98,6 +99,7 @@ class AppliedPlan:
 
     wrappers: dict[str, Module]
     environment_differences: list[str]
+    generation_before: dict[str, Any] | None = None  # the generate settings the plan's replaced, to set back
 
 
 def make_plan(
@@ -108,9 +110,11 @@ def make_plan(
     precision: str = "fp32",
     task_gate: TaskJudgment | None = None,
     process_memory: Mapping[str, Any] | None = None,
+    generation: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out. ``precision`` is the
-    level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept).
+    level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept),
+    ``generation`` the ``generate`` settings the regions were tuned under (`aitune.torch.decoder_recipe`).
 
     Each region's ``held_memory`` is what its winning backends were measured to hold beside its module
     (`region_held_memory`); ``process_memory`` the process's resident bytes before and after tuning.
@@ -137,6 +141,7 @@ def make_plan(
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         "precision": precision,
         "task_gate": _task_gate(task_gate.to_dict()) if task_gate is not None else None,
+        **({"generation": dict(generation)} if generation else {}),
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
         "environment": environment(),
         **({"process_memory": dict(process_memory)} if process_memory else {}),
@@ -181,6 +186,7 @@ def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
         "tolerance": {"rtol": tolerance.get("rtol"), "atol": tolerance.get("atol")},
         "precision": plan.get("precision", "fp32"),
         "task_gate": _task_gate(plan["task_gate"]) if plan.get("task_gate") is not None else None,
+        **({"generation": dict(plan["generation"])} if plan.get("generation") else {}),
         "environment": dict(plan.get("environment", {})),
         **({"process_memory": dict(plan["process_memory"])} if "process_memory" in plan else {}),
         "regions": [_normalised_region(region) for region in plan["regions"]],
@@ -205,6 +211,7 @@ def replayed_plan(
         precision=applied["precision"],
         task_gate=task_gate,
         process_memory=process_memory,
+        generation=applied.get("generation") if tuned else None,
     )
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
@@ -444,10 +451,17 @@ def apply_plan(
             UserWarning,
             stacklevel=2,
         )
+    settings = data.get("generation")
+    if settings and getattr(obj, "generation_config", None) is None:
+        raise TuningError(
+            f"the plan sets generate's {', '.join(f'{k}={v}' for k, v in settings.items())}, but this object has no "
+            "generation_config; apply it to the transformers model it was tuned on."
+        )
     wrappers = replace_modules(
         obj, list(entries), lambda path, module: Module.from_dict(module, entries[path]["wrapper"], device=device)
     )
-    return AppliedPlan(wrappers=wrappers, environment_differences=differences)
+    before = swap_generation(obj, settings) if settings else None  # after every wrapper is in place: all or nothing
+    return AppliedPlan(wrappers=wrappers, environment_differences=differences, generation_before=before)
 
 
 def task_gate_problem(plan: Mapping[str, Any]) -> str | None:
