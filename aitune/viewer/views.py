@@ -7,9 +7,11 @@ out, before it reaches an HTML pane; in tables shown as plain text, long names c
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import panel as pn
 import param
@@ -18,7 +20,7 @@ from bokeh.models import NumberFormatter
 from aitune.errors import ProfileError
 from aitune.report.document import operator_runs_note
 from aitune.report.formatting import MISSING, SHARE_DECIMALS, SPEEDUP_DECIMALS, numeral
-from aitune.report.safe_text import html_text, shown_name
+from aitune.report.safe_text import MAX_NAME_CHARS, html_name, html_text, shown_name
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
@@ -62,27 +64,33 @@ def table(
 
     Columns are formatted by their names: ``*_us`` (µs), ``*_calls``, ``*_speedup`` (× figures)
     and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages);
-    ``titles`` gives a column a shorter header than its name.
+    ``titles`` gives a column a shorter header than its name. Any other column of text (a document may
+    add one: an operator row's extra key) is shown as text too, and every title passes `html_name`:
+    Tabulator writes a column's title, and the tooltip that repeats it, into the page as HTML.
     """
     present = [column for column in text_columns if column in frame.columns]
     chosen = {**formatters} if formatters else {}
+    by_name = {
+        **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
+        **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
+        **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
+        **{column: share_format() for column in frame.columns if str(column).startswith("share")},
+    }
+    unnamed = [
+        column
+        for column in frame.columns
+        if not pd.api.types.is_numeric_dtype(frame[column]) and column not in (*present, *chosen, *by_name)
+    ]
     wrapped = [column for column, formatter in chosen.items() if formatter == WRAPPED_TEXT and column in frame]
     return pn.widgets.Tabulator(
-        shown_text_columns(frame, present, wrapped),
+        shown_text_columns(frame, [*present, *unnamed], wrapped),
         disabled=True,
         show_index=False,
         pagination="local",
         page_size=page_size,
-        formatters={
-            **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
-            **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
-            **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
-            **{column: share_format() for column in frame.columns if str(column).startswith("share")},
-            **{column: PLAIN_TEXT for column in present},
-            **chosen,
-        },
+        formatters={**by_name, **{column: PLAIN_TEXT for column in [*present, *unnamed]}, **chosen},
         widths={column: WRAPPED_WIDTH for column, formatter in chosen.items() if formatter == WRAPPED_TEXT},
-        titles=dict(titles or {}),
+        titles={column: html_name((titles or {}).get(column, column)) for column in frame.columns},
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
         css_classes=[name],
@@ -91,17 +99,21 @@ def table(
 
 def shown_text_columns(frame: pd.DataFrame, names: list[str], messages: list[str]) -> pd.DataFrame:
     """``frame`` with its text columns as they may be shown: ``names`` cut (`shown_name`), ``messages``
-    spelled out and cut at `MAX_WRAPPED_CHARS`; the same frame when there are none."""
+    spelled out and cut at `MAX_WRAPPED_CHARS`; the same frame when there are none. A value that is neither
+    text nor a number (a list or an object under an operator row's extra key) is shown as its text."""
     if frame.empty or not (names or messages):
         return frame
     shown = frame.copy()
-    for column in names:
-        shown[column] = [shown_name(value) if isinstance(value, str) else value for value in shown[column]]
-    for column in messages:
-        shown[column] = [
-            shown_name(value, MAX_WRAPPED_CHARS) if isinstance(value, str) else value for value in shown[column]
-        ]
+    for columns, limit in ((names, MAX_NAME_CHARS), (messages, MAX_WRAPPED_CHARS)):
+        for column in columns:
+            shown[column] = [_shown_cell(value, limit) for value in shown[column]]
     return shown
+
+
+def _shown_cell(value: object, limit: int) -> object:
+    if value is None or isinstance(value, numbers.Number | np.generic):  # a frame holds numpy's numbers
+        return value
+    return shown_name(value, limit)
 
 
 class StoreView(pn.viewable.Viewer):
