@@ -28,6 +28,7 @@ from aitune.report.samples import has_device_time, median_run, residual_causes
 from aitune.report.section_rows import (
     EFFICIENCY_HEADER,
     MEMORY_HEADER,
+    NO_WORK,
     PHASE_HEADER,
     PHASE_RESIDUAL_NOTE,
     PHASE_SHARE_TITLE,
@@ -380,7 +381,7 @@ def _efficiency(doc: ProfileDoc) -> str:
     if is_lite(doc):
         return ""
     if not has_work(doc):
-        return "## Work and Efficiency\n\nNo operator shapes recorded in this profile: no work per region to count."
+        return f"## Work and Efficiency\n\n{NO_WORK}"
     lines = "\n".join(markdown_text(line) for line in roof_lines(doc))
     notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(doc))
     body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(doc)), notes])

@@ -29,6 +29,7 @@ MEMORY_ROWS = 25
 EFFICIENCY_HEADER = [
     "Region", "FLOPs", "Bytes", "Counted ms", "Achieved", "FLOP/B", "% of roof", "Bound", "Uncounted ms",
 ]  # fmt: skip
+NO_WORK = "No operator shapes recorded in this profile: no work per region to count."
 NO_PEAKS = "No machine peaks in this profile: achieved rates only, no % of peak."
 
 
