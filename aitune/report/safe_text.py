@@ -8,8 +8,9 @@ as ``unet`` but is another name), HTML and newlines that would break a
 Markdown table, or thousands of characters that push every figure out of view. Every renderer
 passes document text through these functions, the way templates pass values through one escape
 function: `terminal_text` (rich), `markdown_text`, `html_text` (the viewer's HTML panes), `shown_name`
-for a name in a table cell or on a chart axis, and `html_name` for a name placed in markup (an HTML
-report's cell, a Tabulator column title, which the browser reads as HTML).
+for a name in a table cell or on a chart axis, `chart_text` for one in a chart's title (Bokeh typesets what
+stands between ``$$`` as mathematics), and `html_name` for a name placed in markup (an HTML report's cell,
+a Tabulator column title, which the browser reads as HTML).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _INVISIBLE = re.compile(
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TEX_DELIMITERS = re.compile(r"\$\$|\\[\[\]()]")  # Bokeh's: $$…$$, \[…\], \(…\)
 _MARKDOWN_SIGNIFICANT = re.compile(r"[\\|<>&`*\[\]]")
 _HTML_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
@@ -103,3 +105,13 @@ def html_name(text: object, limit: int = MAX_NAME_CHARS) -> str:
     """A name for markup: cut and spelled out (`shown_name`), then escaped (`html_text`), as a table's cell or a
     Tabulator column's title needs it (Tabulator puts titles and their tooltips in the page as HTML)."""
     return html_text(shown_name(text, limit))
+
+
+def chart_text(text: object, limit: int = MAX_NAME_CHARS) -> str:
+    """A name for a chart's title or axis label: `shown_name`, with Bokeh's mathematics delimiters (``$$``,
+    ``\\[``, ``\\(`` and their ends) spelled out as ``\\x24\\x24``, so a name is drawn as the characters it holds."""
+    return _TEX_DELIMITERS.sub(_spelled_delimiter, shown_name(text, limit))
+
+
+def _spelled_delimiter(match: re.Match[str]) -> str:
+    return "".join(f"\\x{ord(char):02x}" for char in match.group())

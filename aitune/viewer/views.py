@@ -8,7 +8,7 @@ out, before it reaches an HTML pane; in tables shown as plain text, long names c
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,12 @@ def number_format(decimals: int) -> NumberFormatter:
 def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
     """An HTML pane showing ``text`` verbatim (`html_text`: escaped, controls spelled out), never as markup."""
     return pn.pane.HTML(f'<div class="{css_class}">{html_text(text)}</div>', sizing_mode="stretch_width")
+
+
+def labelled(names: Iterable[str]) -> dict[str, str]:
+    """A select's options for names from a document or a folder: each shown as `shown_name` gives it (spelled out,
+    cut), each choosing the name itself."""
+    return {shown_name(name): name for name in names}
 
 
 def speedup_format(missing: str = MISSING) -> NumberFormatter:
@@ -196,7 +202,7 @@ class Operators(StoreView):
         pair_note = "Self time per run (µs) on each side and after − before, from aitune.compare."
         notes = [pair_note] if self.store.is_pair else []
         notes += [
-            f"{loaded.name}: {where}"
+            f"{shown_name(loaded.name)}: {where}"
             for loaded in self.store.sides().values()
             if (where := operator_runs_note(loaded.doc)) is not None
         ]
@@ -272,7 +278,7 @@ class Ranks(StoreView):
         rank.param.watch(lambda event: setattr(self.selection, "rank", choices.get(event.new)), "value")
         quantities = list(dict.fromkeys(self.store.rank_region_table()["region_id"]))
         value = self.selection.rank_quantity if self.selection.rank_quantity in quantities else quantities[0]
-        chart = pn.widgets.Select(label="Chart", options=quantities, value=value, width=320)
+        chart = pn.widgets.Select(label="Chart", options=labelled(quantities), value=value, width=320)
         chart.param.watch(lambda event: setattr(self.selection, "rank_quantity", event.new), "value")
         return pn.Row(rank, chart)
 
@@ -371,7 +377,8 @@ class Timeline(StoreView):
         except ProfileError as error:
             return text_block(str(error), "aitune-problem timeline-problem")
         title = f"{side}: regions of run {run}"
-        download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=f"Download {path.name} (Perfetto)")
+        label = f"Download {shown_name(path.name)} (Perfetto)"
+        download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=label)
         return pn.Column(pn.pane.Bokeh(figures.timeline_bars(spans, title)), download, sizing_mode="stretch_width")
 
 
