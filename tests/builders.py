@@ -33,6 +33,21 @@ def op(name: str, start: float, end: float, thread=MAIN) -> dict[str, Any]:
     return span(name, start, end, category="cpu_op", thread=thread)
 
 
+def shaped(name: str, start: float, end: float, dims: list, types: list, concrete: list | None = None) -> dict:
+    """An operator with the input shapes torch's profiler records under ``record_shapes=True``."""
+    event = op(name, start, end)
+    event["args"] = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete or [""] * len(dims)}
+    return event
+
+
+def allocation(ts: float, size: int, total: int, thread=MAIN) -> dict[str, Any]:
+    """A host ``[memory]`` event as torch's profiler writes it under ``profile_memory=True``: ``size`` bytes
+    allocated (freed when negative), ``total`` live on the host after it."""
+    args = {"Total Reserved": 2**26, "Total Allocated": total, "Bytes": size, "Addr": 1000 + ts}
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": thread[0], "tid": thread[1],
+            "ts": ts, "args": {**args, "Device Type": 0, "Device Id": -1}}  # fmt: skip
+
+
 def launch(start: float, correlation: int, thread=MAIN) -> dict[str, Any]:
     event = span("cudaLaunchKernel", start, start + 1, category="cuda_runtime", thread=thread)
     event["args"] = {"correlation": correlation}

@@ -11,16 +11,27 @@ from __future__ import annotations
 import gzip
 import html
 import re
+import sys
+import unicodedata
+from collections.abc import Iterator
 
 import orjson
 import panel as pn
 import pytest
 from cli_helpers import ROOT, invoke_cli, run_cli
+from hostile.make_corpus import OPERATOR_KEY
+from panel.models.tabulator import DataTabulator
 
+from aitune.cli.pages import profile_page
 from aitune.errors import ProfileError
-from aitune.report import dumps
+from aitune.report import dumps, load
 from aitune.report.io import parse_json
+from aitune.report.safe_text import visible
+from aitune.viewer import views
 from aitune.viewer.app import build_page
+from aitune.viewer.selection import Selection
+from aitune.viewer.sources import Loaded
+from aitune.viewer.store import ProfileStore
 
 CORPUS = ROOT / "tests" / "hostile"
 NAMED = sorted(CORPUS.glob("name-*.profile.json"))
@@ -200,6 +211,19 @@ def test_a_hostile_name_renders_in_every_tab_of_the_viewer(profile, tmp_path):
     assert "What to tune next, in the after profile p.profile.json" in texts["Suggestions"]
 
 
+def test_an_operator_rows_extra_key_is_an_escaped_column_title_over_cells_shown_as_text():
+    store = ProfileStore(before=Loaded("p.json", load(CORPUS / "operator-key-html.profile.json")))
+
+    root = views.Operators(store=store, selection=Selection())._render().get_root()
+
+    (grid,) = [model for model in root.references() if isinstance(model, DataTabulator)]
+    titles = {column.field: column.title for column in grid.columns}
+    assert titles[OPERATOR_KEY] == "&lt;img src=x onerror=&quot;document.title=&#x27;X&#x27;&quot;&gt;"
+    assert not any("<" in title for title in titles.values())
+    formatters = {column["field"]: column.get("formatter") for column in grid.configuration["columns"]}
+    assert formatters[OPERATOR_KEY] == "plaintext"  # Tabulator's formatter that escapes the cell
+
+
 @pytest.mark.parametrize("name", BROKEN_PROFILES)
 def test_a_broken_profile_is_one_sentence_above_the_viewers_tabs(name, tmp_path):
     runs = _runs_folder(tmp_path, (CORPUS / name).read_bytes())
@@ -220,3 +244,63 @@ def test_a_broken_trace_is_one_sentence_in_the_timeline_tab_alone(name, tmp_path
     assert "Download" not in texts["Timeline"]
     assert all("p.trace.json" not in texts[name] for name in TAB_NAMES if name != "Timeline")
     assert "Hatched bars" in texts["Regions"] and "What to tune p.profile.json" in texts["Suggestions"]
+
+
+# --- invisible characters: a zero-width name is spelled out at every edge ---
+
+ZERO_WIDTH = CORPUS / "name-zero-width.profile.json"
+SPELLED = "lm\\u200b_he\\u200dad\\ufeff"
+"""How every edge shows the corpus's ``lm\u200b_he\u200dad\ufeff``, which reads as ``lm_head`` if not spelled out."""
+INVISIBLE = [chr(code) for code in range(sys.maxunicode + 1) if unicodedata.category(chr(code)) == "Cf"]
+
+
+def test_every_invisible_format_character_is_spelled_out():
+    assert [char for char in INVISIBLE if visible(char) == char] == []
+    assert visible("un\u200bet") == "un\\u200bet" and visible("\U000e0041") == "\\U000e0041"
+
+
+def _strings(value) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif hasattr(value, "tolist"):
+        yield from _strings(value.tolist())
+
+
+def page_strings(page) -> str:
+    """Every string the built page hands the browser: each model's properties (texts, titles, options, factors,
+    table data) in every tab, one per line."""
+    tabs = page.select(pn.Tabs)[0]
+    models = [model for part in (page, *tabs) for model in part.get_root().references()]
+    found = (text for model in models for value in model.properties_with_values().values() for text in _strings(value))
+    return "\n".join(found)
+
+
+def _viewer(tmp_path) -> tuple[str, str]:
+    runs = _runs_folder(tmp_path, ZERO_WIDTH.read_bytes())
+    return page_strings(build_page(runs, {"before": [b"p.profile.json"]})), SPELLED
+
+
+EDGES = {
+    "terminal": lambda tmp_path: (invoke_cli("report", str(ZERO_WIDTH)).stdout, SPELLED),
+    "markdown": lambda tmp_path: (
+        invoke_cli("report", str(ZERO_WIDTH), "--format", "md").stdout,
+        SPELLED.replace("\\", "\\\\"),
+    ),
+    "html": lambda tmp_path: (profile_page(load(ZERO_WIDTH)), SPELLED),
+    "viewer": _viewer,
+}
+
+
+@pytest.mark.parametrize("edge", EDGES.values(), ids=EDGES)
+def test_a_zero_width_name_is_spelled_out_at_every_edge(edge, tmp_path):
+    shown, spelled = edge(tmp_path)
+
+    assert spelled in shown
+    assert [char for char in INVISIBLE if char in shown] == []

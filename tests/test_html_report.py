@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from builders import region, run, trace
+from builders import GENERATE, HEAD, allocation, op, region, run, shaped, trace
 from cli_helpers import ROOT, invoke_cli
 from documents import HOSTILE, pipeline_doc, with_warning
 
@@ -23,9 +23,18 @@ from aitune import compare
 from aitune.cli.pages import pair_page, profile_page
 from aitune.compare.gains import speedup_line
 from aitune.compare.loop_report import read_tune_folder
+from aitune.markers import region_path
 from aitune.report import build_profile, load
 from aitune.report.html import MAX_TABLE_ROWS, MAX_TREE_NODES, STYLE, table
-from aitune.report.safe_text import html_text
+from aitune.report.safe_text import html_text, shown_name
+from aitune.report.section_rows import (
+    PHASE_SHARE_TITLE,
+    efficiency_table,
+    memory_table,
+    phase_share_table,
+    phase_table,
+    roof_lines,
+)
 from aitune.report.svg import MAX_BARS, Bar, bar_chart
 
 SAMPLES = ROOT / "sample_traces"
@@ -65,6 +74,85 @@ def parsed(page: str) -> _Elements:
     elements = _Elements()
     elements.feed(page)
     return elements
+
+
+class _Rows(HTMLParser):
+    """The text of every table row (header rows too) of one section, cell by cell, as a browser reads it."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.kind, self.inside, self.rows, self.lines = kind, False, [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "section":
+            self.inside = ("class", self.kind) in attrs
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag in ("td", "th"):
+            self.rows[-1].append("")
+
+    def handle_data(self, data):
+        if self.inside and self.rows and self.lasttag in ("td", "th"):
+            self.rows[-1][-1] += data
+        elif self.inside and self.lasttag in ("p", "br"):
+            self.lines.append(data)
+
+
+def section(page: str, kind: str) -> _Rows:
+    rows = _Rows(kind)
+    rows.feed(page)
+    return rows
+
+
+GENERATE_MODEL = f"untuned_module:{HOSTILE}\u200b"
+
+
+def generate_with_work_and_memory() -> dict:
+    """Two runs of a generate: four calls of a region named with a script and a zero-width space (the first call,
+    the prefill, longer), each holding a 64×32×16 ``aten::mm`` of recorded shapes and 1 MiB allocated and freed,
+    then ``lm_head``, whose one operator has no FLOP formula; on a machine of known roofs."""
+    events = []
+    for index in range(2):
+        start = index * 1000.0
+        events += [run(index, start, start + 200), region(GENERATE, start + 1, start + 199)]
+        for step in range(4):
+            at = start + 10 + 40 * step
+            events += [
+                region(GENERATE_MODEL, at, at + 20 + (10 if step == 0 else 0)),
+                shaped("aten::mm", at + 2, at + 12, [[64, 32], [32, 16]], ["float", "float"]),
+                allocation(at + 3, 2**20, 2**20),
+                allocation(at + 13, -(2**20), 0),
+                region(HEAD, at + 31, at + 35),
+                op("aten::<i>softmax</i>", at + 32, at + 34),
+            ]
+    roofs = {"cpu": {"gemm_flops_per_s": {"float32": 1e11}, "copy_bytes_per_s": 1e10, "source": "<b>synthetic</b>"}}
+    return trace(*events, environment={"machine_peaks": roofs})
+
+
+def test_the_page_shows_the_phases_memory_and_work_the_document_holds_with_every_name_escaped():
+    doc = build_profile(generate_with_work_and_memory())
+
+    page = profile_page(doc)
+
+    phases, memory, work = (section(page, kind) for kind in ("phases", "memory", "efficiency"))
+    shown = shown_name(GENERATE_MODEL)  # cut, the zero-width space spelled out
+    assert ["prefill", "0.050", "25.0%", "1"] in phases.rows and ["decode", "0.150", "75.0%", "3"] in phases.rows
+    assert [shown, "60.0%", "40.0%"] in phases.rows  # of the 50 µs prefill 30 are the model's; 3 × 20 of decode's 150
+    assert [shown_name(region_path(GENERATE_MODEL)), "cpu", "4 MiB", "4 MiB", "1 MiB", "1 MiB"] in memory.rows
+    assert [row[1] for row in work.rows if row[0] == shown] == ["262.14 kFLOP"]  # 4 calls × 2·64·32·16 per run
+    assert any("uncounted (aten::<i>softmax</i>)" in line for line in work.lines)
+    assert roof_lines(doc)[0] in work.lines  # the roofs' source, a document string, as text
+    names, shares = phase_share_table(doc, str)
+    expected = {
+        "phases": [*phase_table(doc), [PHASE_SHARE_TITLE, *names], *shares],
+        "memory": memory_table(doc, str)[0],
+        "efficiency": efficiency_table(doc),
+    }
+    for kind, rows in expected.items():  # every row the Markdown shows, cell for cell
+        assert all([shown_name(cell) for cell in row] in section(page, kind).rows for row in rows)
+    elements = parsed(page)
+    assert elements.tags <= WRITTEN_TAGS and not any(name.startswith("on") for name in elements.attributes)
+    assert "\u200b" not in page and "\\u200b" in "".join(elements.text)
 
 
 def hostile_pair():
@@ -116,7 +204,10 @@ def test_a_profile_page_has_every_section_of_the_report():
 
     sections = [line.split('"')[0] for line in page.split('<section id="')[1:]]
     kinds = [part.split('class="')[1].split('"')[0] for part in page.split("<section ")[1:]]
-    assert kinds == ["overview", "headline", "runs", "tree", "operators", "warnings", "suggestions", "environment"]
+    assert kinds == [
+        *("overview", "headline", "runs", "memory", "tree", "efficiency", "operators", "warnings", "suggestions"),
+        "environment",
+    ]  # memory and efficiency say why this profile has none, as the Markdown does
     assert len(sections) == len(kinds)
     assert page.count("<svg") >= 3  # the headline's shares, each run's time, the targets' predictions
     assert "untuned_module:unet.blocks.0" in page  # a nested region, in the tree

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 from documents import HOSTILE, pipeline_doc, with_warning
+from hostile.make_corpus import OPERATOR_KEY
 from ranks import merged
 from viewer_server import ARTIFACTS, CHROMIUM, PAGE_TIMEOUT_MS, open_page, page_text, serve_viewer, warm_up
 
@@ -31,6 +32,7 @@ TUNED = "tuned-pipeline"
 BEFORE, AFTER = f"{TUNED}/before/profile.json", f"{TUNED}/after/profile.json"
 HOSTILE_CORPUS = Path(__file__).resolve().parent / "hostile"
 BROKEN_TRACE = "broken-trace.trace.json"
+OPERATOR_KEY_PROFILE = "operator-key-html.profile.json"
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,7 @@ def runs_dir(tmp_path_factory) -> Path:
     (folder / "plain.profile.json").write_bytes(dumps(pipeline_doc(30.0)))
     (folder / "broken-trace.profile.json").write_bytes(dumps({**pipeline_doc(30.0), "trace_file": BROKEN_TRACE}))
     shutil.copy(HOSTILE_CORPUS / "string-ts.trace.json", folder / BROKEN_TRACE)
+    shutil.copy(HOSTILE_CORPUS / OPERATOR_KEY_PROFILE, folder / OPERATOR_KEY_PROFILE)
     (folder / "merged.profile.json").write_bytes(dumps(merged([pipeline_doc(65.0), pipeline_doc(200.0)])))
     return folder
 
@@ -142,6 +145,36 @@ def test_hostile_names_and_messages_are_shown_as_text_and_never_run(server, brow
 
         assert "<script>window.__pwned = 1</script>" in page_text(page)
         assert page.evaluate("window.__pwned") is None
+
+
+_PLANTED = """() => {
+  let found = 0;
+  const walk = (root) => {
+    for (const element of root.querySelectorAll("*")) {
+      if (element.tagName === "IMG" || element.hasAttribute("onerror")) found += 1;
+      if (element.shadowRoot) walk(element.shadowRoot);
+    }
+  };
+  walk(document);
+  return found;
+}"""
+"""How many ``img`` elements or ``onerror`` attributes the page holds, shadow roots too (the viewer writes none)."""
+
+
+def test_an_operator_rows_extra_key_is_a_column_title_shown_as_text_and_its_script_never_runs(server, browser):
+    with open_page(browser, f"{server}?before={OPERATOR_KEY_PROFILE}") as page:
+        page.wait_for_selector("canvas")
+        title = page.title()
+        page.locator(".bk-tab", has_text="Operators").click()
+        header = page.locator(".operator-table .tabulator-col-title", has_text="onerror")
+
+        expect = _expect()
+        expect(header).to_have_text(OPERATOR_KEY)
+        expect(page.locator(".operator-table .tabulator-cell", has_text="onerror")).to_have_text(OPERATOR_KEY)
+        header.hover()  # Tabulator repeats a title in a tooltip, written as HTML too
+        expect(page.locator(".tabulator-tooltip")).to_have_text(OPERATOR_KEY)
+        assert page.evaluate(_PLANTED) == 0
+        assert page.title() == title
 
 
 def test_a_url_outside_the_runs_folder_is_refused_in_one_sentence(server, browser):

@@ -5,13 +5,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import panel as pn
+from bokeh.models import HoverTool
 from builders import decoder_trace
 from documents import HOSTILE, pipeline_doc
+from ranks import merged
 
 from aitune.compare import Change
 from aitune.report import build_profile
-from aitune.viewer import figures, overview, views
+from aitune.report.safe_text import chart_text, html_name
+from aitune.viewer import figures, overview, tables, views
 from aitune.viewer.app import RUNS_DIR_ENV, build_page, default_pair, open_initial, query_value, runs_dir_from
 from aitune.viewer.selection import Selection
 from aitune.viewer.sources import Loaded
@@ -136,3 +140,57 @@ def test_the_operator_table_says_when_it_totals_runs_of_their_own():
     note = view._render().objects[0].object
 
     assert "b.json: operators traced in 2 run(s) of their own, after the measured runs" in note
+
+
+OPERATOR_KEY = "<img src=x onerror=\"document.title='X'\">"
+
+
+def test_a_table_titles_every_column_through_the_escaping_door_and_shows_any_other_text_column_as_text():
+    long_key = "x" * 200 + "_us"
+    frame = pd.DataFrame(
+        {"key": ["aten::mm"], OPERATOR_KEY: [OPERATOR_KEY], "lm\u200bhead": [[1, "<b>"]], long_key: [1.0]}
+    )
+
+    grid = views.table(frame, ["key"], "t", titles={"key": "<i>operator</i>"})
+
+    assert grid.titles == {
+        "key": "&lt;i&gt;operator&lt;/i&gt;",
+        OPERATOR_KEY: "&lt;img src=x onerror=&quot;document.title=&#x27;X&#x27;&quot;&gt;",
+        "lm\u200bhead": "lm\\u200bhead",
+        long_key: html_name(long_key),  # cut, as a long name is in a cell
+    }
+    assert grid.formatters[OPERATOR_KEY] == grid.formatters["lm\u200bhead"] == views.PLAIN_TEXT
+    assert grid.value[OPERATOR_KEY].tolist() == [OPERATOR_KEY]  # plaintext: Tabulator escapes the cell
+    assert grid.value["lm\u200bhead"].tolist() == ["[1, '<b>']"]  # a list shown as its text
+
+
+def test_names_from_a_document_reach_selects_spelled_out_and_chart_titles_never_as_mathematics():
+    region = "untuned_module:$$\\href{https://evil.example}{ok}$$\u200b"
+    doc = merged([pipeline_doc(65.0, extra_region=region), pipeline_doc(200.0, extra_region=region)])
+
+    plot = figures.rank_bars(tables.rank_region_table(doc).assign(side="before"), region)
+    options = views.labelled([region])
+
+    assert "$$" not in plot.title.text and plot.title.text.startswith("untuned_module:\\x24\\x24\\href")
+    assert options == {"untuned_module:$$\\href{https://evil.example}{ok}$$\\u200b": region}
+    assert (
+        chart_text("a \\(x\\) \\[y\\]") == "a \\x5c\\x28x\\x5c\\x29 \\x5c\\x5by\\x5c\\x5d"
+    )  # Bokeh's other delimiters
+
+
+def test_every_chart_tooltip_lists_fields_that_bokeh_escapes_never_an_html_template():
+    doc = pipeline_doc(65.0, extra_region=f"untuned_module:{HOSTILE}")
+    store = ProfileStore(before=Loaded("b.json", doc))
+    ranks = tables.rank_region_table(merged([doc, doc])).assign(side="before")
+
+    plots = [
+        figures.region_bars(store.region_table("cpu"), "cpu"),
+        figures.run_points(store.run_table(), "wall"),
+        figures.rank_bars(ranks, ranks["region_id"].iloc[0]),
+        figures.timeline_bars(pd.DataFrame(columns=tables.TIMELINE_COLUMNS), "t"),
+        figures.roofline(pd.DataFrame(columns=[*tables.EFFICIENCY_COLUMNS, "side"]), {}),
+    ]
+
+    tooltips = [tool.tooltips for plot in plots for tool in plot.tools if isinstance(tool, HoverTool)]
+    assert len(tooltips) == len(plots) and all(isinstance(fields, list) for fields in tooltips)
+    assert not any("{safe}" in value for fields in tooltips for _, value in fields)

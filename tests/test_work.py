@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from builders import kernel, launch, op, region, run, trace
+from builders import kernel, launch, op, region, run, shaped, trace
 
 from aitune.analysis.events import read_trace_events
 from aitune.analysis.trace_json import trace_events_from_json
@@ -14,12 +14,6 @@ from aitune.analysis.work import OpInputs, operator_inputs, operator_work
 from aitune.report import build_profile, render_markdown
 from aitune.report.efficiency import region_efficiencies
 from aitune.report.validate import validate
-
-
-def shaped(name: str, start: float, end: float, dims: list, types: list, concrete: list | None = None) -> dict:
-    event = op(name, start, end)
-    event["args"] = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete or [""] * len(dims)}
-    return event
 
 
 def inputs(dims: list, types: list, concrete: list | None = None) -> OpInputs | None:

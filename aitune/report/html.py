@@ -24,12 +24,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
+from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.markdown import time_domains
-from aitune.report.safe_text import MAX_NAME_CHARS, html_text, shown_name
+from aitune.report.memory import memory_note
+from aitune.report.phases import split_line, tokens_line
+from aitune.report.safe_text import MAX_NAME_CHARS, html_name, html_text, shown_name
 from aitune.report.samples import median_run
+from aitune.report.section_rows import (
+    EFFICIENCY_HEADER,
+    MEMORY_HEADER,
+    NO_WORK,
+    PHASE_HEADER,
+    PHASE_RESIDUAL_NOTE,
+    PHASE_SHARE_TITLE,
+    efficiency_table,
+    memory_lead,
+    memory_table,
+    phase_share_table,
+    phase_table,
+    roof_lines,
+    uncounted_notes,
+)
 from aitune.report.svg import Bar, bar_chart
 
 MAX_TABLE_ROWS = 200
@@ -67,8 +85,8 @@ def text(value: object) -> Html:
 
 
 def name(value: object, limit: int = MAX_NAME_CHARS) -> Html:
-    """A name (or a message, with a larger ``limit``) cut by `shown_name`, then escaped."""
-    return Html(html_text(shown_name(value, limit)))
+    """A name (or a message, with a larger ``limit``) cut by `shown_name`, then escaped (`html_name`)."""
+    return Html(html_name(value, limit))
 
 
 def paragraph(*lines: str, css: str = "") -> Html:
@@ -107,7 +125,16 @@ def profile_sections(doc: ProfileDoc) -> list[Section]:
     for scenario in (names or [None])[:MAX_SCENARIOS]:
         view = select_scenario(doc, scenario)
         prefix = "" if scenario is None else f"Scenario {shown_name(scenario)} · "
-        parts = [*headlines(view), run_timing(view), region_tree(view), operators(view), warnings(view)]
+        parts = [
+            *headlines(view),
+            phases(view),
+            run_timing(view),
+            memory(view),
+            region_tree(view),
+            efficiency(view),
+            operators(view),
+            warnings(view),
+        ]
         sections += [Section(prefix + part.title, part.body, part.kind) for part in parts if part.body]
     if len(names) > MAX_SCENARIOS:
         sections.append(
@@ -268,6 +295,44 @@ def _count(nodes: Sequence[Mapping[str, Any]]) -> int:
         count += 1
         pending += pending.pop()["children"]
     return count
+
+
+def phases(doc: ProfileDoc) -> Section:
+    """A generate's phases (`aitune.report.section_rows`, as the Markdown): how they were found, the token
+    figures, each phase's time, each region's share of every phase; empty for other documents."""
+    figures = phase_table(doc)
+    if not figures:
+        return Section("Phases", Html(""), "phases")
+    names, shares = phase_share_table(doc, text)
+    body = (
+        paragraph(*(line for line in (split_line(doc), tokens_line(doc)) if line))
+        + table(PHASE_HEADER, figures)
+        + table([PHASE_SHARE_TITLE, *names], shares)
+        + paragraph(PHASE_RESIDUAL_NOTE, css="note")
+    )
+    return Section("Phases", Html(body), "phases")
+
+
+def memory(doc: ProfileDoc) -> Section:
+    """Bytes allocated, freed and peak live per region and device, highest peaks first; why there are none."""
+    if is_lite(doc):
+        return Section("Memory", Html(""), "memory")
+    rows, hidden = memory_table(doc, text)
+    if not rows:
+        return Section("Memory", paragraph(memory_note(doc) or ""), "memory")
+    more = paragraph(f"… {hidden} more region row(s) with lower peaks.", css="cut") if hidden else ""
+    return Section("Memory", Html(paragraph(memory_lead(doc)) + table(MEMORY_HEADER, rows) + more), "memory")
+
+
+def efficiency(doc: ProfileDoc) -> Section:
+    """Each region's work, achieved rate and place under the machine's roofs; which regions are mostly uncounted."""
+    if is_lite(doc):
+        return Section("Work and efficiency", Html(""), "efficiency")
+    if not has_work(doc):
+        return Section("Work and efficiency", paragraph(NO_WORK), "efficiency")
+    notes = [Html(f"{name(region)}: {text(note)}") for region, note in uncounted_notes(doc)]
+    body = paragraph(*roof_lines(doc)) + table(EFFICIENCY_HEADER, efficiency_table(doc))
+    return Section("Work and efficiency", Html(body + (paragraph(*notes) if notes else "")), "efficiency")
 
 
 def operators(doc: ProfileDoc) -> Section:

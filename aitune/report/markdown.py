@@ -16,15 +16,30 @@ from aitune.report.document import (
     scenario_names,
     select_scenario,
 )
-from aitune.report.efficiency import has_work, machine_peaks, region_efficiencies
-from aitune.report.formatting import MISSING, factor, ms, percent, si
-from aitune.report.headline import headline_rows, phase_rows
+from aitune.report.efficiency import has_work
+from aitune.report.formatting import MISSING, factor, ms, percent
+from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
-from aitune.report.memory import format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
-from aitune.report.phases import phase_figures, split_line, tokens_line
+from aitune.report.memory import memory_note
+from aitune.report.phases import split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
 from aitune.report.samples import has_device_time, median_run, residual_causes
+from aitune.report.section_rows import (
+    EFFICIENCY_HEADER,
+    MEMORY_HEADER,
+    NO_WORK,
+    PHASE_HEADER,
+    PHASE_RESIDUAL_NOTE,
+    PHASE_SHARE_TITLE,
+    efficiency_table,
+    memory_lead,
+    memory_table,
+    phase_share_table,
+    phase_table,
+    roof_lines,
+    uncounted_notes,
+)
 
 
 class Markup(str):
@@ -62,8 +77,9 @@ def render_markdown(doc: ProfileDoc) -> str:
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A Markdown table; every cell but a `Markup` one is escaped (`markdown_text`), so names cannot break it."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    """A Markdown table; every cell but a `Markup` one, headers too (a phase's name is one), is escaped
+    (`markdown_text`), so names cannot break it."""
+    lines = ["| " + " | ".join(_cell(cell) for cell in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -152,27 +168,23 @@ def _summary(doc: ProfileDoc) -> str:
 def _phases(doc: ProfileDoc) -> str:
     """A generate-like document's phases: how they were found, the token figures, each phase's time,
     and each region's share of every phase (medians over the runs)."""
-    figures = phase_figures(doc)
+    figures = phase_table(doc)
     if not figures:
         return ""
-    parts = ["## Phases", markdown_text(split_line(doc) or ""), markdown_text(tokens_line(doc) or "")]
-    rows = [(figure.name, ms(figure.median_us), percent(figure.share), figure.steps) for figure in figures]
-    parts.append(table(["Phase", "Median (ms)", "Share of run", "Tokens"], rows))
-    by_phase = {figure.name: {(row.role, row.label): row for row in phase_rows(doc, figure.name)} for figure in figures}
-    keys = dict.fromkeys(key for rows_of in by_phase.values() for key in rows_of)
-    region_rows = [
-        (
-            _label(label, role),
-            *(
-                percent(rows_of[role, label].share) if (role, label) in rows_of else MISSING
-                for rows_of in by_phase.values()
-            ),
-        )
-        for role, label in sorted(keys, key=lambda key: key[0] == "residual")  # the residual last
+    phases, shares = phase_share_table(doc, _emphasis)
+    parts = [
+        "## Phases",
+        markdown_text(split_line(doc) or ""),
+        markdown_text(tokens_line(doc) or ""),
+        table(PHASE_HEADER, figures),
+        table([PHASE_SHARE_TITLE, *phases], shares),
+        PHASE_RESIDUAL_NOTE,
     ]
-    parts.append(table(["Region (CPU share of the phase)", *by_phase], region_rows))
-    parts.append("The residual of a phase is its time outside these regions: the spanning call's own work included.")
     return "\n\n".join(parts)
+
+
+def _emphasis(label: str) -> Markup:
+    return Markup(f"_{markdown_text(label)}_")
 
 
 def time_domains(doc: ProfileDoc) -> list[str]:
@@ -267,37 +279,15 @@ def _communication(doc: ProfileDoc) -> str:
     return text
 
 
-MEMORY_ROWS = 25
-"""Regions the memory table shows, highest peak first: a pipeline captured deep has hundreds."""
-
-
 def _memory(doc: ProfileDoc) -> str:
     """Bytes allocated, freed and peak live per region and device; a lite document's overview says it has none."""
     if is_lite(doc):
         return ""
-    rows = memory_rows(doc)
+    rows, hidden = memory_table(doc, _emphasis)
     if not rows:
         return f"## Memory\n\n{markdown_text(memory_note(doc) or '')}"
-    shown, hidden = top_memory_rows(rows, MEMORY_ROWS)
-    cells = [
-        (
-            Markup(f"_{row.label}_") if row.role == "run" else row.label,
-            row.device,
-            format_bytes(row.allocated_bytes),
-            format_bytes(row.freed_bytes),
-            format_bytes(row.peak_live_bytes),
-            format_bytes(row.allocator_peak_bytes),
-        )
-        for row in shown
-    ]
     more = f"\n\n… {hidden} more region row(s) with lower peaks." if hidden else ""
-    return (
-        f"## Memory\n\n{markdown_text(memory_source(doc) or '')}. Allocated and freed: median per run; peak live: "
-        "the most bytes a region's own allocations held at once, highest run; allocator peak: the allocator's own "
-        "live total at its highest while the region ran.\n\n"
-        + table(["Region", "Device", "Allocated", "Freed", "Peak live", "Allocator peak"], cells)
-        + more
-    )
+    return f"## Memory\n\n{markdown_text(memory_lead(doc))}\n\n" + table(MEMORY_HEADER, rows) + more
 
 
 def _tree(doc: ProfileDoc) -> str:
@@ -391,38 +381,10 @@ def _efficiency(doc: ProfileDoc) -> str:
     if is_lite(doc):
         return ""
     if not has_work(doc):
-        return "## Work and Efficiency\n\nNo operator shapes recorded in this profile: no work per region to count."
-    peaks = machine_peaks(doc)
-    lines = [
-        f"Roofs ({markdown_text(backend)}): GEMM "
-        + ", ".join(f"{markdown_text(name)} {si(rate, 'FLOP/s')}" for name, rate in roof["gemm_flops_per_s"].items())
-        + f"; copy {si(roof['copy_bytes_per_s'], 'B/s')} — {markdown_text(roof['source'])}"
-        for backend, roof in peaks.items()
-    ] or ["No machine peaks in this profile: achieved rates only, no % of peak."]
-    rows = []
-    notes = []
-    for item in region_efficiencies(doc):
-        rows.append(
-            (
-                item.region_id,
-                si(item.flops, "FLOP"),
-                si(item.bytes, "B"),
-                ms(item.counted_us),
-                si(item.flops_per_s, "FLOP/s") if item.flops else MISSING,
-                f"{item.intensity:.1f}" if item.flops else MISSING,
-                percent(item.fraction_of_roof),
-                item.bound or MISSING,
-                ms(item.uncounted_us),
-            )
-        )
-        if item.mostly_uncounted:
-            names = ", ".join(list(item.uncounted_operators)[:3]) or "operators without a formula"
-            notes.append(
-                f"- {markdown_text(item.region_id)}: {percent(item.uncounted_fraction)} of its operator time is "
-                f"uncounted ({markdown_text(names)}): its work is not known, not zero."
-            )
-    header = ["Region", "FLOPs", "Bytes", "Counted ms", "Achieved", "FLOP/B", "% of roof", "Bound", "Uncounted ms"]
-    body = "\n\n".join(["\n".join(lines), table(header, rows), "\n".join(notes)])
+        return f"## Work and Efficiency\n\n{NO_WORK}"
+    lines = "\n".join(markdown_text(line) for line in roof_lines(doc))
+    notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(doc))
+    body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(doc)), notes])
     return "## Work and Efficiency\n\n" + body.rstrip()
 
 

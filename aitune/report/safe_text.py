@@ -3,11 +3,14 @@ they are data, never markup.
 
 A profile may come from a stranger: a region name can hold escape sequences (cursor moves, a fake
 green "OK", a new window title), rich markup (``[link=...]``), bidirectional overrides (U+202E shows
-``gpj.exe`` as ``exe.jpg`` and reverses the figures after it), HTML and newlines that would break a
+``gpj.exe`` as ``exe.jpg`` and reverses the figures after it), zero-width characters (``un\u200bet`` reads
+as ``unet`` but is another name), HTML and newlines that would break a
 Markdown table, or thousands of characters that push every figure out of view. Every renderer
 passes document text through these functions, the way templates pass values through one escape
-function: `terminal_text` (rich), `markdown_text`, `html_text` (the viewer's HTML panes), and
-`shown_name` for a name in a table cell or on a chart axis.
+function: `terminal_text` (rich), `markdown_text`, `html_text` (the viewer's HTML panes), `shown_name`
+for a name in a table cell or on a chart axis, `chart_text` for one in a chart's title (Bokeh typesets what
+stands between ``$$`` as mathematics), and `html_name` for a name placed in markup (an HTML report's cell,
+a Tabulator column title, which the browser reads as HTML).
 """
 
 from __future__ import annotations
@@ -18,23 +21,34 @@ import re
 
 from rich.text import Text
 
-# C0 and C1 controls, DEL, and the Unicode line separators and bidirectional overrides that
-# reorder or split what the reader sees.
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, the Unicode line separators, and every invisible format character (category Cf,
+# as of Unicode 15.1): bidirectional overrides that reorder what the reader sees, and zero-width ones
+# (U+200B, U+200D, U+FEFF, the soft hyphen, tags) that make ``un\u200bet`` read as ``unet``. Spelled out
+# as a list rather than looked up per character: a test checks it against `unicodedata`.
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TEX_DELIMITERS = re.compile(r"\$\$|\\[\[\]()]")  # Bokeh's: $$…$$, \[…\], \(…\)
 _MARKDOWN_SIGNIFICANT = re.compile(r"[\\|<>&`*\[\]]")
 _HTML_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
 def _shown(match: re.Match[str]) -> str:
     char = match.group()
-    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+    code = ord(char)
+    return _NAMED.get(char) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    )
 
 
 def visible(text: object) -> str:
     """``text`` as a string whose control characters are spelled out: ``"\\x1b[2J"`` becomes ``"\\\\x1b[2J"``.
 
-    Newlines and tabs are spelled out too: one value stays on one line.
+    Newlines and tabs are spelled out too: one value stays on one line; so are the invisible format
+    characters (zero-width, bidi), as ``\\u200b`` (``\\U000e0041`` past the first plane).
     """
     return _INVISIBLE.sub(_shown, str(text))
 
@@ -85,3 +99,19 @@ def html_text(text: object) -> str:
     """Document text for an HTML pane: control and bidi characters spelled out (`visible`), then escaped,
     so no tag, entity or reordering reaches the page. Names inside it are cut by their writer (`shown_name`)."""
     return html.escape(visible(text))
+
+
+def html_name(text: object, limit: int = MAX_NAME_CHARS) -> str:
+    """A name for markup: cut and spelled out (`shown_name`), then escaped (`html_text`), as a table's cell or a
+    Tabulator column's title needs it (Tabulator puts titles and their tooltips in the page as HTML)."""
+    return html_text(shown_name(text, limit))
+
+
+def chart_text(text: object, limit: int = MAX_NAME_CHARS) -> str:
+    """A name for a chart's title or axis label: `shown_name`, with Bokeh's mathematics delimiters (``$$``,
+    ``\\[``, ``\\(`` and their ends) spelled out as ``\\x24\\x24``, so a name is drawn as the characters it holds."""
+    return _TEX_DELIMITERS.sub(_spelled_delimiter, shown_name(text, limit))
+
+
+def _spelled_delimiter(match: re.Match[str]) -> str:
+    return "".join(f"\\x{ord(char):02x}" for char in match.group())

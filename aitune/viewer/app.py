@@ -86,11 +86,12 @@ def pickers(store: ProfileStore) -> pn.Column:
     count = pn.pane.Markdown()
 
     def refresh(*_: object) -> None:
-        names = [NONE, *store.available()]
+        names = store.available()
+        options = {NONE: NONE, **views.labelled(names)}
         for side, select in (("before", before), ("after", after)):
             shown = getattr(store, side)
-            select.param.update(options=names, value=shown.name if shown and shown.name in names else NONE)
-        count.object = f"**Runs folder:** {len(names) - 1} profiles"
+            select.param.update(options=options, value=shown.name if shown and shown.name in names else NONE)
+        count.object = f"**Runs folder:** {len(names)} profiles"
 
     refresh()
     store.param.watch(refresh, ["before", "after"])
@@ -106,7 +107,7 @@ def scenario_picker(store: ProfileStore) -> pn.widgets.Select:
     def refresh(*_: object) -> None:
         names = store.scenarios()
         chosen = store.scenario if store.scenario in names else next(iter(names), None)
-        picker.param.update(options=names, value=chosen, visible=bool(names))
+        picker.param.update(options=views.labelled(names), value=chosen, visible=bool(names))
 
     def choose(event: param.parameterized.Event) -> None:
         # The browser's empty select reports "" rather than None: only a listed name is a choice.

@@ -1,8 +1,10 @@
 """Bokeh figures as plain functions of the store's tables: no state, no I/O, text drawn as text.
 
-Bokeh draws axis labels and tooltips as text (never HTML), so region names from a stranger's
-profile cannot inject markup here; they are drawn as `shown_name` gives them (bidi controls spelled
-out, a long name cut), so none reverses or crowds out the figures beside it.
+Bokeh draws factors, legends and titles on the canvas and escapes a tooltip's ``@field`` values (none
+here is ``{safe}``, and every tooltip is a list of fields, never an HTML template), so region names from
+a stranger's profile cannot inject markup here; they are drawn as `shown_name` gives them (bidi and
+zero-width characters spelled out, a long name cut), so none reverses or crowds out the figures beside
+it. A title or axis label is typeset as mathematics between ``$$``: a name placed there passes `chart_text`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool
 from bokeh.plotting import figure
 
-from aitune.report.safe_text import shown_name
+from aitune.report.safe_text import chart_text, shown_name
 from aitune.viewer.tables import RESIDUAL
 
 SIDE_COLORS = {"before": "#8c8c8c", "after": "#1f77b4"}
@@ -178,7 +180,7 @@ def rank_bars(ranks: pd.DataFrame, quantity: str) -> figure:
         x_range=FactorRange(*factors),
         height=320,
         sizing_mode="stretch_width",
-        title=f"{shown_name(quantity)} per rank (median over runs; the slowest rank in red)",
+        title=f"{chart_text(quantity)} per rank (median over runs; the slowest rank in red)",
         y_axis_label="ms per run",
         tools=_TOOLS,
         name="rank-bars",

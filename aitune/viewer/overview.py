@@ -111,11 +111,11 @@ class Overview(StoreView):
         return self.rendered(self.store.param.compared, self.selection.param.domain)
 
     def _render(self, *_: object) -> pn.viewable.Viewable:
-        names = " vs ".join(loaded.name for loaded in self.store.sides().values())
+        names = " vs ".join(shown_name(loaded.name) for loaded in self.store.sides().values())
         if not names:
             return text_block("Open a profile from the runs folder, or upload one or two files.")
         if self.store.scenario:
-            names += f" (scenario {self.store.scenario})"
+            names += f" (scenario {shown_name(self.store.scenario)})"
         diff = self.store.comparison(self.selection.domain)
         if self.store.is_pair and diff is None:
             return pn.Column(text_block(names, "aitune-names"), text_block("Comparing with aitune.compare…"))

@@ -21,6 +21,7 @@ from aitune.report import scenario_names
 from aitune.report.efficiency import machine_peaks
 from aitune.report.memory import memory_note, memory_source
 from aitune.report.phases import split_line, tokens_line
+from aitune.report.safe_text import shown_name
 from aitune.report.samples import has_device_time
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
@@ -233,7 +234,8 @@ class ProfileStore(param.Parameterized):
     def memory_notes(self) -> list[str]:
         """Per side, where its memory comes from, or why it has none (`aitune.report.memory`), named."""
         return [
-            f"{loaded.name}: {memory_source(loaded.doc) or memory_note(loaded.doc)}" for loaded in self.sides().values()
+            f"{shown_name(loaded.name)}: {memory_source(loaded.doc) or memory_note(loaded.doc)}"
+            for loaded in self.sides().values()
         ]
 
     def warning_table(self) -> pd.DataFrame:

@@ -33,7 +33,7 @@ NOTE = (
 def heading(store_side: str, name: str, found: Suggestions) -> str:
     """What the tab shows, of which profile, in which domain and against which median run."""
     what = "What to tune next, in the after profile" if store_side == "after" else "What to tune"
-    return f"{what} {name} ({found.domain}, median run {ms(found.run_time_us)} ms)."
+    return f"{what} {shown_name(name)} ({found.domain}, median run {ms(found.run_time_us)} ms)."
 
 
 def picked_line(found: Suggestions) -> str:

@@ -7,9 +7,11 @@ out, before it reaches an HTML pane; in tables shown as plain text, long names c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import numbers
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import panel as pn
 import param
@@ -18,7 +20,7 @@ from bokeh.models import NumberFormatter
 from aitune.errors import ProfileError
 from aitune.report.document import operator_runs_note
 from aitune.report.formatting import MISSING, SHARE_DECIMALS, SPEEDUP_DECIMALS, numeral
-from aitune.report.safe_text import html_text, shown_name
+from aitune.report.safe_text import MAX_NAME_CHARS, html_name, html_text, shown_name
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
@@ -38,6 +40,12 @@ def number_format(decimals: int) -> NumberFormatter:
 def text_block(text: str, css_class: str = "aitune-text") -> pn.pane.HTML:
     """An HTML pane showing ``text`` verbatim (`html_text`: escaped, controls spelled out), never as markup."""
     return pn.pane.HTML(f'<div class="{css_class}">{html_text(text)}</div>', sizing_mode="stretch_width")
+
+
+def labelled(names: Iterable[str]) -> dict[str, str]:
+    """A select's options for names from a document or a folder: each shown as `shown_name` gives it (spelled out,
+    cut), each choosing the name itself."""
+    return {shown_name(name): name for name in names}
 
 
 def speedup_format(missing: str = MISSING) -> NumberFormatter:
@@ -62,27 +70,33 @@ def table(
 
     Columns are formatted by their names: ``*_us`` (µs), ``*_calls``, ``*_speedup`` (× figures)
     and ``share*``; ``formatters`` overrides that per column (`WRAPPED_TEXT` for long messages);
-    ``titles`` gives a column a shorter header than its name.
+    ``titles`` gives a column a shorter header than its name. Any other column of text (a document may
+    add one: an operator row's extra key) is shown as text too, and every title passes `html_name`:
+    Tabulator writes a column's title, and the tooltip that repeats it, into the page as HTML.
     """
     present = [column for column in text_columns if column in frame.columns]
     chosen = {**formatters} if formatters else {}
+    by_name = {
+        **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
+        **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
+        **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
+        **{column: share_format() for column in frame.columns if str(column).startswith("share")},
+    }
+    unnamed = [
+        column
+        for column in frame.columns
+        if not pd.api.types.is_numeric_dtype(frame[column]) and column not in (*present, *chosen, *by_name)
+    ]
     wrapped = [column for column, formatter in chosen.items() if formatter == WRAPPED_TEXT and column in frame]
     return pn.widgets.Tabulator(
-        shown_text_columns(frame, present, wrapped),
+        shown_text_columns(frame, [*present, *unnamed], wrapped),
         disabled=True,
         show_index=False,
         pagination="local",
         page_size=page_size,
-        formatters={
-            **{column: number_format(1) for column in frame.columns if str(column).endswith("_us")},
-            **{column: number_format(0) for column in frame.columns if str(column).endswith("_calls")},
-            **{column: speedup_format() for column in frame.columns if str(column).endswith("_speedup")},
-            **{column: share_format() for column in frame.columns if str(column).startswith("share")},
-            **{column: PLAIN_TEXT for column in present},
-            **chosen,
-        },
+        formatters={**by_name, **{column: PLAIN_TEXT for column in [*present, *unnamed]}, **chosen},
         widths={column: WRAPPED_WIDTH for column, formatter in chosen.items() if formatter == WRAPPED_TEXT},
-        titles=dict(titles or {}),
+        titles={column: html_name((titles or {}).get(column, column)) for column in frame.columns},
         header_filters={column: {"type": "input", "func": "like"} for column in present},
         sizing_mode="stretch_width",
         css_classes=[name],
@@ -91,17 +105,21 @@ def table(
 
 def shown_text_columns(frame: pd.DataFrame, names: list[str], messages: list[str]) -> pd.DataFrame:
     """``frame`` with its text columns as they may be shown: ``names`` cut (`shown_name`), ``messages``
-    spelled out and cut at `MAX_WRAPPED_CHARS`; the same frame when there are none."""
+    spelled out and cut at `MAX_WRAPPED_CHARS`; the same frame when there are none. A value that is neither
+    text nor a number (a list or an object under an operator row's extra key) is shown as its text."""
     if frame.empty or not (names or messages):
         return frame
     shown = frame.copy()
-    for column in names:
-        shown[column] = [shown_name(value) if isinstance(value, str) else value for value in shown[column]]
-    for column in messages:
-        shown[column] = [
-            shown_name(value, MAX_WRAPPED_CHARS) if isinstance(value, str) else value for value in shown[column]
-        ]
+    for columns, limit in ((names, MAX_NAME_CHARS), (messages, MAX_WRAPPED_CHARS)):
+        for column in columns:
+            shown[column] = [_shown_cell(value, limit) for value in shown[column]]
     return shown
+
+
+def _shown_cell(value: object, limit: int) -> object:
+    if value is None or isinstance(value, numbers.Number | np.generic):  # a frame holds numpy's numbers
+        return value
+    return shown_name(value, limit)
 
 
 class StoreView(pn.viewable.Viewer):
@@ -184,7 +202,7 @@ class Operators(StoreView):
         pair_note = "Self time per run (µs) on each side and after − before, from aitune.compare."
         notes = [pair_note] if self.store.is_pair else []
         notes += [
-            f"{loaded.name}: {where}"
+            f"{shown_name(loaded.name)}: {where}"
             for loaded in self.store.sides().values()
             if (where := operator_runs_note(loaded.doc)) is not None
         ]
@@ -260,7 +278,7 @@ class Ranks(StoreView):
         rank.param.watch(lambda event: setattr(self.selection, "rank", choices.get(event.new)), "value")
         quantities = list(dict.fromkeys(self.store.rank_region_table()["region_id"]))
         value = self.selection.rank_quantity if self.selection.rank_quantity in quantities else quantities[0]
-        chart = pn.widgets.Select(label="Chart", options=quantities, value=value, width=320)
+        chart = pn.widgets.Select(label="Chart", options=labelled(quantities), value=value, width=320)
         chart.param.watch(lambda event: setattr(self.selection, "rank_quantity", event.new), "value")
         return pn.Row(rank, chart)
 
@@ -359,7 +377,8 @@ class Timeline(StoreView):
         except ProfileError as error:
             return text_block(str(error), "aitune-problem timeline-problem")
         title = f"{side}: regions of run {run}"
-        download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=f"Download {path.name} (Perfetto)")
+        label = f"Download {shown_name(path.name)} (Perfetto)"
+        download = pn.widgets.FileDownload(file=str(path), filename=path.name, label=label)
         return pn.Column(pn.pane.Bokeh(figures.timeline_bars(spans, title)), download, sizing_mode="stretch_width")
 
 

@@ -24,8 +24,13 @@ HOSTILE_NAMES = {
     "brackets": "experts[gate]",
     "escapes": "\x1b[2J\x1b]0;pwned\x07\x1b[32mOK\x1b[0m",
     "html-newline": "<script>alert(1)</script>\n## injected | cell",
+    "zero-width": "lm\u200b_he\u200dad\ufeff",
 }
-"""Region names that must reach every output as plain, visible text."""
+"""Region names that must reach every output as plain, visible text (the zero-width one reads as ``lm_head``)."""
+
+OPERATOR_KEY = "<img src=x onerror=\"document.title='X'\">"
+"""An extra key (and value) on every operator row: valid (rows may carry keys of their own), and a viewer
+that lists a row's keys as its columns puts it in a column title."""
 
 MALFORMED_EVENTS = {
     "non-object-event": 5,
@@ -57,6 +62,11 @@ def corpus() -> dict[str, bytes]:
         hostile = _renamed(profile, "lm_head", name)
         hostile["warnings"] = [{"code": "HOSTILE", "source": name, "message": f"message with {name}"}]
         files[f"name-{case}.profile.json"] = dumps(hostile)
+    extra_key = copy.deepcopy(profile)
+    for rows in extra_key["profiler"]["key_averages"].values():
+        for row in rows:
+            row[OPERATOR_KEY] = OPERATOR_KEY
+    files["operator-key-html.profile.json"] = dumps(extra_key)
     deep = dumps({**profile, "extra": None}).replace(b'"extra": null', b'"extra": ' + _nested(1000))
     files["deep-1000.profile.json"] = deep
     files["schema-version-float.profile.json"] = dumps({**profile, "schema_version": 1.0})
