@@ -291,7 +291,8 @@ def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list
         if key.startswith("counted_") and key.endswith("_time_us")
     ]
     return [
-        f"{path}: {value:.3g} µs is below the clock's resolution ({TIME_RESOLUTION_US} µs); a time is 0 or more"
+        f"{path}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is 0 or at least "
+        f"{TIME_RESOLUTION_US} µs"
         for path, value in times
         if 0 < value < TIME_RESOLUTION_US
     ]

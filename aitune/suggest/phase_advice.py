@@ -35,8 +35,7 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
         return
     decode, step = figures["decode"], split["step_region"]
     name = region_path(step)
-    decode_rows = phase_rows(doc, "decode")  # [] when no run has a decode phase, whatever the split names
-    rows = {row.region_id: row for row in decode_rows}
+    rows = {row.region_id: row for row in phase_rows(doc, "decode")}
     prefill_rows = {row.region_id: row for row in phase_rows(doc, "prefill")}
     lengths = next((meta.get("call_lengths") for meta in doc.get("regions", ()) if meta.get("id") == step), None) or []
     known = [length for length in lengths if isinstance(length, int)]
@@ -56,8 +55,8 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
                 statistics.median(rows[step].times_us),
                 decode.share * rows[step].share,
             )
-    residual = decode_rows[-1] if decode_rows else None  # the phase's residual is its last row
-    if residual is not None and residual.share >= OUTSIDE_STEPS_SHARE:
+    residual = phase_rows(doc, "decode")[-1]
+    if residual.share >= OUTSIDE_STEPS_SHARE:
         per_run = statistics.median(residual.times_us)
         yield (
             "PHASE_DECODE_OUTSIDE",
