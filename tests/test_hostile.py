@@ -28,6 +28,7 @@ NAMED = sorted(CORPUS.glob("name-*.profile.json"))
 BROKEN_PROFILES = ["deep-1000.profile.json", "schema-version-float.profile.json"]
 BROKEN_TRACES = sorted(path.name for path in CORPUS.glob("*.trace.json"))
 INVARIANTS = {
+    "runs-none": "runs: no measured run; capture the profile again",
     "phases-dropped": "runs[0]: no phases, but the document has a phase_split",
     "phases-reordered": "runs[0].phases: ['decode', 'prefill'] are not phase_split's phases ['prefill', 'decode']",
     "phase-no-run-has": "phase_split.phases: ['encoder'] is in no run's phases",

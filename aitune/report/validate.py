@@ -77,6 +77,8 @@ def validate(doc: Any) -> list[str]:
 
 def section_problems(section: Mapping[str, Any]) -> list[str]:
     """What no schema can say about one schema-valid document (the top level, or one of its scenarios)."""
+    if not section["runs"]:  # every reader takes a median run: a capture measures at least one
+        return ["runs: no measured run; capture the profile again"]
     problems = []
     for key in ("runs", "operator_runs"):
         for index, run in enumerate(section.get(key, ())):

@@ -61,6 +61,7 @@ def _work(run: dict, **values) -> None:
 
 
 INVARIANT_CASES = {
+    "runs-none": (worked_doc, lambda doc: doc.update(runs=[])),
     "phases-dropped": (generate_doc, _each_run(lambda run: run.pop("phases"))),
     "phases-reordered": (generate_doc, _each_run(lambda run: run["phases"].reverse())),
     "phase-no-run-has": (generate_doc, lambda doc: doc["phase_split"]["phases"].insert(0, "encoder")),
