@@ -409,8 +409,9 @@ def tune(
     if top < 1 or record < 1:
         fail(f"--top and --record must be at least 1 (got --top {top}, --record {record}).")
     check_precision(precision)
-    if eval_inputs is not None and precision == "fp32" and plan is None:
-        fail("--eval-inputs feeds the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
+    for flag, given, role in (("--eval-inputs", eval_inputs, "feeds"), ("--quality", quality, "sets the bar of")):
+        if given is not None and precision == "fp32" and plan is None:
+            fail(f"{flag} {role} the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
     bar = parse_bar(quality) if quality is not None else None
     config = LoopConfig(
         top=top,
