@@ -108,6 +108,39 @@ def pipeline_doc(unet_us: float, runs: int = 4, extra_region: str | None = None,
     return profile([regions] * runs, residual_us=5.0, operator="aten::conv2d", **meta)
 
 
+def generate_doc(runs: int = 2, gap_us: float = 10.0) -> ProfileDoc:
+    """A generate-like document: per run, ``untuned_module:model`` called on an 8-token prompt (800 µs), then
+    three times on one token (100 µs each), ``gap_us`` after each call; phases prefill and decode."""
+    durations = (800.0, 100.0, 100.0, 100.0)
+
+    def calls(start: float, index: int) -> list[dict[str, Any]]:
+        spans, at = [], start
+        for us in durations:
+            spans.append(region("untuned_module:model", at, at + us))
+            at += us + gap_us
+        return spans
+
+    run_us = sum(durations) + len(durations) * gap_us
+    meta = region_meta("untuned_module:model", call_lengths=[8, 1, 1, 1])
+    return laid_out(calls, runs=runs, run_us=run_us, regions=[meta])
+
+
+def worked_doc(runs: int = 2) -> ProfileDoc:
+    """A document whose one region ``untuned_module:proj`` calls a traced ``aten::linear`` of known shapes
+    (2·10·16·8 FLOPs) in each run, so it has ``work``, and the machine's peaks to place it under its roofs."""
+    dims, types = [[2, 5, 16], [8, 16], [8]], ["float"] * 3
+    events = []
+    for index in range(runs):
+        start = index * (100 + RUN_GAP_US)
+        linear = op("aten::linear", start + 2, start + 80)
+        linear["args"] = {"Input Dims": dims, "Input type": types, "Concrete Inputs": [""] * 3}
+        events += [run(index, start, start + 100), region("untuned_module:proj", start + 1, start + 90), linear]
+    doc = build_profile(trace(*events, config={"measured_runs": runs}))
+    peaks = {"gemm_flops_per_s": {"float32": 1e11}, "copy_bytes_per_s": 1e10, "source": "test"}
+    doc["environment"] = {"machine_peaks": {"cpu": peaks}}
+    return doc
+
+
 def with_warning(doc: ProfileDoc, code: str, message: str = "a message") -> ProfileDoc:
     """``doc`` with one more warning."""
     return {**doc, "warnings": [*doc["warnings"], {"code": code, "message": message, "source": "test"}]}

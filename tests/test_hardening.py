@@ -202,7 +202,7 @@ def test_bundle_refuses_to_overwrite_its_own_input(tmp_path):
 
     result = run_cli("bundle", str(profile), "-o", str(profile), block_torch=True)
 
-    assert result.stderr == f"[error] -o {profile} is the bundle's own input; name a new .zip file.\n"
+    assert result.stderr.startswith(f"[error] -o {profile} would replace the input {profile}; name another output")
     assert profile.read_bytes() == SAMPLE.read_bytes()
 
 

@@ -19,6 +19,7 @@ import orjson
 import panel as pn
 import pytest
 from cli_helpers import ROOT, invoke_cli, run_cli
+from documents import generate_doc, worked_doc
 from hostile.make_corpus import OPERATOR_KEY
 from panel.models.tabulator import DataTabulator
 
@@ -37,6 +38,21 @@ CORPUS = ROOT / "tests" / "hostile"
 NAMED = sorted(CORPUS.glob("name-*.profile.json"))
 BROKEN_PROFILES = ["deep-1000.profile.json", "schema-version-float.profile.json"]
 BROKEN_TRACES = sorted(path.name for path in CORPUS.glob("*.trace.json"))
+INVARIANTS = {
+    "runs-none": "runs: no measured run; capture the profile again",
+    "phases-dropped": "runs[0]: no phases, but the document has a phase_split",
+    "phases-reordered": "runs[0].phases: ['decode', 'prefill'] are not phase_split's phases ['prefill', 'decode']",
+    "phase-no-run-has": "phase_split.phases: ['encoder'] is in no run's phases",
+    "phases-each-whole": "runs[0].phases[0].cpu_time_fraction: 1.0000, but the phase is 0.7105 of the run",
+    "tokens-none-first-token-past-the-run": "runs[0].generation.output_tokens: 0, but the phases made 4",
+    "first-token-1e300": "runs[0].generation.ttft_us: 1e+300 is larger than any figure a profile holds",
+    "tokens-per-second-1e18": "runs[0].generation.tokens_per_second: 1e+18, but 4 token(s) in 1140.000 µs make 3509",
+    "flops-300-digits": "runs[0].regions[0].work.flops: 1e+300 is larger than any figure a profile holds",
+    "flops-overflow": "runs[0].regions[0].work.flops: 1.7e+308 is larger than any figure a profile holds",
+    "counted-time-subnormal": "runs[0].regions[0].work.counted_cpu_time_us: 4.94e-324 µs is below the trace clock's",
+    "region-time-overflow": "runs[0].regions[0].cpu_time_us: 1.7e+308 is larger than any figure a profile holds",
+}
+"""Each schema-valid document of the corpus whose figures no capture makes → the first problem validate names."""
 
 
 def cli(*args: str, real: bool):
@@ -121,6 +137,84 @@ def test_a_malformed_trace_is_one_sentence_and_leaves_nothing(name, tmp_path):
     assert not (tmp_path / "out").exists()
     _assert_clean(bundled, allowed=(0, 2))
     assert (tmp_path / "b.zip").exists() == (bundled.returncode == 0)
+
+
+def test_the_corpus_holds_every_invariant_case():
+    assert sorted(path.name for path in CORPUS.glob("invariant-*")) == sorted(
+        f"invariant-{case}.profile.json" for case in INVARIANTS
+    )
+
+
+@pytest.mark.parametrize("case", INVARIANTS)
+def test_validate_names_the_json_path_of_a_figure_no_capture_makes(case):
+    path = CORPUS / f"invariant-{case}.profile.json"
+
+    result = cli("validate", str(path), real=case == next(iter(INVARIANTS)))
+
+    _assert_clean(result, allowed=(1,))
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{path}: {INVARIANTS[case]}")
+    assert all(line.startswith(f"{path}: ") for line in lines[:-1]) and lines[-1].endswith("problem(s).")
+
+
+@pytest.mark.parametrize("case", INVARIANTS)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report"],
+        ["report", "--format", "md"],
+        ["report", "--format", "html", "-o", "out.html"],
+        ["suggest"],
+        ["suggest", "--json"],
+        ["compare", "OTHER"],
+        ["bundle", "-o", "out.zip"],
+    ],
+    ids=" ".join,
+)
+def test_every_reader_refuses_a_figure_no_capture_makes_in_one_sentence_naming_its_path(case, command, tmp_path):
+    path = CORPUS / f"invariant-{case}.profile.json"
+    args = [str(path) if arg == "OTHER" else str(tmp_path / arg) if arg.startswith("out.") else arg for arg in command]
+
+    result = cli(args[0], str(path), *args[1:], real=False)
+
+    _assert_clean(result, allowed=(2,))
+    assert result.stderr.startswith(f"[error] {path}: {INVARIANTS[case]}")
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+ABSURD_FIGURE = re.compile(r"\b(?:inf|nan)\b|∞|\d{20,}|\d{1,3}(?:,\d{3}){6,}", re.IGNORECASE)
+"""inf, nan, or a number of 20 digits or more (grouped or not): what no reader may print."""
+
+
+@pytest.mark.parametrize("make", [generate_doc, worked_doc], ids=lambda make: make.__name__)
+def test_the_documents_the_invariant_cases_edit_go_through_every_reader_as_real_numbers(make, tmp_path):
+    path = tmp_path / "valid.profile.json"
+    path.write_bytes(dumps(make()))
+    shown = []
+    for command in (
+        ["report"],
+        ["report", "--format", "md"],
+        ["suggest"],
+        ["suggest", "--json"],
+        ["compare", str(path)],
+    ):
+        result = invoke_cli(command[0], str(path), *command[1:])
+        _assert_clean(result)
+        shown.append(result.stdout)
+    html_report = invoke_cli("report", str(path), "--format", "html", "-o", str(tmp_path / "r.html"))
+    _assert_clean(html_report)
+    shown.append(re.sub(r"<(script|style)\b.*?</\1>", "", (tmp_path / "r.html").read_text(), flags=re.DOTALL))
+
+    assert not ABSURD_FIGURE.findall("\n".join(shown))
+
+
+@pytest.mark.parametrize("case", INVARIANTS)
+def test_a_figure_no_capture_makes_is_one_sentence_above_the_viewers_tabs(case, tmp_path):
+    runs = _runs_folder(tmp_path, (CORPUS / f"invariant-{case}.profile.json").read_bytes())
+
+    texts = _page_texts(build_page(runs, {"before": [b"p.profile.json"]}))
+
+    assert texts["problem"].startswith(f"p.profile.json: {INVARIANTS[case]}") and "\n" not in texts["problem"]
 
 
 def test_a_gzip_that_unpacks_past_the_limit_is_refused_before_it_is_all_in_memory():

@@ -145,6 +145,8 @@ def analyze(
     from aitune.cli import outputs
     from aitune.cli.render import profile_summary
 
+    if out is not None:
+        outputs.refuse_overwriting_inputs({"--out": outputs.profile_files(out)}, [trace])
     doc = outputs.analyze_trace(trace)
     written = None if out is None else outputs.write_profile_into(out, doc, trace=trace)
     if as_json:
@@ -172,6 +174,10 @@ def report(
         fail(f"unknown --format {output_format!r}; choose md, text, json or html.")
     if output_format == "text" and output is not None:
         fail("-o writes md, json or html; drop -o to see the text report, or add --format html.")
+    if output is not None:
+        from aitune.cli.outputs import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs({"-o": output}, [profile])
     doc = load(profile)
     if output_format == "md":
         from aitune.report import render_markdown
@@ -232,6 +238,11 @@ def compare(
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
     folder = None
+    if html is not None:
+        from aitune.cli.outputs import refuse_overwriting_inputs
+        from aitune.compare.loop_report import tune_folder_files
+
+        refuse_overwriting_inputs({"--html": html}, [before, after] if after else tune_folder_files(before))
     if after is None:  # a tune folder: its report and forecasts are read only here (two profiles need none)
         from aitune.compare.loop_report import is_tune_folder, read_tune_folder
 
@@ -396,7 +407,7 @@ def tune(
     _require_torch("tune")
     _check_positive("--time-budget", time_budget, "seconds", "--time-budget 600")
     from aitune.cli import outputs
-    from aitune.cli.loop import loop_view, tune_entry_into
+    from aitune.cli.loop import loop_files, loop_view, tune_entry_into
     from aitune.compare.quality import check_precision, parse_bar
     from aitune.compare.verification import MAX_CYCLE, VerifyConfig
     from aitune.torch.loop import LoopConfig
@@ -418,8 +429,9 @@ def tune(
     if not 1 <= cycle <= MAX_CYCLE:
         fail(f"--cycle takes the number of calls after which the workload repeats, 1 to {MAX_CYCLE} (got {cycle}).")
     check_precision(precision)
-    if eval_inputs is not None and precision == "fp32" and plan is None:
-        fail("--eval-inputs feeds the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
+    for flag, given, role in (("--eval-inputs", eval_inputs, "feeds"), ("--quality", quality, "sets the bar of")):
+        if given is not None and precision == "fp32" and plan is None:
+            fail(f"{flag} {role} the task gate, which judges a reduced precision: pass --precision bf16 or int8.")
     bar = parse_bar(quality) if quality is not None else None
     config = LoopConfig(
         top=top,
@@ -433,8 +445,9 @@ def tune(
         record_calls=record,
         verification=None if no_verify else VerifyConfig(cycle=cycle),
     )
-    checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     folder = out or outputs.default_folder(source, f"{function}-tuned")
+    outputs.refuse_overwriting_inputs({"--out": loop_files(folder)}, [plan, Path(source)])
+    checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         result, files = tune_entry_into(
             folder,
@@ -515,10 +528,12 @@ def merge(
     """Merge the per-rank profiles of one distributed run into one document: ranks, imbalance, stragglers."""
     from aitune.cli import outputs
     from aitune.cli.render import ranks_view
-    from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profiles
+    from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profile_paths, rank_profiles
 
+    target = out or folder / MERGED_FOLDER
+    outputs.refuse_overwriting_inputs({"--out": outputs.profile_files(target)}, rank_profile_paths(folder))
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
-    written = outputs.write_profile_into(out or folder / MERGED_FOLDER, doc, exclusive=True)
+    written = outputs.write_profile_into(target, doc, exclusive=True)
     if as_json:
         outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
         return

@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aitune.cli.outputs import TRACE_NAME, Written, output_folder, write_profile
+from aitune.cli.outputs import TRACE_NAME, Written, output_folder, profile_files, write_profile
 from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import slowdown_line, speedup
 from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
@@ -90,6 +90,14 @@ def tune_entry_into(
                     obj_name=entry.root_name,
                 )
         return result, write_loop(folder, result, traces)
+
+
+def loop_files(folder: Path) -> list[Path]:
+    """Every file `write_loop` (and the captures' traces) may write in ``folder``."""
+    sides = [folder / side for side in (BEFORE_FOLDER, AFTER_FOLDER)]
+    return [*(folder / name for name in REPORT_FILES), *(path for side in sides for path in profile_files(side))] + [
+        side / TRACE_NAME for side in sides
+    ]
 
 
 def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:

@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -153,9 +153,15 @@ def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Pat
     _make_folder(folder)
     if trace is not None:
         doc = {**doc, "trace_file": trace.name}  # type: ignore[assignment]
-    profile = save(doc, folder / f"profile{suffix}.json")
-    markdown = write_atomic(folder / f"profile{suffix}.md", report.render_markdown(doc).encode())
+    profile_path, markdown_path = profile_files(folder, suffix)
+    profile = save(doc, profile_path)
+    markdown = write_atomic(markdown_path, report.render_markdown(doc).encode())
     return Written(doc, profile, markdown, trace)
+
+
+def profile_files(folder: Path, suffix: str = "") -> tuple[Path, Path]:
+    """The profile JSON and its Markdown that `write_profile` writes in ``folder``."""
+    return folder / f"profile{suffix}.json", folder / f"profile{suffix}.md"
 
 
 def analyze_trace(trace: Path) -> ProfileDoc:
@@ -172,13 +178,10 @@ def analyze_trace(trace: Path) -> ProfileDoc:
 def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float, html: bool = False) -> int:
     """Write the bug-report zip of ``profile`` (and ``trace``, and with ``html`` its HTML report) to ``output``;
     returns its size in bytes."""
-    from aitune.errors import BundleError
     from aitune.report import load
     from aitune.report.bundle import build_bundle
 
-    for source in (profile, trace):
-        if source is not None and _same_file(source, output):
-            raise BundleError(f"-o {output} is the bundle's own input; name a new .zip file.")
+    refuse_overwriting_inputs({"-o": output}, [profile, trace])
     renderer = None
     if html:
         from aitune.cli.pages import profile_page
@@ -209,8 +212,29 @@ def _copy_trace(source: Path | None, target: Path) -> Path | None:
     return write_atomic(target, data if source.suffix == ".gz" else gzipped(data))
 
 
-def _same_file(first: Path, second: Path) -> bool:
-    return second.exists() and first.exists() and first.resolve() == second.resolve()
+def refuse_overwriting_inputs(outputs: Mapping[str, Path | Iterable[Path]], inputs: Iterable[Path | None]) -> None:
+    """`OutputError` when a path a command writes (``outputs``: its flag → the file, or the files it writes
+    in a folder) is one of the files it reads: the one check every command makes before it writes anything.
+
+    The same file by any name counts: the same path, a link to it, a hard link (`same_file`). A command
+    that replaced its own input would destroy the only copy of what it was asked to read.
+    """
+    sources = [source for source in inputs if source is not None]
+    for flag, written in outputs.items():
+        for target in [written] if isinstance(written, Path) else written:
+            source = next((source for source in sources if same_file(source, target)), None)
+            if source is not None:
+                raise OutputError(
+                    f"{flag} {target} would replace the input {source}; name another output so the input is kept."
+                )
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two existing paths name one file (one device and inode: a link or a hard link counts)."""
+    try:
+        return os.path.samefile(first, second)
+    except (OSError, ValueError):  # one does not exist (yet), or is a name no file can have: not one file
+        return False
 
 
 def _make_folder(folder: Path) -> None:

@@ -129,17 +129,19 @@ def is_tune_folder(path: Path) -> bool:
 def read_tune_folder(folder: Path) -> TuneFolder:
     """Both profiles and the compare report of the folder ``aitune-profile tune`` wrote, each through the one
     bounded reader; `ProfileError` naming the file that is missing or wrong."""
-    for part in (f"{BEFORE_FOLDER}/{PROFILE_NAME}", f"{AFTER_FOLDER}/{PROFILE_NAME}", COMPARE_REPORT):
-        if not (folder / part).is_file():
+    before, after, report = tune_folder_files(folder)
+    for path in (before, after, report):
+        if not path.is_file():
             raise ProfileError(
-                f"{folder} has no {part}, so it is not a folder `aitune-profile tune` wrote; name one, or two profiles."
+                f"{folder} has no {path.relative_to(folder).as_posix()}, so it is not a folder `aitune-profile tune` "
+                "wrote; name one, or two profiles."
             )
-    report = folder / COMPARE_REPORT
-    return TuneFolder(
-        load(folder / BEFORE_FOLDER / PROFILE_NAME),
-        load(folder / AFTER_FOLDER / PROFILE_NAME),
-        read_compare_report(report, str(report)),
-    )
+    return TuneFolder(load(before), load(after), read_compare_report(report, str(report)))
+
+
+def tune_folder_files(folder: Path) -> tuple[Path, Path, Path]:
+    """The files `read_tune_folder` reads: the before and after profiles and the compare report."""
+    return folder / BEFORE_FOLDER / PROFILE_NAME, folder / AFTER_FOLDER / PROFILE_NAME, folder / COMPARE_REPORT
 
 
 def _region(item: Any, where: str, name: str) -> RegionGain:

@@ -71,6 +71,16 @@ def rank_profiles(folder: Path) -> Iterator[RankProfile]:
     """Load ``folder/rank<r>/profile.json`` for every ``rank*`` entry, by rank, one at a time: a merge of
     1,024 ranks holds one rank's document at a time. `ProfileError` names the entry; every entry's name
     is checked before the first file is read."""
+    for rank, path in _ranked_paths(folder):
+        yield RankProfile(rank, path, load(path))
+
+
+def rank_profile_paths(folder: Path) -> list[Path]:
+    """The path of every rank's profile in ``folder``, by rank; `ProfileError` as `rank_profiles`."""
+    return [path for _, path in _ranked_paths(folder)]
+
+
+def _ranked_paths(folder: Path) -> list[tuple[int, Path]]:
     if not folder.is_dir():
         raise ProfileError(f"{folder}: no such folder; name the folder a distributed capture wrote (rank0/, …).")
     entries = sorted(entry for entry in folder.iterdir() if entry.name.startswith("rank"))
@@ -85,8 +95,7 @@ def rank_profiles(folder: Path) -> Iterator[RankProfile]:
         if match is None or not entry.is_dir():
             raise ProfileError(f"{entry}: not a rank folder (rank<r>, r = 0, 1, … unpadded); move it out of {folder}.")
         ranked.append((int(match[1]), entry / PROFILE_NAME))
-    for rank, path in sorted(ranked):
-        yield RankProfile(rank, path, load(path))
+    return sorted(ranked)
 
 
 def merge_profiles(profiles: Iterable[RankProfile]) -> ProfileDoc:

@@ -33,6 +33,16 @@ TREE_TOLERANCE_US = 0.01
 QUOTED_CHARS = 40
 """Longest value quoted in a problem; the JSON path says where the whole value is."""
 
+MAX_FIGURE = 2**62
+"""Largest magnitude of any number in a document (4.6·10¹⁸, the schema's bound on byte counts): as µs it
+is 146,000 years, as FLOPs an hour at an exaFLOP/s. A figure past it is no measurement, prints as a
+number of dozens of digits, and sums and medians of two such figures overflow to infinity."""
+
+TIME_RESOLUTION_US = 0.0005
+"""Half the trace's 1 ns clock: a time a reader divides by (a run's, a phase's, counted operators') is a
+sum or a difference of clock readings, so it is 0 or at least this; a smaller one would make a rate of
+10³⁰⁰ per second."""
+
 
 @cache
 def schema_text() -> str:
@@ -56,23 +66,36 @@ def _validator() -> jsonschema.Draft202012Validator:
 def validate(doc: Any) -> list[str]:
     """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
     problems = [] if compiled_schema.accepts(schema_text(), doc) else schema_problems(doc)
-    problems += [f"{json_path(path)}: {value} is not a finite number" for path, value in non_finite(doc)]
+    problems += number_problems(doc)
     if isinstance(doc, dict) and isinstance(doc.get("schema_version"), float):  # JSON Schema's const 1 admits 1.0
         problems.append(f"schema_version: {doc['schema_version']!r} is not an integer; write 1")
     if problems:
         return problems
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
-    return [
-        f"{prefix}{problem}"
-        for prefix, section in sections
-        for key in ("runs", "operator_runs")
-        for index, run in enumerate(section.get(key, ()))
-        for problem in check_adds_up(run, f"{key}[{index}]")
-        + check_tree_adds_up(run, f"{key}[{index}]")
-        + check_communication_adds_up(run, f"{key}[{index}]")
-        + check_split_level(run, section.get("spanning_regions", []), f"{key}[{index}]")
-        + check_phases_add_up(run, f"{key}[{index}]")
-    ]
+    return [f"{prefix}{problem}" for prefix, section in sections for problem in section_problems(section)]
+
+
+def section_problems(section: Mapping[str, Any]) -> list[str]:
+    """What no schema can say about one schema-valid document (the top level, or one of its scenarios)."""
+    if not section["runs"]:  # every reader takes a median run: a capture measures at least one
+        return ["runs: no measured run; capture the profile again"]
+    problems = []
+    for key in ("runs", "operator_runs"):
+        for index, run in enumerate(section.get(key, ())):
+            where = f"{key}[{index}]"
+            problems += (
+                check_adds_up(run, where)
+                + check_tree_adds_up(run, where)
+                + check_communication_adds_up(run, where)
+                + check_split_level(run, section.get("spanning_regions", []), where)
+                + check_phases_add_up(run, where)
+                + check_times_resolved(run, where)
+            )
+    problems += check_phase_split(section)
+    for index, run in enumerate(section["runs"]):
+        if "phases" in run and "generation" in run:
+            problems += check_generation(run, f"runs[{index}]")
+    return problems
 
 
 def schema_problems(doc: Any) -> list[str]:
@@ -171,8 +194,9 @@ def check_split_level(run: Mapping[str, Any], spanning: list[str], where: str = 
 
 
 def check_phases_add_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
-    """A generate-like run's phases tile it (their times add up to the run's CPU time), and within each
-    phase its region fractions plus its residual fraction add up to 1."""
+    """A generate-like run's phases tile it (their times add up to the run's CPU time, each fraction is its
+    time over the run's, so the fractions add up to 1), and within each phase its region fractions plus its
+    residual fraction add up to 1."""
     phases = run.get("phases")
     if not phases:
         return []
@@ -181,22 +205,128 @@ def check_phases_add_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[
     if abs(total - run_us) > TREE_TOLERANCE_US + ADDS_UP_TOLERANCE * run_us:
         problems.append(f"{where}.phases: the phases add up to {total:.3f} µs, not the run's {run_us:.3f} µs")
     for index, phase in enumerate(phases):
+        share = phase["cpu_time_us"] / run_us if run_us > 0 else 0.0
+        if abs(phase["cpu_time_fraction"] - share) > ADDS_UP_TOLERANCE:
+            problems.append(
+                f"{where}.phases[{index}].cpu_time_fraction: {phase['cpu_time_fraction']:.4f}, but the phase is "
+                f"{share:.4f} of the run"
+            )
         shares = phase["residual"]["cpu_time_fraction"] + sum(r["cpu_time_fraction"] for r in phase["regions"])
         if phase["cpu_time_us"] > 0 and abs(shares - 1.0) > ADDS_UP_TOLERANCE:
             problems.append(f"{where}.phases[{index}]: region fractions plus residual add up to {shares:.4f}, not 1")
     return problems
 
 
-def non_finite(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:
+def check_phase_split(doc: Mapping[str, Any]) -> list[str]:
+    """``phase_split`` and the runs' ``phases`` come together: with it, every run has its phases (in the split's
+    order, each named in it) and its ``generation``, and every phase it names is some run's; without it, no
+    run has either. Readers index a phase's rows on that promise."""
+    split = doc.get("phase_split")
+    if split is None:
+        return [
+            f"runs[{index}].{key}: present, but the document has no phase_split; drop it or add the split"
+            for index, run in enumerate(doc["runs"])
+            for key in ("phases", "generation")
+            if key in run
+        ]
+    names, found = split["phases"], set()
+    problems = []
+    for index, run in enumerate(doc["runs"]):
+        missing = [key for key in ("phases", "generation") if not run.get(key)]
+        if missing:
+            problems.append(f"runs[{index}]: no {' and no '.join(missing)}, but the document has a phase_split")
+            continue
+        order = [phase["name"] for phase in run["phases"]]
+        found.update(order)
+        if order != [name for name in names if name in order] or len(set(order)) != len(order):
+            problems.append(f"runs[{index}].phases: {order} are not phase_split's phases {names} in their order")
+    unused = [name for name in names if name not in found]
+    if unused and not problems:
+        problems.append(f"phase_split.phases: {unused} is in no run's phases")
+    return problems
+
+
+def check_generation(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
+    """A generate-like run's token figures agree with its phases: one token per step (the phases' ``steps``),
+    the first token within the run, and the rates its tokens over its time (decode's over the decode phase)."""
+    figures, phases = run["generation"], {phase["name"]: phase for phase in run["phases"]}
+    run_us, made = run["timing"]["cpu_time_us"], sum(phase["steps"] for phase in run["phases"])
+    problems = []
+    if figures["output_tokens"] != made or made < 1:
+        problems.append(f"{where}.generation.output_tokens: {figures['output_tokens']}, but the phases made {made}")
+    if figures["ttft_us"] > run_us + TREE_TOLERANCE_US:
+        problems.append(
+            f"{where}.generation.ttft_us: {figures['ttft_us']:.3g} µs is longer than the run ({run_us:.3f} µs)"
+        )
+    decode = phases.get("decode", {})
+    rates = [("tokens_per_second", made, run_us)]
+    if "decode_tokens_per_second" in figures:
+        rates.append(("decode_tokens_per_second", decode.get("steps", 0), decode.get("cpu_time_us", 0.0)))
+    for key, tokens, time_us in rates:
+        expected = tokens / time_us * 1e6 if time_us > 0 else 0.0
+        if not math.isclose(figures[key], expected, rel_tol=ADDS_UP_TOLERANCE, abs_tol=ADDS_UP_TOLERANCE):
+            problems.append(
+                f"{where}.generation.{key}: {figures[key]:.4g}, but {tokens} token(s) in {time_us:.3f} µs "
+                f"make {expected:.4g}"
+            )
+    per_token = figures.get("time_per_output_token_us", {})
+    for key in ("median", "p90"):
+        if per_token.get(key, 0.0) > decode.get("cpu_time_us", 0.0) + TREE_TOLERANCE_US:
+            problems.append(
+                f"{where}.generation.time_per_output_token_us.{key}: {per_token[key]:.3g} µs is longer "
+                "than the decode phase"
+            )
+    return problems
+
+
+def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
+    """The times readers divide by (the run's, its phases', its regions' counted operators') are 0 or at least
+    `TIME_RESOLUTION_US`."""
+    times = [(f"{where}.timing.{key}", value) for key, value in run["timing"].items() if key.endswith("_time_us")]
+    times += [
+        (f"{where}.phases[{i}].cpu_time_us", phase["cpu_time_us"]) for i, phase in enumerate(run.get("phases", ()))
+    ]
+    times += [
+        (f"{where}.regions[{i}].work.{key}", value)
+        for i, region in enumerate(run["regions"])
+        for key, value in region.get("work", {}).items()
+        if key.startswith("counted_") and key.endswith("_time_us")
+    ]
+    return [
+        f"{path}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is 0 or at least "
+        f"{TIME_RESOLUTION_US} µs"
+        for path, value in times
+        if 0 < value < TIME_RESOLUTION_US
+    ]
+
+
+def number_problems(doc: Any) -> list[str]:
+    """Every number of ``doc`` that is no figure: NaN, ±Infinity (JSON has neither), or larger than `MAX_FIGURE`."""
+    problems = []
+    for path, value in numbers(doc):
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(f"{json_path(path)}: {value} is not a finite number")
+        elif abs(value) > MAX_FIGURE:
+            shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {value.bit_length()} bits"
+            problems.append(f"{json_path(path)}: {shown} is larger than any figure a profile holds ({MAX_FIGURE:.2g})")
+    return problems
+
+
+def non_finite(value: Any) -> Iterator[tuple[tuple[Any, ...], float]]:
     """Every NaN or ±Infinity in a JSON-like value, with its path: JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
+    return ((path, item) for path, item in numbers(value) if isinstance(item, float) and not math.isfinite(item))
+
+
+def numbers(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], int | float]]:
+    """Every number (not a boolean) in a JSON-like value, with its path."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         yield path, value
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from non_finite(item, (*path, key))
+            yield from numbers(item, (*path, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from non_finite(item, (*path, index))
+            yield from numbers(item, (*path, index))
 
 
 def json_path(parts: Any) -> str:

@@ -69,6 +69,7 @@ def _first_class(model: Classifier, inputs: torch.Tensor) -> torch.Tensor:
 model = near_tied()
 x = _far_from_the_boundary(BATCH)
 eval_inputs = [x[: BATCH // 2]]  # for --eval-inputs: half the recorded rows again
+wrong_width_inputs = [x[: BATCH // 2], x[:4, :-1]]  # for --eval-inputs: the second one the model rejects
 
 
 @torch.no_grad()

@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
 
 from builders import decoder_trace  # noqa: E402
+from documents import generate_doc, worked_doc  # noqa: E402
 
 from aitune.report import build_profile, dumps  # noqa: E402
 
@@ -39,6 +40,55 @@ MALFORMED_EVENTS = {
     "string-args": {"ph": "X", "name": "a", "ts": 1, "args": "zz"},
     "bad-correlation": {"ph": "X", "name": "k", "cat": "kernel", "ts": 1, "args": {"correlation": "x"}},
 }
+
+
+def _each_run(edit):
+    """An edit of a document that applies ``edit(run)`` to each of its runs."""
+
+    def edited(doc: dict) -> None:
+        for run in doc["runs"]:
+            edit(run)
+
+    return edited
+
+
+def _phases(run: dict, **values) -> None:
+    for phase in run["phases"]:
+        phase.update(values)
+
+
+def _generation(run: dict, **values) -> None:
+    run["generation"].update(values)
+
+
+def _work(run: dict, **values) -> None:
+    run["regions"][0]["work"].update(values)
+
+
+INVARIANT_CASES = {
+    "runs-none": (worked_doc, lambda doc: doc.update(runs=[])),
+    "phases-dropped": (generate_doc, _each_run(lambda run: run.pop("phases"))),
+    "phases-reordered": (generate_doc, _each_run(lambda run: run["phases"].reverse())),
+    "phase-no-run-has": (generate_doc, lambda doc: doc["phase_split"]["phases"].insert(0, "encoder")),
+    "phases-each-whole": (generate_doc, _each_run(lambda run: _phases(run, cpu_time_fraction=1.0))),
+    "tokens-none-first-token-past-the-run": (
+        generate_doc,
+        _each_run(lambda run: _generation(run, output_tokens=0, ttft_us=1e9)),
+    ),
+    "first-token-1e300": (generate_doc, _each_run(lambda run: _generation(run, ttft_us=1e300))),
+    "tokens-per-second-1e18": (generate_doc, _each_run(lambda run: _generation(run, tokens_per_second=1e18))),
+    "flops-300-digits": (worked_doc, _each_run(lambda run: _work(run, flops=1e300))),
+    "flops-overflow": (
+        worked_doc,
+        _each_run(lambda run: _work(run, flops=1.7e308, flops_by_dtype={"float32": 1.7e308})),
+    ),
+    "counted-time-subnormal": (worked_doc, _each_run(lambda run: _work(run, counted_cpu_time_us=5e-324))),
+    "region-time-overflow": (
+        lambda: build_profile(decoder_trace()),
+        _each_run(lambda run: run["regions"][0].update(cpu_time_us=1.7e308)),
+    ),
+}
+"""Documents the schema accepts whose figures no capture makes: (a valid document, the edit made to it on purpose)."""
 
 
 def _renamed(value, old: str, new: str):
@@ -76,6 +126,10 @@ def corpus() -> dict[str, bytes]:
     files["deep-1000.trace.json"] = dumps({**trace, "aitune": None}).replace(
         b'"aitune": null', b'"aitune": {"deep": ' + _nested(1000) + b"}"
     )
+    for case, (make, edit) in INVARIANT_CASES.items():
+        doc = make()
+        edit(doc)
+        files[f"invariant-{case}.profile.json"] = dumps(doc)
     files["not-an-object.trace.json"] = b"[1, 2]\n"
     files["not-json.trace.json"] = b"{not json\n"
     files["truncated-gzip.trace.json"] = gzip.compress(dumps(trace), mtime=0)[:-8]

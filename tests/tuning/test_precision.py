@@ -238,6 +238,22 @@ def test_tune_eval_inputs_are_judged_with_the_recorded_input_and_counted(tmp_pat
     assert json.loads((tmp_path / "out" / "tuning.json").read_text())["task_gate"]["inputs"] == 2
 
 
+def test_tune_an_evaluation_input_the_workload_rejects_is_one_sentence_naming_it(tmp_path):
+    app = f"{APPS / 'classifier_app.py'}:infer"
+
+    ran = run_cli(
+        "tune", app, "--input", "x", "--eval-inputs", "wrong_width_inputs", "--targets", "body", "--strategy",
+        "first-wins", "--backends", "int8_dynamic", "--precision", "int8", "--warmup", "1", "--runs", "2",
+        "--record", "1", "--no-verify", "--no-trace", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    error = ran.stderr.strip().splitlines()[-1]
+    assert error.startswith("[error] the workload raised RuntimeError on eval_inputs[1], untuned, before the task gate")
+    assert error.endswith("; make each evaluation input one the function takes, in the form of --input.")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("options", "sentence"),
     [
@@ -245,6 +261,7 @@ def test_tune_eval_inputs_are_judged_with_the_recorded_input_and_counted(tmp_pat
         (["--precision", "int8", "--quality", "accuracy>=0.9"], "--quality 'accuracy>=0.9' is not METRIC>=VALUE"),
         (["--precision", "int8", "--quality", "psnr_db>=500"], "outside the metric's range 0..100"),
         (["--eval-inputs", "eval_inputs"], "--eval-inputs feeds the task gate, which judges a reduced precision"),
+        (["--quality", "top1_agreement>=0.9"], "--quality sets the bar of the task gate, which judges a reduced"),
         (["--precision", "int8", "--eval-inputs", "x"], "--eval-inputs x holds a Tensor; it must be a non-empty list"),
     ],
 )

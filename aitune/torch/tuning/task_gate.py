@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from aitune.compare.quality import COSINE, PSNR, TOKENS, TOP1, QualityBar, TaskJudgment, default_bar, pooled
+from aitune.errors import TuningError
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.verify import Switch
 
@@ -118,9 +119,29 @@ def _runner(
             for path, switch in switches.items():
                 if path not in enabled:
                     stack.enter_context(switch.original())
-            return [_seeded_output(function, args, kwargs) for args, kwargs in calls]
+            return [
+                _reference_output(function, args, kwargs, index)
+                if not enabled
+                else _seeded_output(function, args, kwargs)
+                for index, (args, kwargs) in enumerate(calls)
+            ]
 
     return run
+
+
+def _reference_output(function: Callable[..., Any], args: Any, kwargs: Any, index: int) -> Any:
+    """The final output of the workload on its original code for input ``index`` (0: the recorded one, then the
+    evaluation inputs); `TuningError` when the workload rejects that input: it is the input that is wrong."""
+    try:
+        return _seeded_output(function, args, kwargs)
+    except Exception as error:
+        if index == 0:  # the recorded input ran in the captures: a failure now is the workload's, as it is
+            raise
+        reason = str(error).partition("\n")[0][:200]  # a torch error runs on for lines: its first says what
+        raise TuningError(
+            f"the workload raised {type(error).__name__} on eval_inputs[{index - 1}], untuned, before the task gate "
+            f"could judge it ({reason}); make each evaluation input one the function takes, in the form of --input."
+        ) from error
 
 
 def _seeded_output(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
