@@ -31,6 +31,7 @@ def candidate_entry(candidate: Candidate) -> CandidateResult:
     return CandidateResult(
         backend=candidate.backend.name,
         config=candidate.backend.config(),
+        precision=candidate.backend.precision,
         status=candidate.status,
         reason=candidate.reason,
         build_time_s=_rounded(candidate.build_s, 3),
