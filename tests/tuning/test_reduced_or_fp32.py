@@ -208,3 +208,15 @@ def test_a_region_put_back_after_its_int8_win_says_by_what():
     choice = precision_choice("body", region(won), "eager", "int8_dynamic put back: end to end 0.97× [0.90, 1.02]")
 
     assert choice == PrecisionChoice("body", "fp32", "int8_dynamic put back: end to end 0.97× [0.90, 1.02]")
+
+
+def test_a_region_where_nothing_won_says_so_once():
+    lost = candidate("int8_dynamic", "int8", "rejected", 0.65, "not 5% faster than eager (0.65×)", INT8_DETAILS)
+    outcome = region(lost, candidate("inductor", "fp32", "rejected", 1.0, "not 5% faster than eager (1.00×)"))
+
+    choice = precision_choice("body", outcome, "eager", "int8_dynamic: not 5% faster; inductor: not 5% faster")
+
+    assert choice.why == (
+        "int8_dynamic not 5% faster than eager (0.65×; its largest linear layer is 64x2, and this CPU has no one-step"
+        " int8 dot product (VNNI, AMX)); no fp32 candidate won either; the region runs eager"
+    )

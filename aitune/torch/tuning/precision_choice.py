@@ -1,7 +1,7 @@
 """Which precision each region ended at, and why: the reduced level's candidate set beside the fp32 ones.
 
 At a reduced precision the candidates are the level's backends and the fp32 defaults, built behind the
-same gate and timed against the same eager rounds (`aitune.backends.precision_backends`); the fastest
+same gate and timed against the same eager rounds (`aitune.torch.backends.precision_backends`); the fastest
 wins, then the task gate and the end-to-end check judge it. A user who asked for int8 reads here why a
 region runs in fp32 after all, with the measured figures:
 ``body: fp32, int8_dynamic slower than inductor (1.10× vs 2.05× over eager; its largest linear layer is
@@ -43,7 +43,12 @@ def precision_choice(path: str, outcome: RegionOutcome, runs: str, put_back: str
         if runs != EAGER:
             return PrecisionChoice(path, winning.precision, _kept_reduced(graph, winning))
         return PrecisionChoice(path, "fp32", put_back or f"{winning.backend} put back; the region runs eager")
-    kept = f"kept {runs}" if runs != EAGER else put_back or "the region runs eager"
+    if runs != EAGER:
+        kept = f"kept {runs}"
+    elif winning is not None:  # an fp32 winner a later check put back
+        kept = put_back or f"{winning.backend} put back; the region runs eager"
+    else:
+        kept = "no fp32 candidate won either; the region runs eager"
     return PrecisionChoice(path, "fp32", f"{reduced.backend} {_why_lost(reduced)}; {kept}")
 
 
@@ -62,7 +67,8 @@ def _kept_reduced(graph: GraphResult, winning: CandidateResult) -> str:
     rivals = [c for c in graph.candidates if c.precision == "fp32" and c.speedup is not None and c.status != "skipped"]
     fastest = max(rivals, key=lambda candidate: candidate.speedup or 0.0, default=None)
     versus = f", faster than {fastest.backend} {fastest.speedup:.2f}×" if fastest is not None else ""
-    return f"{winning.backend} {winning.speedup or 0.0:.2f}× over eager{versus}; the task gate passed"
+    figure = f" {winning.speedup:.2f}× over eager" if winning.speedup is not None else ""
+    return f"{winning.backend}{figure}{versus}; the task gate passed"
 
 
 def _why_lost(candidate: CandidateResult) -> str:

@@ -2,7 +2,8 @@
 
 Keys are stable: every key is always present, with null where a figure does not apply (a skipped
 candidate has no build time). ``schema_version`` changes when a key's meaning does; keys added since
-(``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``) are additive.
+(``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``, ``precision`` on
+modules and candidates, ``precision_choices``) are additive.
 """
 
 from __future__ import annotations
