@@ -107,7 +107,7 @@ class LoopResult:
     slowdowns: list[Slowdown] = field(default_factory=list)  # untuned regions slower after tuning, beyond noise
     precision: str = "fp32"
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
-    precision_choices: list[PrecisionChoice] = field(default_factory=list)  # at a reduced precision: each region's
+    precision_choices: list[PrecisionChoice] = field(default_factory=list)  # reduced precision: each region's level
 
     def comparison(self) -> dict[str, Any]:
         """The compare report (`aitune.compare.loop_report.compare_report`): the diff, the end-to-end speedup
@@ -328,7 +328,12 @@ def _verified(
     is tuned again among the fp32 backends by ``retune`` (when given), and verified with the others."""
     tuning = _judged(function, (input_data, *eval_inputs), tuning, precision, quality, phase)
     if retune is not None and tuning.refusals:
-        tuning = _joined(tuning, retune(list(tuning.refusals)))
+        try:
+            again = retune(list(tuning.refusals))
+        except BaseException:  # what stayed tuned before is put back too: the loop leaves nothing half done
+            tuning.undo()
+            raise
+        tuning = _joined(tuning, again)
     if config is None or not tuning.tuned:
         return tuning
     if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
