@@ -130,8 +130,11 @@ class RegionCheck:
 
     def line(self, backend: str) -> str:
         """``encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds``."""
-        verdict = "kept" if self.kept else "put back"
-        return f"{self.path or '(whole model)'}: {backend} {verdict}: {self.compared} {self.speedup.shown()}"
+        return f"{self.path or '(whole model)'}: {self.verdict(backend)}"
+
+    def verdict(self, backend: str) -> str:
+        """``onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds``."""
+        return f"{backend} {'kept' if self.kept else 'put back'}: {self.compared} {self.speedup.shown()}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -55,6 +55,16 @@ def cpu_lacks(precision: str, flags: frozenset[str], x86: bool = True) -> str | 
     return None
 
 
+INT8_DOT_PRODUCTS = ("amx_int8", "avx512_vnni", "avx_vnni")
+"""The instruction sets that multiply int8 in one step, fastest first; without them fbgemm's int8 dot products
+take several AVX2 instructions each, and small quantized layers lose to fp32."""
+
+
+def int8_dot_products(flags: frozenset[str]) -> str | None:
+    """The fastest of `INT8_DOT_PRODUCTS` among this CPU's ``flags``, or None when it has none of them."""
+    return next((name for name in INT8_DOT_PRODUCTS if name in flags), None)
+
+
 @dataclass(frozen=True)
 class PrecisionOutlook:
     """One region at a reduced precision: its predicted own speedup (1 where refused) and the task gate's risk."""

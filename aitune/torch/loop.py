@@ -52,7 +52,6 @@ from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
-from aitune.torch.backends import BACKENDS
 from aitune.torch.calibration import ensure_calibration
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers_recipe, swap_generation
 from aitune.torch.devices import module_device
@@ -72,6 +71,7 @@ from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
+from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.task_gate import judge_task
@@ -118,6 +118,7 @@ class LoopResult:
     slowdowns: list[Slowdown] = field(default_factory=list)  # untuned regions slower after tuning, beyond noise
     precision: str = "fp32"
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
+    precision_choices: list[PrecisionChoice] = field(default_factory=list)  # reduced precision: each region's level
 
     @property
     def end_to_end(self) -> EndToEnd:
@@ -232,13 +233,15 @@ def optimize(
     gains = region_gains(forecasts, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
     report = None
+    choices = _precision_choices(tuning, precision)
     if tuning.results is not None:
         report = tuning_report(
-            tuning.results,
+            tuple(outcome for trials in tuning.results.values() for outcome in trials),
             environment(),
             {
                 **({"verification": verification.to_dict()} if verification is not None else {}),
                 "precision": precision,
+                "precision_choices": [choice.to_dict() for choice in choices],
                 "task_gate": judgment.to_dict() if judgment is not None else None,
                 "weight_memory": weight_memory(tuning.tuned),
                 # resident bytes before and after tuning, measured
@@ -247,7 +250,7 @@ def optimize(
         )
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
-        verification, slowdowns, precision, judgment,
+        verification, slowdowns, precision, judgment, choices,
     )  # fmt: skip
 
 
@@ -272,6 +275,29 @@ def _precision(obj: Any, config: LoopConfig, plan: Mapping[str, Any] | None) -> 
     if unavailable is not None:
         raise TuningError(f"precision {precision} is refused on this machine: {unavailable}.")
     return precision
+
+
+def _precision_choices(tuning: _Tuning, precision: str) -> list[PrecisionChoice]:
+    """At a reduced precision, which level each tried region ended at and why (the task gate's or the end-to-end
+    check's reason where one put it back)."""
+    if precision == "fp32" or tuning.results is None:
+        return []
+    runs = {region.path: (region.report.winner if region.report else EAGER) for region in tuning.tuned}
+    checks = {check.path: check for check in tuning.verification.checks} if tuning.verification is not None else {}
+    choices = []
+    for path, trials in tuning.results.items():
+        winner, reason = tuning.outcomes.get(path, (EAGER, None))
+        check = checks.get(path)
+        put_back = check.verdict(winner) if check is not None and not check.kept else reason
+        if path in tuning.refusals:  # the reduced winner refused on the task, then the region tuned again at fp32
+            choice = precision_choice(path, trials[0], EAGER, tuning.refusals[path])
+            then = f"kept {runs[path]}" if path in runs else put_back or "the region runs eager"
+            choice = replace(choice, why=f"{choice.why}; tuned again at fp32: {then}") if choice else None
+        else:
+            choice = precision_choice(path, trials[-1], runs.get(path, EAGER), put_back)
+        if choice is not None:
+            choices.append(choice)
+    return choices
 
 
 def _strategy(config: LoopConfig) -> TuneStrategy:
@@ -312,11 +338,20 @@ def _verified(
     phase: PhaseHook,
     deadline: float | None,
     budget: TimeBudget | None = None,
+    retune: Callable[[list[str]], _Tuning] | None = None,
 ) -> _Tuning:
     """Judge the reduced-precision regions on the task, then verify the tuned regions end to end, putting back
     the ones that fail or do not win: the tuning of what stayed, with the verification (joined to one made
-    before, as when the whole model was put back first)."""
+    before, as when the whole model was put back first). A region whose reduced winner the task gate put back
+    is tuned again among the fp32 backends by ``retune`` (when given), and verified with the others."""
     tuning = _judged(function, (input_data, *eval_inputs), tuning, precision, quality, phase)
+    if retune is not None and tuning.refusals:
+        try:
+            again = retune(list(tuning.refusals))
+        except BaseException:  # what stayed tuned before is put back too: the loop leaves nothing half done
+            tuning.undo()
+            raise
+        tuning = _joined(tuning, again)
     if config is None or not tuning.tuned:
         return tuning
     if deadline is None and budget is not None:  # the whole command's budget: leave time for the after capture
@@ -335,6 +370,50 @@ def _verified(
     kept = set(verification.kept)
     tuned = [region for region in tuning.tuned if region.path in kept]
     return replace(tuning, tuned=tuned, switches={path: switches[path] for path in kept}, verification=verification)
+
+
+def _trials(first: _Tuning, then: _Tuning) -> dict[str, tuple[RegionOutcome, ...]]:
+    """Every path's trials of ``first`` and then of ``then``, in that order."""
+    trials = dict(first.results or {})
+    for path, outcomes in (then.results or {}).items():
+        trials[path] = (*trials.get(path, ()), *outcomes)
+    return trials
+
+
+def _joined(first: _Tuning, again: _Tuning) -> _Tuning:
+    """``first`` with the regions ``again`` tuned anew (at fp32, after the task gate refused their reduced winner):
+    both trials kept in order, ``again``'s winner and reason for those paths, and one undo for both."""
+    outcomes = {
+        path: (winner, f"{first.outcomes[path][1]}; at fp32: {reason}" if reason and path in first.outcomes else reason)
+        for path, (winner, reason) in again.outcomes.items()
+    }
+
+    def undo() -> None:
+        first.undo()
+        again.undo()
+
+    return replace(
+        first,
+        tuned=[*first.tuned, *again.tuned],
+        results=_trials(first, again),
+        outcomes={**first.outcomes, **outcomes},
+        undo=undo,
+        switches={**first.switches, **again.switches},
+    )
+
+
+def _retuned_at_fp32(
+    obj: Any,
+    function: Callable[..., Any],
+    input_data: Any,
+    config: LoopConfig,
+    phase: PhaseHook,
+    tune_paths: Callable[..., _Tuning],
+    paths: list[str],
+) -> _Tuning:
+    """``paths`` tuned again among the fp32 candidates of the loop's strategy (its budget shared), unverified."""
+    fp32 = replace(config, strategy=_strategy(config).at_fp32(), precision="fp32")
+    return tune_paths(obj, function, input_data, paths, fp32, phase)
 
 
 def _judged(
@@ -359,18 +438,19 @@ def _judged(
     tick()
     kept = set(judgment.regions) if judgment.passed else set()
     dropped = [path for path in reduced if path not in kept]
+    refusals = {path: f"{tuning.outcomes[path][0]} put back by the {judgment.line()}" for path in dropped}
     outcomes = {
-        path: ("eager", f"{winner} put back by the {judgment.line()}") if path in dropped else (winner, reason)
+        path: ("eager", refusals[path]) if path in refusals else (winner, reason)
         for path, (winner, reason) in tuning.outcomes.items()
     }
     tuned = [region for region in tuning.tuned if region.path not in dropped]
     switches = {path: switch for path, switch in tuning.switches.items() if path not in dropped}
-    return replace(tuning, tuned=tuned, outcomes=outcomes, switches=switches, judgment=judgment)
+    return replace(tuning, tuned=tuned, outcomes=outcomes, switches=switches, judgment=judgment, refusals=refusals)
 
 
 def _reduced(region: TunedRegion) -> bool:
     """Whether any graph of the region runs a backend of a reduced precision."""
-    return any(getattr(BACKENDS.get(b["name"]), "precision", "fp32") != "fp32" for b in region.backends.values())
+    return region.precision != "fp32"
 
 
 def _search(
@@ -407,9 +487,10 @@ def _after(earlier: _Tuning, tuning: _Tuning) -> _Tuning:
         verification = Verification([*checks, *later], verification.end_to_end if verification is not None else None)
     return replace(
         tuning,
-        results=(*(earlier.results or ()), *(tuning.results or ())),
+        results=_trials(earlier, tuning),
         outcomes={**earlier.outcomes, **tuning.outcomes},
         verification=verification,
+        refusals={**earlier.refusals, **tuning.refusals},
     )
 
 
@@ -429,6 +510,10 @@ def _search_modules(
     weigh = not config.targets and config.mode != "jit" and isinstance(obj, nn.Module)
     whole = weigh_whole_model(found, paths) if weigh else None
     tune_paths = _tune_jit if config.mode == "jit" else _tune_aot
+    # JIT registers once per process: a region it put back stays eager; so does one with no fp32 backend to try.
+    if config.mode != "jit" and _strategy(config).at_fp32().backends:
+        retune = functools.partial(_retuned_at_fp32, obj, function, input_data, config, phase, tune_paths)
+        verify = functools.partial(verify, retune=retune)
     if whole is not None and whole.chosen:
         return whole, _tune_whole_first(obj, function, input_data, paths, config, phase, tune_paths, verify)
     return whole, verify(tune_paths(obj, function, input_data, paths, config, phase))
@@ -440,12 +525,13 @@ class _Tuning:
     undo."""
 
     tuned: list[TunedRegion]
-    results: tuple[RegionOutcome, ...] | None  # None when a plan was applied: nothing was tried
+    results: dict[str, tuple[RegionOutcome, ...]] | None  # by path, each trial in order; None: a plan was applied
     outcomes: dict[str, tuple[str, str | None]]
     undo: Callable[[], None]
     switches: dict[str, Switch]  # by tuned path: how to run its original code, how to put it back
     verification: Verification | None = None  # once verified
     judgment: TaskJudgment | None = None  # the task gate's, at a reduced precision
+    refusals: dict[str, str] = field(default_factory=dict)  # by path: why the task gate put its reduced winner back
     generation: Mapping[str, str] | None = None  # the generate settings it runs under (the decoder recipe's)
 
 
@@ -470,7 +556,7 @@ def _tune_whole_first(
     if whole.tuned:
         return whole
     separate = tune_paths(obj, function, input_data, paths, config, phase)
-    results = (*(whole.results or ()), *(separate.results or ()))
+    results = {**(whole.results or {}), **(separate.results or {})}
     return verify(
         replace(
             separate, results=results, outcomes={**whole.outcomes, **separate.outcomes}, verification=whole.verification
@@ -574,7 +660,7 @@ def _tune_aot(
     unwrap(obj, [path for path in paths if path not in kept])
     tuned = [TunedRegion(path, "aot", wrappers[path].module, wrappers[path].to_dict(), results[path]) for path in kept]
     switches = {path: aot_switch(wrappers[path], functools.partial(unwrap, obj, [path])) for path in kept}
-    tried = tuple(result for result in results.values() if result is not None)
+    tried = {path: (result,) for path, result in results.items() if result is not None}
     return _Tuning(tuned, tried, outcomes, lambda: unwrap(obj, kept), switches)
 
 
@@ -608,7 +694,7 @@ def _tune_jit(
             switches[path] = jit_switch(patched)
         winner = result.winner if result is not None else EAGER
         outcomes[path] = (winner, None if patched.state is JitState.TUNED else patched.reason)
-    tried = tuple(result for result in results if result is not None)
+    tried = {path: (result,) for path, result in zip(paths, results, strict=True) if result is not None}
     return _Tuning(tuned, tried, outcomes, registration.detach, switches)
 
 

@@ -184,6 +184,7 @@ CASES: dict[str, Callable[[Plan], None]] = {
     # precision: a level this aitune knows, a reduced backend only in a plan made at its level, a bounded verdict
     "precision-unknown": _top("precision", "fp8"),
     "precision-a-list": _top("precision", ["bf16"]),
+    "region-precision-unknown": _set(_region, "precision", "fp8"),
     "int8-backend-in-fp32-plan": _with_backend("int8_dynamic", {}),
     "bf16-config-unknown-key": _with_backend("bf16", {"compile": True, "dtype": "float16"}),
     "task-gate-metric-unknown": _top("task_gate", {"precision": "int8", "metric": "accuracy", "minimum": 0.9}),

@@ -29,6 +29,7 @@ from .conftest import (
 CANDIDATE_KEYS = {
     "backend",
     "config",
+    "precision",
     "status",
     "reason",
     "build_time_s",

@@ -86,6 +86,7 @@ WHERE = {
     "threads-negative": "intra_op_threads: -1 is less than the minimum of 0",
     "threads-over-cpus": f"intra_op_threads: 1024 threads is more than this machine's {os.cpu_count()} CPUs",
     "precision-unknown": "precision: 'fp8' is not a precision aitune tunes at",
+    "region-precision-unknown": "regions[0].precision: 'fp8' is not the precision the region's backends compute at",
     "precision-a-list": "precision: ['bf16'] is not a precision aitune tunes at",
     "int8-backend-in-fp32-plan": "name: int8_dynamic computes in int8, but the plan's precision is fp32",
     "bf16-config-unknown-key": "config: 'dtype' was unexpected here (known: compile)",

@@ -23,6 +23,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from aitune.suggest.precision import cpu_flags, int8_dot_products
 from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
 from aitune.torch.backends.inductor import InductorBackend
 from aitune.torch.precision import precision_unavailable
@@ -96,6 +97,8 @@ class Int8DynamicBackend(Backend):
             "conv1d_converted": converted,
             "linear_layers": len(linears),
             "largest_linear": _largest(linears),
+            # what the reason of a lost int8 candidate names: small layers, or no one-step int8 dot product
+            "int8_dot_products": int8_dot_products(cpu_flags()),
         }
         return Built(run=forward, details=details)
 

@@ -21,6 +21,7 @@ class CandidateResult:
 
     backend: str
     config: dict[str, Any]
+    precision: str  # the level the backend computes at: fp32, bf16 or int8
     status: str
     reason: str | None
     build_time_s: float | None
@@ -38,6 +39,14 @@ class CandidateResult:
     @property
     def won(self) -> bool:
         return self.status == "winner"
+
+    @property
+    def speedup(self) -> float | None:
+        """The figure the strategy compared candidates by: the median paired speedup when decided, else
+        ``speedup_vs_eager``; None when not timed."""
+        if self.speedup_interval is not None:
+            return self.speedup_interval["speedup"]
+        return self.speedup_vs_eager
 
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
@@ -104,10 +113,24 @@ class RegionOutcome:
         return cls(name, region_id, "", "", graphs)
 
     @property
+    def leading(self) -> GraphResult | None:
+        """The most sampled graph that did not stay eager: the one the region's winner and figures are read from."""
+        won = [graph for graph in self.graphs if graph.winner != EAGER]
+        return max(won, key=lambda graph: graph.samples) if won else None
+
+    @property
     def winner(self) -> str:
         """The winner of the most sampled graph that did not stay eager, or ``eager``."""
-        won = [graph for graph in self.graphs if graph.winner != EAGER]
-        return max(won, key=lambda graph: graph.samples).winner if won else EAGER
+        return self.leading.winner if self.leading is not None else EAGER
+
+    @property
+    def precision(self) -> str | None:
+        """The level the region's winner computes at; fp32 when every graph stayed eager; None for a plan's
+        replayed region (no candidate line says it)."""
+        if self.leading is None:
+            return "fp32"
+        winning = self.leading.winning
+        return winning.precision if winning is not None else None
 
     @property
     def lost_because(self) -> str | None:
@@ -125,10 +148,7 @@ class RegionOutcome:
     @property
     def speedup_vs_eager(self) -> float | None:
         """The winning candidate's speedup over eager of the most sampled graph a backend won."""
-        won = [graph for graph in self.graphs if graph.winner != EAGER]
-        if not won:
-            return None
-        winning = max(won, key=lambda graph: graph.samples).winning
+        winning = self.leading.winning if self.leading is not None else None
         return winning.speedup_vs_eager if winning is not None else None
 
     @property
@@ -171,6 +191,7 @@ class RegionOutcome:
             "region_id": self.region_id,
             "module_type": self.module_type,
             "device": self.device,
+            "precision": self.precision,
             "graphs": [graph.to_dict() for graph in self.graphs],
         }
         if self.error is not None:

@@ -92,6 +92,17 @@ class TunedRegion:
         """The non-eager backend of each graph, by graph id."""
         return {graph: backend for graph, backend in self.saved["tuned_backends"].items() if backend["name"] != "eager"}
 
+    @property
+    def precision(self) -> str:
+        return backends_precision(self.backends)
+
+
+def backends_precision(backends: Mapping[str, Mapping[str, Any]]) -> str:
+    """The level a region's ``backends`` (by graph id, as a plan holds them) compute at: the reduced one any of
+    them runs, else fp32. A plan's region records it, and replaying the backends rebuilds it."""
+    levels = {getattr(BACKENDS.get(backend["name"]), "precision", "fp32") for backend in backends.values()}
+    return next((level for level in sorted(levels) if level != "fp32"), "fp32")
+
 
 @dataclass(frozen=True)
 class AppliedPlan:
@@ -124,6 +135,7 @@ def make_plan(
             "path": region.path,
             "mode": region.mode,
             "module_type": qualified_type(region.module),
+            "precision": region.precision,
             "backends": region.backends,
             "speedup_vs_eager": region.report.speedup_vs_eager if region.report is not None else None,
             **({"held_memory": held} if region.report is not None and (held := region.report.held_memory) else {}),
@@ -381,11 +393,13 @@ def _normalised_region(region: Mapping[str, Any]) -> dict[str, Any]:
     wrapper = region["wrapper"]
     graph_keys = ("graph_id", "structure", "min_shapes", "max_shapes", "sample_count")
     tuned = {key: _normalised_backend(value) for key, value in wrapper["tuned_backends"].items()}
+    backends = {key: value for key, value in tuned.items() if value["name"] != "eager"}
     return {
         "path": region["path"],
         "mode": region["mode"],
         "module_type": region["module_type"],
-        "backends": {key: value for key, value in tuned.items() if value["name"] != "eager"},
+        "precision": backends_precision(backends),  # what its backends compute at, never the file's word for it
+        "backends": backends,
         "speedup_vs_eager": region.get("speedup_vs_eager"),
         **({"held_memory": dict(region["held_memory"])} if "held_memory" in region else {}),
         "wrapper": {

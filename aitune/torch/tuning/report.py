@@ -2,7 +2,8 @@
 
 Keys are stable: every key is always present, with null where a figure does not apply (a skipped
 candidate has no build time). ``schema_version`` changes when a key's meaning does; keys added since
-(``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``) are additive.
+(``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``, ``precision`` on
+modules and candidates, ``precision_choices``) are additive.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def candidate_entry(candidate: Candidate) -> CandidateResult:
     return CandidateResult(
         backend=candidate.backend.name,
         config=candidate.backend.config(),
+        precision=candidate.backend.precision,
         status=candidate.status,
         reason=candidate.reason,
         build_time_s=_rounded(candidate.build_s, 3),

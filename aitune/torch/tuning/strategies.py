@@ -6,6 +6,7 @@ the original module. Every candidate it tried or skipped lands in the tuning rep
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -42,6 +43,14 @@ class TuneStrategy(ABC):
     @abstractmethod
     def select(self, trial: Trial) -> Candidate | None:
         """The winning candidate of ``trial``, or None to run the original module."""
+
+    def at_fp32(self) -> TuneStrategy:
+        """A copy tuning at fp32 among this strategy's fp32 backends, sharing its time budget: what a region whose
+        reduced-precision winner the task gate refused is tuned with again."""
+        again = copy.copy(self)
+        again.precision = "fp32"
+        again.backends = [backend for backend in self.backends if backend.precision == "fp32"]
+        return again
 
     def expect(self, values: Mapping[str, float]) -> None:
         """Each region's expected value (from suggest), so that the time budget is shared by it."""
