@@ -584,7 +584,10 @@ def _tune_recipe(
     except BaseException:
         swap_generation(obj, earlier)
         raise
-    outcomes = {path: (winner, reason or RECIPE) for path, (winner, reason) in tuning.outcomes.items()}
+    outcomes = {
+        path: (winner, f"the decoder recipe ({RECIPE})" + (f": {reason}" if reason else ""))
+        for path, (winner, reason) in tuning.outcomes.items()
+    }
     if not tuning.tuned:
         swap_generation(obj, earlier)
         return replace(tuning, outcomes=outcomes)
