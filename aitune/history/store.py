@@ -1,0 +1,386 @@
+"""The history store: runs, their samples and tags, and the ledger's predictions, in SQLite or PostgreSQL.
+
+`open_store` takes a URL (``postgresql://user@host/db``, ``sqlite:///path``) or a plain file path; the
+default is `DEFAULT_PATH` in the current folder. SQLite runs in WAL mode with a long busy timeout and
+takes its write lock at the start of each write (``BEGIN IMMEDIATE``), so concurrent writers queue
+instead of failing. Every value goes to the database as a bound parameter (SQLAlchemy Core): no stored
+text is ever part of a statement. Database failures become one `HistoryError` sentence naming the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from aitune.errors import HistoryError
+from aitune.history import schema
+from aitune.history.ledger import Prediction
+from aitune.history.record import RunRecord, Series
+from aitune.report.io import dumps, gzipped, unpacked
+
+DEFAULT_PATH = Path(".aitune") / "history.db"
+BUSY_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store holds it: its id and when it was recorded, beside its record."""
+
+    id: int
+    recorded_at: str
+    record: RunRecord
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload on one machine kind, as `HistoryStore.workloads` lists it."""
+
+    workload: str
+    label: str
+    machine: str
+    runs: int
+    last_recorded: str
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One stored run in a trend: its id, commit, and the median (µs) of each row it has."""
+
+    id: int
+    recorded_at: str
+    commit: str | None
+    medians: Mapping[str, float]  # path → median µs; the run time under `record.RUN_TIME`
+
+
+def database_url(target: str | Path | None) -> str:
+    """``target`` as a SQLAlchemy URL: a URL as given (``postgresql://`` uses psycopg 3), a path as SQLite."""
+    text = str(target) if target is not None else str(DEFAULT_PATH)
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    scheme, rest = text.split("://", 1)
+    if scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg://{rest}"
+    return text
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "the history database"
+
+
+def open_store(target: str | Path | None = None) -> HistoryStore:
+    """The history at ``target`` (see `database_url`), created or migrated as needed; `HistoryError` if it cannot be."""
+    url = database_url(target)
+    where = shown_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise HistoryError(f"{target} is not a database URL or a file path; pass e.g. .aitune/history.db.") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise HistoryError(f"{where}: the history runs on SQLite or PostgreSQL; pass a file path or postgresql://.")
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database:
+            raise HistoryError("an in-memory SQLite history keeps nothing; pass a file path.")
+        _make_parent(Path(parsed.database))
+        engine = _sqlite_engine(url)
+    else:
+        engine = create_engine(url)
+    store = HistoryStore(engine, where)
+    with store.writing() as connection:
+        schema.migrate(connection, where)
+    return store
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise HistoryError(f"cannot make the history's folder {path.parent} ({error.strerror}).") from None
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _configure(connection: Any, _record: Any) -> None:
+        connection.isolation_level = None  # transactions are begun below, as each needs
+        cursor = connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        # A write takes the lock first: a read-then-write transaction upgraded later fails at once when busy.
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get("write") else "BEGIN")
+
+    return engine
+
+
+class HistoryStore:
+    """An open history. Methods translate database failures into `HistoryError`; `close` releases connections."""
+
+    def __init__(self, engine: Engine, where: str) -> None:
+        self.engine = engine
+        self.where = where
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """One write transaction (committed on success, rolled back on error)."""
+        with self._guarded(), self.engine.connect() as connection:
+            connection.execution_options(write=True)
+            with connection.begin():
+                yield connection
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        with self._guarded(), self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        try:
+            yield
+        except SQLAlchemyError as error:
+            cause = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            raise HistoryError(
+                f"{self.where}: the database refused ({cause}); is it an aitune history, and reachable?"
+            ) from None
+
+    def add(self, record: RunRecord, document: Mapping[str, Any]) -> int:
+        """Store one run and its profile; its id."""
+        row = {
+            "recorded_at": _now(),
+            "created_at": record.created_at,
+            "workload": record.workload,
+            "workload_label": record.workload_label,
+            "machine": record.machine,
+            "environment": orjson.dumps(record.environment).decode(),
+            "domain": record.domain,
+            "run_median_us": record.run_time.median_us,
+            "peak_memory_bytes": record.peak_memory_bytes,
+            "commit": record.commit,
+            "branch": record.branch,
+            "document": gzipped(dumps(document)),
+        }
+        with self.writing() as connection:
+            run_id = int(connection.execute(schema.runs.insert().values(**row)).inserted_primary_key[0])
+            connection.execute(schema.series.insert(), [_series_row(run_id, i, s) for i, s in enumerate(record.series)])
+            if record.tags:
+                connection.execute(schema.tags.insert(), [{"run_id": run_id, "tag": tag} for tag in set(record.tags)])
+        return run_id
+
+    def recent(
+        self, workload: str, machine: str | None, limit: int, branch: str | None = None, before_id: int | None = None
+    ) -> list[StoredRun]:
+        """The last ``limit`` runs of ``workload`` (on ``machine``, ``branch``, before ``before_id``), oldest first."""
+        query = select(schema.runs).where(schema.runs.c.workload == workload)
+        if machine is not None:
+            query = query.where(schema.runs.c.machine == machine)
+        if branch is not None:
+            query = query.where(schema.runs.c.branch == branch)
+        if before_id is not None:
+            query = query.where(schema.runs.c.id < before_id)
+        query = query.order_by(schema.runs.c.id.desc()).limit(limit)
+        with self.reading() as connection:
+            rows = list(connection.execute(query).mappings())
+            ids = [row["id"] for row in rows]
+            found = _series_of(connection, ids)
+            labels = _tags_of(connection, ids)
+        return [_stored(row, found.get(row["id"], ()), labels.get(row["id"], ())) for row in reversed(rows)]
+
+    def machines_of(self, workload: str) -> list[Mapping[str, Any]]:
+        """The environments the workload was stored on, most recent first (one per machine)."""
+        query = (
+            select(schema.runs.c.machine, schema.runs.c.environment, func.max(schema.runs.c.id).label("last"))
+            .where(schema.runs.c.workload == workload)
+            .group_by(schema.runs.c.machine, schema.runs.c.environment)
+            .order_by(func.max(schema.runs.c.id).desc())
+        )
+        with self.reading() as connection:
+            return [orjson.loads(row.environment) for row in connection.execute(query)]
+
+    def workloads(self) -> list[Workload]:
+        """Every workload and machine kind with its run count, most recently recorded first."""
+        query = (
+            select(
+                schema.runs.c.workload,
+                func.max(schema.runs.c.workload_label),
+                schema.runs.c.machine,
+                func.count(),
+                func.max(schema.runs.c.recorded_at),
+            )
+            .group_by(schema.runs.c.workload, schema.runs.c.machine)
+            .order_by(func.max(schema.runs.c.id).desc())
+        )
+        with self.reading() as connection:
+            return [Workload(*row) for row in connection.execute(query)]
+
+    def trend(self, workload: str, machine: str | None, limit: int) -> list[TrendPoint]:
+        """The last ``limit`` runs of the workload, oldest first, with each row's median."""
+        query = select(schema.runs.c.id, schema.runs.c.recorded_at, schema.runs.c.commit).where(
+            schema.runs.c.workload == workload
+        )
+        if machine is not None:
+            query = query.where(schema.runs.c.machine == machine)
+        query = query.order_by(schema.runs.c.id.desc()).limit(limit)
+        with self.reading() as connection:
+            runs = list(connection.execute(query))
+            ids = [run.id for run in runs]
+            medians: dict[int, dict[str, float]] = {}
+            rows = select(schema.series.c.run_id, schema.series.c.path, schema.series.c.median_us).where(
+                schema.series.c.run_id.in_(ids)
+            )
+            for row in connection.execute(rows):
+                medians.setdefault(row.run_id, {})[row.path] = row.median_us
+        return [TrendPoint(run.id, run.recorded_at, run.commit, medians.get(run.id, {})) for run in reversed(runs)]
+
+    def add_predictions(self, run_id: int | None, machine: str, found: Sequence[Prediction]) -> None:
+        """Store suggest's predictions and tune's verified outcomes (of the run ``run_id``, when stored)."""
+        if not found:
+            return
+        now = _now()
+        rows = [
+            {
+                "run_id": run_id,
+                "recorded_at": now,
+                "machine": machine,
+                "backend": p.backend,
+                "device": p.device,
+                "region": p.region,
+                "predicted": p.predicted,
+                "verified": p.verified,
+            }
+            for p in found
+        ]
+        with self.writing() as connection:
+            connection.execute(schema.predictions.insert(), rows)
+
+    def predictions(self, machine: str | None = None) -> list[Prediction]:
+        """Every stored prediction (of ``machine``), oldest first."""
+        table = schema.predictions
+        query = select(table.c.backend, table.c.device, table.c.region, table.c.predicted, table.c.verified)
+        if machine is not None:
+            query = query.where(table.c.machine == machine)
+        with self.reading() as connection:
+            return [Prediction(*row) for row in connection.execute(query.order_by(table.c.id))]
+
+    def prune(self, keep_last: int | None = None, older_than_days: float | None = None) -> int:
+        """Delete runs recorded more than ``older_than_days`` ago, and all but the last ``keep_last`` of each
+        workload and machine kind; how many runs went (their samples, tags and predictions with them)."""
+        runs = schema.runs
+        doomed: set[int] = set()
+        with self.writing() as connection:
+            if older_than_days is not None:
+                cutoff = (_utc() - datetime.timedelta(days=older_than_days)).isoformat()
+                doomed |= set(connection.execute(select(runs.c.id).where(runs.c.recorded_at < cutoff)).scalars())
+            if keep_last is not None:
+                groups = connection.execute(select(runs.c.workload, runs.c.machine).distinct()).all()
+                for workload, machine in groups:
+                    query = (
+                        select(runs.c.id)
+                        .where(runs.c.workload == workload, runs.c.machine == machine)
+                        .order_by(runs.c.id.desc())
+                        .offset(keep_last)
+                    )
+                    doomed |= set(connection.execute(query).scalars())
+            for table in (schema.series, schema.tags, schema.predictions):  # also where foreign keys are off
+                connection.execute(delete(table).where(table.c.run_id.in_(doomed)))
+            connection.execute(delete(runs).where(runs.c.id.in_(doomed)))
+        return len(doomed)
+
+    def documents(self) -> Iterator[tuple[StoredRun, bytes]]:
+        """Every stored run, oldest first, with its profile's JSON bytes (read back through the bounded unpacker)."""
+        with self.reading() as connection:
+            ids = list(connection.execute(select(schema.runs.c.id).order_by(schema.runs.c.id)).scalars())
+        for start in range(0, len(ids), 100):  # a page at a time: a history may not fit in memory
+            chunk = ids[start : start + 100]
+            with self.reading() as connection:
+                rows = list(connection.execute(select(schema.runs).where(schema.runs.c.id.in_(chunk))).mappings())
+                found, labels = _series_of(connection, chunk), _tags_of(connection, chunk)
+            for row in sorted(rows, key=lambda row: row["id"]):
+                stored = _stored(row, found.get(row["id"], ()), labels.get(row["id"], ()))
+                yield stored, unpacked(row["document"], f"{self.where} run {row['id']}")
+
+    def count(self) -> int:
+        with self.reading() as connection:
+            return int(connection.execute(select(func.count()).select_from(schema.runs)).scalar_one())
+
+
+def _series_row(run_id: int, position: int, series: Series) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "position": position,
+        "path": series.path,
+        "label": series.label,
+        "role": series.role,
+        "median_us": series.median_us,
+        "times_us": orjson.dumps(series.times_us).decode(),
+    }
+
+
+def _series_of(connection: Connection, ids: Sequence[int]) -> dict[int, list[Series]]:
+    found: dict[int, list[Series]] = {}
+    query = (
+        select(schema.series)
+        .where(schema.series.c.run_id.in_(ids))
+        .order_by(schema.series.c.run_id, schema.series.c.position)
+    )
+    for row in connection.execute(query):
+        times = tuple(float(value) for value in orjson.loads(row.times_us))
+        found.setdefault(row.run_id, []).append(Series(row.path, row.label, row.role, times))
+    return found
+
+
+def _tags_of(connection: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for row in connection.execute(select(schema.tags).where(schema.tags.c.run_id.in_(ids))):
+        found.setdefault(row.run_id, []).append(row.tag)
+    return found
+
+
+def _stored(row: Mapping[str, Any], found: Sequence[Series], labels: Sequence[str]) -> StoredRun:
+    record = RunRecord(
+        created_at=row["created_at"],
+        workload=row["workload"],
+        workload_label=row["workload_label"],
+        machine=row["machine"],
+        environment=orjson.loads(row["environment"]),
+        domain=row["domain"],
+        series=tuple(found),
+        peak_memory_bytes=row["peak_memory_bytes"],
+        commit=row["commit"],
+        branch=row["branch"],
+        tags=tuple(sorted(labels)),
+    )
+    return StoredRun(row["id"], row["recorded_at"], record)
+
+
+def _utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _now() -> str:
+    return _utc().isoformat()
