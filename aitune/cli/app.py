@@ -1,4 +1,5 @@
-"""``aitune-profile``: capture, analyze, report, compare, suggest, validate, bundle, merge profiles in a shell or CI.
+"""``aitune-profile``: capture, analyze, report, compare, suggest, validate, bundle, merge profiles in a shell or CI;
+``history`` (`aitune.cli.history`) keeps them.
 
 Every command parses its options, makes one core call, renders, and picks the exit code (see
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
@@ -18,6 +19,7 @@ import typer
 
 import aitune
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
+from aitune.cli.history import history_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -568,6 +570,9 @@ def _tolerance(text: str | None) -> Any:
     if not 1 <= len(values) <= 2 or not all(0 <= value < float("inf") for value in values):
         fail(f"--tolerance takes one or two finite numbers of at least 0 (got {text!r}), e.g. --tolerance 1e-3.")
     return Tolerance(*values)
+
+
+app.add_typer(history_app)
 
 
 def main() -> None:

@@ -287,6 +287,20 @@ class HistoryStore:
         with self.reading() as connection:
             return [Prediction(*row) for row in connection.execute(query.order_by(table.c.id))]
 
+    def run_predictions(self) -> dict[int, list[Prediction]]:
+        """The stored predictions by the run they were recorded with, oldest first."""
+        table = schema.predictions
+        query = (
+            select(table.c.run_id, table.c.backend, table.c.device, table.c.region, table.c.predicted, table.c.verified)
+            .where(table.c.run_id.is_not(None))
+            .order_by(table.c.id)
+        )
+        found: dict[int, list[Prediction]] = {}
+        with self.reading() as connection:
+            for run_id, *fields in connection.execute(query):
+                found.setdefault(run_id, []).append(Prediction(*fields))
+        return found
+
     def prune(self, keep_last: int | None = None, older_than_days: float | None = None) -> int:
         """Delete runs recorded more than ``older_than_days`` ago, and all but the last ``keep_last`` of each
         workload and machine kind; how many runs went (their samples, tags and predictions with them)."""
