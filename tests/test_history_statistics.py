@@ -59,6 +59,24 @@ def test_a_slowdown_within_the_threshold_or_within_noise_is_no_regression():
     assert regressions(one_slow_sample) == []  # the median did not move
 
 
+def test_a_run_stretched_by_a_loaded_machine_keeps_its_fastest_sample_and_is_no_regression():
+    unloaded = [100.0, 101, 99, 100, 140, 100, 102, 98, 100, 100]  # one preempted sample in ten
+    baseline = [record(encoder=unloaded) for _ in range(20)]
+    preempted = record(encoder=[140.0, 141, 139, 140, 142, 100, 140])  # all but one run stretched
+    moved = record(encoder=[140.0, 141, 139, 140, 142, 138, 140])  # the code itself got slower
+
+    stretched = next(v for v in judge(preempted, baseline) if v.path == "encoder")
+    slower = next(v for v in judge(moved, baseline) if v.path == "encoder")
+
+    assert (stretched.ratio, stretched.p_value < 0.002, stretched.fast_ratio) == (
+        pytest.approx(1.4),
+        True,
+        pytest.approx(1.0, abs=0.03),
+    )
+    assert not stretched.regressed
+    assert slower.regressed
+
+
 def test_a_tiny_region_does_not_fail_the_gate_by_jitter_alone():
     baseline = [record(big=[1000.0] * 5, tiny=[1.0, 1.01, 0.99, 1.0, 1.0]) for _ in range(20)]
     new = record(big=[1000.0] * 5, tiny=[2.0] * 5)  # doubled, but 0.1% of the run
