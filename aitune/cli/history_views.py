@@ -22,7 +22,7 @@ from aitune.report.safe_text import terminal_text
 def check_view(result: CheckResult) -> Group:
     """One row per judged row: baseline and new medians, the ratio, the test's p, and the verdict."""
     table = Table(title=f"against {len(result.baseline)} stored run(s)", title_justify="left")
-    for header in ("row", "baseline", "new", "ratio", "p", "verdict"):
+    for header in ("row", "baseline", "new", "ratio", "fastest", "p", "verdict"):
         table.add_column(header, justify="left" if header in ("row", "verdict") else "right")
     for verdict in result.verdicts:
         table.add_row(
@@ -30,6 +30,7 @@ def check_view(result: CheckResult) -> Group:
             ms(verdict.baseline_us),
             ms(verdict.new_us),
             factor(verdict.ratio),
+            factor(verdict.fast_ratio),
             MISSING if verdict.p_value is None else f"{verdict.p_value:.2g}",
             "REGRESSED" if verdict.regressed else ("new" if verdict.baseline_us is None else "ok"),
         )
@@ -44,7 +45,10 @@ def check_view(result: CheckResult) -> Group:
                 f"{len(result.baseline) + 1}, {ms(step.before)} → {ms(step.after)}"
             )
         )
-    rule = f"a row regresses when slower by more than {result.threshold:.0%} with Mann–Whitney p < {result.alpha:g}"
+    rule = (
+        f"a row regresses when its median and its fastest run are slower by more than {result.threshold:.0%}, "
+        f"with Mann–Whitney p < {result.alpha:g}"
+    )
     lines.append(Text(rule))
     return Group(*lines)
 
