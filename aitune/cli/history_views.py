@@ -22,7 +22,7 @@ from aitune.report.safe_text import terminal_text
 def check_view(result: CheckResult) -> Group:
     """One row per judged row: baseline and new medians, the ratio, the test's p, and the verdict."""
     table = Table(title=f"against {len(result.baseline)} stored run(s)", title_justify="left")
-    for header in ("row", "baseline", "new", "ratio", "fastest", "p", "verdict"):
+    for header in ("row", "baseline ms", "new ms", "ratio", "fastest", "p", "verdict"):
         table.add_column(header, justify="left" if header in ("row", "verdict") else "right")
     for verdict in result.verdicts:
         table.add_row(
@@ -53,17 +53,17 @@ def check_view(result: CheckResult) -> Group:
     return Group(*lines)
 
 
-def trend_view(workload: Workload, points: Sequence[TrendPoint], top: int) -> Table:
+def trend_view(workload: Workload, points: Sequence[TrendPoint], top: int) -> Group:
     """The run time and the ``top`` largest rows of the latest run, each as a sparkline over ``points``."""
-    title = f"{workload.label} ({workload.workload} on machine {workload.machine}): {len(points)} run(s)"
-    table = Table(title=terminal_text(title), title_justify="left")
-    for header in ("row", "trend", "first", "latest"):
-        table.add_column(header, justify="right" if header in ("first", "latest") else "left")
+    title = f"{workload.label}: {len(points)} run(s) (workload {workload.workload}, machine {workload.machine})"
+    table = Table()
+    for header in ("row", "trend", "first ms", "latest ms"):
+        table.add_column(header, justify="right" if header.endswith(" ms") else "left")
     for path in top_paths(points, top):
         values = values_of(points, path)
         present = [value for value in values if value is not None]
         table.add_row(terminal_text(path), sparkline(values), ms(present[0]), ms(present[-1]))
-    return table
+    return Group(terminal_text(title), table)
 
 
 def ledger_view(rows: Sequence[LedgerRow]) -> Table:
