@@ -7,7 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from cli_helpers import invoke_cli
+import pytest
+from cli_helpers import capture_busy_app, invoke_cli
 from documents import pipeline_doc
 
 from aitune.report.io import save
@@ -100,3 +101,15 @@ def test_prune_without_a_bound_is_refused(tmp_path):
         2,
         "[error] prune needs --keep-last N or --older-than DAYS (or both).\n",
     )
+
+
+@pytest.mark.torch
+def test_a_capture_with_history_keeps_its_profile(tmp_path):
+    db = tmp_path / "history.db"
+
+    profile = capture_busy_app(tmp_path / "capture", "--history", "--history-db", str(db))
+    shown = history(tmp_path, "show")
+
+    assert profile.is_file()
+    assert shown.returncode == 0, shown.stderr
+    assert ": 1 run(s) (workload" in shown.stdout

@@ -19,7 +19,7 @@ import typer
 
 import aitune
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
-from aitune.cli.history import history_app
+from aitune.cli.history import HistoryDb, KeepInHistory, history_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -93,6 +93,8 @@ def capture(
             metavar="N|all",
         ),
     ] = None,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -127,6 +129,8 @@ def capture(
             )
         else:
             written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
+    if keep:
+        _keep([item.profile for item in written], history_db)
     if as_json:
         outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
         return
@@ -368,6 +372,8 @@ def tune(
             help="Keep what the trials chose without timing whole runs with and without it (a loss may be kept).",
         ),
     ] = False,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -429,6 +435,8 @@ def tune(
             plan=checked,
             keep_traces=not no_trace,
         )
+    if keep:
+        _keep([files.folder], history_db)
     if as_json:
         outputs.print_json({**files.as_dict(), "comparison": result.comparison()})
         return
@@ -515,6 +523,13 @@ def _print_profile(doc: Any, *between: Any) -> None:
     warnings = warnings_table(doc["warnings"])
     for part in (profile_summary(doc), *between, *([warnings] if warnings is not None else [])):
         console.print(part)
+
+
+def _keep(paths: list[Path], db: str | None) -> None:
+    """``--history``: the written profiles (or tune folder) kept in the history, said on stderr as a written file is."""
+    from aitune.cli.history import keep_in_history
+
+    print(keep_in_history(paths, db), file=sys.stderr)
 
 
 def _require_torch(command: str) -> None:

@@ -31,7 +31,20 @@ Db = Annotated[
     ),
 ]
 Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
+KeepInHistory = Annotated[
+    bool,
+    typer.Option(
+        "--history",
+        envvar="AITUNE_HISTORY_RECORD",
+        help="Also keep what this command wrote in the history (--db's, see `history --help`); "
+        "AITUNE_HISTORY_RECORD=1 makes it the default.",
+    ),
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
+HistoryDb = Annotated[
+    str | None,
+    typer.Option("--history-db", envvar="AITUNE_HISTORY", help="The history --history keeps it in (as --db)."),
+]
 PROGRESS_FROM = 10
 """Imports of at least this many profiles show a progress bar on stderr."""
 
@@ -237,6 +250,24 @@ def import_(
     with _store(db) as store, _Progress(total, "importing") as advance:
         count = import_history(store, folder, progress=lambda _: advance())
     _console().print(f"imported {count} run(s) into {store.where}", markup=False)
+
+
+def keep_in_history(paths: "list[Path]", db: str | None) -> str:
+    """Store the profiles (or tune folder) that `capture` or `tune` just wrote, as `history add` would, with
+    git's commit and branch; the line that says so."""
+    from aitune.history.provenance import commit_and_branch
+    from aitune.history.record import record_of
+    from aitune.history.sources import sources_of
+
+    commit, branch = commit_and_branch(Path.cwd())
+    added = 0
+    with _store(db) as store:
+        for path in paths:
+            for source in sources_of(path):
+                record = record_of(source.document, commit=commit, branch=branch)
+                store.add_predictions(store.add(record, source.document), record.machine, source.predictions)
+                added += 1
+    return f"history:  {added} run(s) added to {store.where}"
 
 
 def _check_count(flag: str, value: int | None, least: int = 1) -> None:
