@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import capture_busy_app, invoke_cli
-from documents import pipeline_doc
+from documents import HOSTILE, pipeline_doc
 
 from aitune.report.io import save
 
@@ -113,3 +113,18 @@ def test_a_capture_with_history_keeps_its_profile(tmp_path):
     assert profile.is_file()
     assert shown.returncode == 0, shown.stderr
     assert ": 1 run(s) (workload" in shown.stdout
+
+
+def test_the_html_report_draws_each_row_and_keeps_stored_text_as_text(tmp_path):
+    for unet_us in (100.0, 150.0, 120.0):
+        save(pipeline_doc(unet_us, target={"type": HOSTILE}), tmp_path / "p.json")
+        history(tmp_path, "add", str(tmp_path / "p.json"))
+
+    written = history(tmp_path, "report", "--format", "html", "-o", str(tmp_path / "trend.html"))
+
+    page = (tmp_path / "trend.html").read_text()
+    assert written.returncode == 0, written.stderr
+    assert "<script" not in page and "<img" not in page
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert page.count('class="spark"') == 5  # the run time, three regions and the residual, one line each
+    assert "default-src 'none'" in page

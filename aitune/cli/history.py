@@ -5,6 +5,7 @@ every other command (and of ``--help``) never loads it.
 """
 
 # No `from __future__ import annotations`: Typer reads the annotations (see aitune/cli/app.py).
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -177,6 +178,39 @@ def show(
             )
         for item in found:
             _console().print(trend_view(item, store.trend(item.workload, item.machine, last), top))
+
+
+@history_app.command()
+@guarded
+def report(
+    output_format: Annotated[
+        str, typer.Option("--format", help="html (the terminal's view is `history show`).")
+    ] = "html",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the page here instead of stdout.")
+    ] = None,
+    last: Annotated[int, typer.Option(help="The last N runs of each workload.", metavar="N")] = 50,
+    top: Annotated[int, typer.Option(help="The K largest rows besides the run time.", metavar="K")] = 5,
+    db: Db = None,
+    debug: Debug = False,
+) -> None:
+    """Every workload's trends as one self-contained HTML page (no script; opens offline)."""
+    from aitune.history.html import trend_page
+
+    if output_format != "html":
+        fail(f"unknown --format {output_format!r}; history report writes html (`history show` is the terminal's).")
+    _check_count("--last", last)
+    _check_count("--top", top)
+    with _store(db) as store:
+        trends = [(w, store.trend(w.workload, w.machine, last)) for w in store.workloads()]
+    page = trend_page(store.where, trends, top).encode()
+    if output is None:
+        sys.stdout.buffer.write(page)
+        return
+    from aitune.report.io import write_atomic
+
+    write_atomic(output, page)
+    print(f"wrote {output} ({len(page) / 1e3:,.1f} kB)", file=sys.stderr)
 
 
 @history_app.command()
