@@ -287,6 +287,15 @@ def suggest(
             "the task gate (softmax/normalisation-heavy)."
         ),
     ] = None,
+    ledger: Annotated[
+        bool,
+        typer.Option(
+            "--ledger",
+            help="Divide each prediction by the bias this machine's verified tunings showed (`history ledger`), "
+            "when there are at least 3; says whether it did.",
+        ),
+    ] = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -297,7 +306,17 @@ def suggest(
 
     if top is not None and top < 1:
         fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
-    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario, precision=precision)
+    doc = load(profile)
+    suggestions = suggest_targets(doc, top=top, domain=domain, scenario=scenario, precision=precision)
+    if ledger:
+        from aitune.cli.history import ledger_correction
+        from aitune.suggest.correction import corrected
+
+        correction, why_not = ledger_correction(doc, history_db)
+        if correction is not None:
+            suggestions = corrected(suggestions, correction)
+        else:
+            print(why_not, file=sys.stderr)
     if as_json:
         from aitune.cli import outputs
 

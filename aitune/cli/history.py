@@ -304,6 +304,26 @@ def keep_in_history(paths: "list[Path]", db: str | None) -> str:
     return f"history:  {added} run(s) added to {store.where}"
 
 
+def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
+    """``suggest --ledger``: this machine's correction (`aitune.suggest.correction.LedgerCorrection`), or None
+    with the sentence that says why not."""
+    from aitune.history.ledger import ledger_row
+    from aitune.history.outcomes import device_of
+    from aitune.history.record import digest, machine_fields
+    from aitune.suggest.correction import MIN_VERIFIED, LedgerCorrection
+
+    device = device_of(doc.get("environment") or {})
+    with _store(db) as store:
+        found = [p for p in store.predictions(machine=digest(machine_fields(doc))) if p.device == device]
+    row = ledger_row("all", device, found)
+    if row.bias is None or row.count < MIN_VERIFIED:
+        return None, (
+            f"ledger: {row.count} verified tuning(s) on this machine, fewer than {MIN_VERIFIED}: "
+            "the predictions are the gain model's alone."
+        )
+    return LedgerCorrection(row.bias, row.count), None
+
+
 def _check_count(flag: str, value: int | None, least: int = 1) -> None:
     if value is not None and value < least:
         fail(f"{flag} must be at least {least} (got {value}).")
