@@ -23,6 +23,8 @@ from aitune.history.record import RUN_TIME, record_of
 from aitune.history.store import open_store
 from aitune.report.io import save
 
+pytestmark = pytest.mark.slow  # 31 captures of about half a second each
+
 UNCHANGED_RUNS = 30
 LITE = {"warmup_runs": 1, "measured_runs": 7, "mode": "lite"}
 

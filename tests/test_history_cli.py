@@ -128,3 +128,18 @@ def test_the_html_report_draws_each_row_and_keeps_stored_text_as_text(tmp_path):
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
     assert page.count('class="spark"') == 5  # the run time, three regions and the residual, one line each
     assert "default-src 'none'" in page
+
+
+def test_compare_with_history_keeps_both_profiles_once(tmp_path):
+    db = str(tmp_path / "history.db")
+    before, after = TUNE_FOLDER / "before" / "profile.json", TUNE_FOLDER / "after" / "profile.json"
+
+    first = invoke_cli("compare", str(before), str(after), "--history", "--history-db", db)
+    again = invoke_cli("compare", str(before), str(after), "--history", "--history-db", db)
+    folder = invoke_cli("compare", str(TUNE_FOLDER), "--history", "--history-db", db)
+    ledger = invoke_cli("history", "ledger", "--db", db, "--json")
+
+    assert first.stderr.startswith("history:  2 run(s) added to sqlite:///")
+    assert again.stderr.endswith("history:  0 run(s) added to sqlite:///" + db + " (2 already there)\n")
+    assert folder.stderr.endswith("(2 already there)\n")  # the profiles once, and the folder's predictions now
+    assert [row["count"] for row in json.loads(ledger.stdout)] == [2]

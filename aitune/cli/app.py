@@ -223,6 +223,8 @@ def compare(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML file.")
     ] = None,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -255,6 +257,8 @@ def compare(
         names = str(before) if after is None else f"{before} → {after}"
         _emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
+    if keep:
+        _keep([before] if after is None else [before, after], history_db)
     if as_json:
         from aitune.cli import outputs  # here and below: what writes files is not loaded to print a table
 

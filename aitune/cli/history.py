@@ -287,21 +287,24 @@ def import_(
 
 
 def keep_in_history(paths: "list[Path]", db: str | None) -> str:
-    """Store the profiles (or tune folder) that `capture` or `tune` just wrote, as `history add` would, with
-    git's commit and branch; the line that says so."""
+    """Store the profiles (or tune folder) that `capture`, `tune` or `compare` just read or wrote, as `history add`
+    would, with git's commit and branch, skipping those already stored (`compare` of stored profiles adds
+    nothing); the line that says so."""
     from aitune.history.provenance import commit_and_branch
     from aitune.history.record import record_of
     from aitune.history.sources import sources_of
 
     commit, branch = commit_and_branch(Path.cwd())
-    added = 0
+    added = known = 0
     with _store(db) as store:
         for path in paths:
             for source in sources_of(path):
-                record = record_of(source.document, commit=commit, branch=branch)
-                store.add_predictions(store.add(record, source.document), record.machine, source.predictions)
-                added += 1
-    return f"history:  {added} run(s) added to {store.where}"
+                if _keep_once(store, record_of(source.document, commit=commit, branch=branch), source):
+                    added += 1
+                else:
+                    known += 1
+    stored = f" ({known} already there)" if known else ""
+    return f"history:  {added} run(s) added to {store.where}{stored}"
 
 
 def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
@@ -322,6 +325,18 @@ def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
             "the predictions are the gain model's alone."
         )
     return LedgerCorrection(row.bias, row.count), None
+
+
+def _keep_once(store: "HistoryStore", record: Any, source: Any) -> bool:
+    """Add the run unless it is stored already (True when added); its predictions go in once either way, so a
+    tune folder whose profiles were kept by an earlier `compare` still fills the ledger."""
+    run_id = store.stored_id(record)
+    new = run_id is None
+    if run_id is None:
+        run_id = store.add(record, source.document)
+    if new or not store.has_predictions(run_id):
+        store.add_predictions(run_id, record.machine, source.predictions)
+    return new
 
 
 def _check_count(flag: str, value: int | None, least: int = 1) -> None:

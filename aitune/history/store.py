@@ -192,6 +192,28 @@ class HistoryStore:
                 connection.execute(schema.tags.insert(), [{"run_id": run_id, "tag": tag} for tag in set(record.tags)])
         return run_id
 
+    def stored_id(self, record: RunRecord) -> int | None:
+        """The id of a stored run of this workload and machine created at the same time with the same run times."""
+        runs, series = schema.runs, schema.series
+        query = (
+            select(runs.c.id)
+            .join(series, (series.c.run_id == runs.c.id) & (series.c.position == 0))
+            .where(
+                runs.c.workload == record.workload,
+                runs.c.machine == record.machine,
+                runs.c.created_at == record.created_at,
+                series.c.times_us == orjson.dumps(record.run_time.times_us).decode(),
+            )
+            .limit(1)
+        )
+        with self.reading() as connection:
+            return connection.execute(query).scalar()
+
+    def has_predictions(self, run_id: int) -> bool:
+        query = select(schema.predictions.c.id).where(schema.predictions.c.run_id == run_id).limit(1)
+        with self.reading() as connection:
+            return connection.execute(query).first() is not None
+
     def recent(
         self, workload: str, machine: str | None, limit: int, branch: str | None = None, before_id: int | None = None
     ) -> list[StoredRun]:
