@@ -191,6 +191,30 @@ def test_a_file_that_is_not_a_database_gets_one_sentence(tmp_path):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE aitune_series SET times_us = 'not json'",
+        "UPDATE aitune_series SET times_us = '[\"text\"]'",
+        "UPDATE aitune_runs SET environment = '[1, 2]'",
+        "DELETE FROM aitune_series WHERE position = 0",
+    ],
+    ids=["samples-not-json", "samples-not-numbers", "environment-not-an-object", "no-run-time"],
+)
+def test_a_damaged_value_in_a_history_gets_one_sentence(tmp_path, damage):
+    path = tmp_path / "history.db"
+    with open_store(path) as store:
+        store.add(record_of(doc()), doc())
+    with sqlite3.connect(path) as connection:
+        connection.execute(damage)
+
+    with open_store(path) as store, pytest.raises(HistoryError) as raised:
+        store.recent(record_of(doc()).workload, None, limit=5)
+
+    assert "holds a value aitune did not write" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
 def test_a_sqlite_database_of_another_program_is_refused_untouched(tmp_path):
     path = tmp_path / "other.db"
     with sqlite3.connect(path) as connection:

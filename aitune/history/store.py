@@ -168,6 +168,12 @@ class HistoryStore:
             raise HistoryError(
                 f"{self.where}: the database refused ({cause}); is it an aitune history, and reachable?"
             ) from None
+        except (ValueError, TypeError) as error:  # a stored value that is not what `add` wrote: data, not a bug
+            cause = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+            raise HistoryError(
+                f"{self.where} holds a value aitune did not write ({cause}); it is damaged or was edited by hand, "
+                "so point --db at another history."
+            ) from None
 
     def add(self, record: RunRecord, document: Mapping[str, Any]) -> int:
         """Store one run and its profile; its id."""
@@ -231,7 +237,7 @@ class HistoryStore:
             ids = [row["id"] for row in rows]
             found = _series_of(connection, ids)
             labels = _tags_of(connection, ids)
-        return [_stored(row, found.get(row["id"], ()), labels.get(row["id"], ())) for row in reversed(rows)]
+            return [_stored(row, found.get(row["id"], ()), labels.get(row["id"], ())) for row in reversed(rows)]
 
     def machines_of(self, workload: str) -> list[Mapping[str, Any]]:
         """The environments the workload was stored on, most recent first (one per machine)."""
@@ -276,8 +282,11 @@ class HistoryStore:
                 schema.series.c.run_id.in_(ids)
             )
             for row in connection.execute(rows):
-                medians.setdefault(row.run_id, {})[row.path] = row.median_us
-        return [TrendPoint(run.id, run.recorded_at, run.commit, medians.get(run.id, {})) for run in reversed(runs)]
+                medians.setdefault(row.run_id, {})[str(row.path)] = float(row.median_us)
+            return [
+                TrendPoint(run.id, str(run.recorded_at), _text(run.commit), medians.get(run.id, {}))
+                for run in reversed(runs)
+            ]
 
     def add_predictions(self, run_id: int | None, machine: str, found: Sequence[Prediction]) -> None:
         """Store suggest's predictions and tune's verified outcomes (of the run ``run_id``, when stored)."""
@@ -307,7 +316,7 @@ class HistoryStore:
         if machine is not None:
             query = query.where(table.c.machine == machine)
         with self.reading() as connection:
-            return [Prediction(*row) for row in connection.execute(query.order_by(table.c.id))]
+            return [_prediction(*row) for row in connection.execute(query.order_by(table.c.id))]
 
     def run_predictions(self) -> dict[int, list[Prediction]]:
         """The stored predictions by the run they were recorded with, oldest first."""
@@ -320,7 +329,7 @@ class HistoryStore:
         found: dict[int, list[Prediction]] = {}
         with self.reading() as connection:
             for run_id, *fields in connection.execute(query):
-                found.setdefault(run_id, []).append(Prediction(*fields))
+                found.setdefault(run_id, []).append(_prediction(*fields))
         return found
 
     def prune(self, keep_last: int | None = None, older_than_days: float | None = None) -> int:
@@ -356,13 +365,25 @@ class HistoryStore:
             with self.reading() as connection:
                 rows = list(connection.execute(select(schema.runs).where(schema.runs.c.id.in_(chunk))).mappings())
                 found, labels = _series_of(connection, chunk), _tags_of(connection, chunk)
-            for row in sorted(rows, key=lambda row: row["id"]):
-                stored = _stored(row, found.get(row["id"], ()), labels.get(row["id"], ()))
-                yield stored, unpacked(row["document"], f"{self.where} run {row['id']}")
+                stored = [_stored(row, found.get(row["id"], ()), labels.get(row["id"], ())) for row in rows]
+            for run, row in sorted(zip(stored, rows, strict=True), key=lambda pair: pair[0].id):
+                yield run, unpacked(row["document"], f"{self.where} run {row['id']}")
 
     def count(self) -> int:
         with self.reading() as connection:
             return int(connection.execute(select(func.count()).select_from(schema.runs)).scalar_one())
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _prediction(backend: Any, device: Any, region: Any, predicted: Any, verified: Any) -> Prediction:
+    return Prediction(str(backend), str(device), str(region), float(predicted), _number(verified))
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _series_row(run_id: int, position: int, series: Series) -> dict[str, Any]:
@@ -386,24 +407,28 @@ def _series_of(connection: Connection, ids: Sequence[int]) -> dict[int, list[Ser
     )
     for row in connection.execute(query):
         times = tuple(float(value) for value in orjson.loads(row.times_us))
-        found.setdefault(row.run_id, []).append(Series(row.path, row.label, row.role, times))
+        found.setdefault(row.run_id, []).append(Series(str(row.path), str(row.label), str(row.role), times))
     return found
 
 
 def _tags_of(connection: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for row in connection.execute(select(schema.tags).where(schema.tags.c.run_id.in_(ids))):
-        found.setdefault(row.run_id, []).append(row.tag)
+        found.setdefault(row.run_id, []).append(str(row.tag))
     return found
 
 
 def _stored(row: Mapping[str, Any], found: Sequence[Series], labels: Sequence[str]) -> StoredRun:
+    """A stored row as a record; ValueError (a damaged history, see `HistoryStore._guarded`) where it is not one."""
+    environment = orjson.loads(row["environment"])
+    if not isinstance(environment, dict) or not found or found[0].role != "run":
+        raise ValueError(f"run {row['id']} has no machine fields or no run time")
     record = RunRecord(
         created_at=row["created_at"],
         workload=row["workload"],
         workload_label=row["workload_label"],
         machine=row["machine"],
-        environment=orjson.loads(row["environment"]),
+        environment=environment,
         domain=row["domain"],
         series=tuple(found),
         peak_memory_bytes=row["peak_memory_bytes"],
