@@ -1,20 +1,25 @@
 """`history check` on real captures of this machine: 30 runs of an unchanged workload raise no alarm, a
 region slowed on purpose is found and named, runs of another machine are refused with the differences.
 
-The workload spins for known wall time (`busy_wait`), so what changes between its captures is this
-machine's scheduling and the capture's own overhead, the noise a CI gate sees.
+The workload waits for known wall time in each region, as a region bound by a device or by I/O does, so
+what changes between its captures is this machine's scheduling (a woken thread's latency) and the capture's
+own overhead. A workload that spins instead stretches with the machine's load itself: two test workers
+and four writer processes on this 2-core machine made every run of an unchanged spinning capture 30%
+slower, its fastest included, which no statistic can tell from a change in the code (the gate's rule
+for stretched runs is specified in `tests/test_history_statistics.py`).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 import torch
-from apps.busy_app import busy_wait
-from busy import Busy
 from cli_helpers import invoke_cli
+from run_locks import HEAVY_HISTORY_TESTS, one_at_a_time
+from torch import nn
 
 import aitune.torch as ait
 from aitune.errors import HistoryError
@@ -29,17 +34,30 @@ UNCHANGED_RUNS = 30
 LITE = {"warmup_runs": 1, "measured_runs": 7, "mode": "lite"}
 
 
+class Waiting(nn.Module):
+    """Waits ``ms`` milliseconds, then applies a small real linear layer."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__()
+        self.ms = ms
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.ms / 1000)
+        return self.linear(x)
+
+
 class SmallPipeline:
-    """10 ms encoder, 5 ms of glue, 30 ms denoiser: long beside the few ms a busy machine's preemption adds."""
+    """10 ms encoder, 5 ms of glue, 30 ms denoiser."""
 
     def __init__(self, denoiser_ms: float = 30.0) -> None:
         torch.manual_seed(0)
-        self.encoder = Busy(10)
-        self.denoiser = Busy(denoiser_ms)
+        self.encoder = Waiting(10)
+        self.denoiser = Waiting(denoiser_ms)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         x = self.encoder(x)
-        busy_wait(5)
+        time.sleep(0.005)
         return self.denoiser(x)
 
 
@@ -48,10 +66,17 @@ def capture(pipeline: SmallPipeline) -> dict:
 
 
 @pytest.fixture(scope="module")
-def captures():
-    """30 captures of the unchanged pipeline, then one whose denoiser takes 50% longer (45 ms)."""
-    unchanged = [capture(SmallPipeline()) for _ in range(UNCHANGED_RUNS)]
-    return unchanged, capture(SmallPipeline(denoiser_ms=45.0))
+def captures(tmp_path_factory):
+    """30 captures of the unchanged pipeline and, interleaved at their middle, one whose denoiser takes 50%
+    longer (45 ms): drift of the machine's load during the fixture then reaches both, as a benchmark
+    interleaves its sides. The unchanged ones come back shuffled, with a fixed seed, so that a load that
+    rose during the fixture is spread over the history as it is over a real one's days."""
+    with one_at_a_time(tmp_path_factory, HEAVY_HISTORY_TESTS):  # never beside the concurrent writers
+        unchanged = [capture(SmallPipeline()) for _ in range(UNCHANGED_RUNS // 2)]
+        slower = capture(SmallPipeline(denoiser_ms=45.0))
+        unchanged += [capture(SmallPipeline()) for _ in range(UNCHANGED_RUNS - len(unchanged))]
+    random.Random(0).shuffle(unchanged)
+    return unchanged, slower
 
 
 def test_thirty_runs_of_an_unchanged_workload_raise_no_alarm(captures, tmp_path):
@@ -76,9 +101,9 @@ def test_a_region_slowed_on_purpose_is_found_and_named(captures, tmp_path):
         result = check_against_history(store, slower)
 
     assert len(result.baseline) == 20
-    assert [verdict.path for verdict in result.regressed] == [RUN_TIME, "denoiser"]
-    denoiser = result.regressed[1]
-    assert denoiser.ratio == pytest.approx(1.5, rel=0.1)
+    assert {verdict.path for verdict in result.regressed} - {RUN_TIME} == {"denoiser"}
+    denoiser = next(verdict for verdict in result.regressed if verdict.path == "denoiser")
+    assert denoiser.ratio == pytest.approx(1.5, rel=0.15)
     assert denoiser.p_value < 0.002
 
 
@@ -95,7 +120,7 @@ def test_the_gate_exits_1_naming_the_region_and_0_for_an_unchanged_run(captures,
     assert passed.returncode == 0, passed.stderr
     assert "REGRESSED" not in passed.stdout
     assert failed.returncode == 1, failed.stderr
-    assert json.loads(failed.stdout)["regressed"] == [RUN_TIME, "denoiser"]
+    assert set(json.loads(failed.stdout)["regressed"]) - {RUN_TIME} == {"denoiser"}
 
 
 def test_runs_of_another_machine_are_refused_with_what_differs(captures, tmp_path):

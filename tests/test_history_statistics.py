@@ -77,6 +77,22 @@ def test_a_run_stretched_by_a_loaded_machine_keeps_its_fastest_sample_and_is_no_
     assert slower.regressed
 
 
+def test_a_run_within_the_range_the_stored_captures_spanned_is_no_regression():
+    rng = random.Random(3)
+    quiet = [record(encoder=noisy(100, 7, rng)) for _ in range(17)]
+    loaded = [record(encoder=noisy(140, 7, rng)) for _ in range(3)]  # captures on a busier day: whole runs slower
+    within = record(encoder=noisy(130, 7, rng))
+    beyond = record(encoder=noisy(160, 7, rng))
+
+    inside = next(v for v in judge(within, quiet + loaded) if v.path == "encoder")
+    outside = next(v for v in judge(beyond, quiet + loaded) if v.path == "encoder")
+
+    assert (inside.ratio > 1.25, inside.fast_ratio > 1.2, inside.p_value < 0.002) == (True, True, True)
+    assert inside.spread_us == pytest.approx(140, rel=0.03)
+    assert not inside.regressed
+    assert outside.regressed
+
+
 def test_a_tiny_region_does_not_fail_the_gate_by_jitter_alone():
     baseline = [record(big=[1000.0] * 5, tiny=[1.0, 1.01, 0.99, 1.0, 1.0]) for _ in range(20)]
     new = record(big=[1000.0] * 5, tiny=[2.0] * 5)  # doubled, but 0.1% of the run

@@ -119,7 +119,7 @@ def check(
 ) -> None:
     """Check a profile against the stored runs of its workload, region by region; exit 1 on a regression."""
     from aitune.cli.history_views import check_view
-    from aitune.history.gate import check_against_history
+    from aitune.history.gate import MIN_BASELINE_RUNS, check_against_history
     from aitune.report.io import load
 
     _check_count("--last", last)
@@ -138,6 +138,7 @@ def check(
         print_json(
             {
                 "baseline_runs": len(result.baseline),
+                "judged": result.enough,
                 "regressed": [v.path for v in result.regressed],
                 "rows": [vars(v) for v in result.verdicts],
             }
@@ -145,6 +146,12 @@ def check(
     elif not result.baseline:
         _console().print("no stored runs of this workload to compare with: nothing to judge yet.", markup=False)
     else:
+        if not result.enough:
+            _console().print(
+                f"only {len(result.baseline)} stored run(s) of this workload, fewer than {MIN_BASELINE_RUNS}: "
+                "shown, not judged (the gate passes).",
+                markup=False,
+            )
         _console().print(check_view(result))
     if result.regressed:
         raise typer.Exit(EXIT_GATE_FAILED)

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from aitune.history.check import RowVerdict
 from aitune.history.gate import CheckResult
 from aitune.history.ledger import LedgerRow
 from aitune.history.store import TrendPoint, Workload
@@ -32,7 +33,7 @@ def check_view(result: CheckResult) -> Group:
             factor(verdict.ratio),
             factor(verdict.fast_ratio),
             MISSING if verdict.p_value is None else f"{verdict.p_value:.2g}",
-            "REGRESSED" if verdict.regressed else ("new" if verdict.baseline_us is None else "ok"),
+            _verdict_word(verdict, result.enough),
         )
     lines: list[Text | Table] = [table]
     if result.other_machines:
@@ -46,11 +47,19 @@ def check_view(result: CheckResult) -> Group:
             )
         )
     rule = (
-        f"a row regresses when its median and its fastest run are slower by more than {result.threshold:.0%}, "
-        f"with Mann–Whitney p < {result.alpha:g}"
+        f"a row regresses when its median and its fastest run are slower by more than {result.threshold:.0%} and "
+        f"beyond the stored runs' spread, with Mann–Whitney p < {result.alpha:g}"
     )
     lines.append(Text(rule))
     return Group(*lines)
+
+
+def _verdict_word(verdict: RowVerdict, enough: bool) -> str:
+    if verdict.baseline_us is None:
+        return "new"
+    if not verdict.regressed:
+        return "ok"
+    return "REGRESSED" if enough else "slower (not judged)"
 
 
 def trend_view(workload: Workload, points: Sequence[TrendPoint], top: int) -> Group:

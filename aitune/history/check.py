@@ -2,7 +2,8 @@
 
 The rule (`judge`): a row (the run time, or a headline row) regressed when the new run's median
 *and* its fastest sample are more than ``threshold`` above the baseline's (its median, and the median of
-its runs' fastest samples), the
+its runs' fastest samples), its median is above all but the highest tenth of the stored runs' medians
+(`SPREAD_PERCENTILE`: beyond what the stored runs themselves varied by from one capture to the next), the
 one-sided Mann–Whitney U test over the stored samples (each measured run of every baseline run,
 pooled) gives p below ``alpha`` (asv's 0.002), and the rise is at least ``min_run_share`` of the
 run's median time, so that a 3 µs region does not fail a gate by jitter alone.
@@ -20,11 +21,13 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aitune.analysis.statistics import percentile
 from aitune.history.record import RunRecord, Series
 
 ALPHA = 0.002
 THRESHOLD = 0.10
 MIN_RUN_SHARE = 0.005
+SPREAD_PERCENTILE = 90
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class RowVerdict:
     new_us: float
     ratio: float | None
     fast_ratio: float | None  # the new fastest sample ÷ the median of the baseline runs' fastest
+    spread_us: float | None  # the `SPREAD_PERCENTILE`-th percentile of the baseline runs' medians
     p_value: float | None
     regressed: bool
 
@@ -92,34 +96,29 @@ def judge(
     min_run_share: float = MIN_RUN_SHARE,
 ) -> list[RowVerdict]:
     """Each row of ``new`` (run time first) judged against the pooled samples of the same row in ``baseline``."""
-    pooled: dict[str, list[float]] = {}
-    fastest: dict[str, list[float]] = {}
+    stored: dict[str, list[Series]] = {}
     for record in baseline:
         for series in record.series:
-            pooled.setdefault(series.path, []).extend(series.times_us)
             if series.times_us:
-                fastest.setdefault(series.path, []).append(min(series.times_us))
+                stored.setdefault(series.path, []).append(series)
     floor_us = min_run_share * new.run_time.median_us
-    return [
-        _verdict(series, pooled.get(series.path, []), fastest.get(series.path, []), threshold, alpha, floor_us)
-        for series in new.series
-    ]
+    return [_verdict(series, stored.get(series.path, []), threshold, alpha, floor_us) for series in new.series]
 
 
-def _verdict(
-    series: Series, old: Sequence[float], old_fastest: Sequence[float], threshold: float, alpha: float, floor_us: float
-) -> RowVerdict:
+def _verdict(series: Series, stored: Sequence[Series], threshold: float, alpha: float, floor_us: float) -> RowVerdict:
     new = series.times_us
     new_us = statistics.median(new) if new else 0.0
-    if not old or not new:
-        return RowVerdict(series.path, series.label, None, new_us, None, None, None, False)
+    if not stored or not new:
+        return RowVerdict(series.path, series.label, None, new_us, None, None, None, None, False)
+    old = [value for run in stored for value in run.times_us]
     old_us = statistics.median(old)
     ratio = _ratio(new_us, old_us)
-    fast_ratio = _ratio(min(new), statistics.median(old_fastest))
+    fast_ratio = _ratio(min(new), statistics.median(min(run.times_us) for run in stored))
+    spread_us = percentile([run.median_us for run in stored], SPREAD_PERCENTILE)
     p_value = mann_whitney_greater(new, old)
     slower = all(value is not None and value > 1 + threshold for value in (ratio, fast_ratio))
-    regressed = slower and p_value < alpha and new_us - old_us >= floor_us
-    return RowVerdict(series.path, series.label, old_us, new_us, ratio, fast_ratio, p_value, regressed)
+    regressed = slower and new_us > spread_us and p_value < alpha and new_us - old_us >= floor_us
+    return RowVerdict(series.path, series.label, old_us, new_us, ratio, fast_ratio, spread_us, p_value, regressed)
 
 
 def _ratio(new: float, old: float) -> float | None:

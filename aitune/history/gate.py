@@ -13,6 +13,9 @@ from aitune.history.steps import Step, steps
 from aitune.history.store import HistoryStore, StoredRun
 
 BASELINE_RUNS = 20
+MIN_BASELINE_RUNS = 5
+"""Fewest stored runs a check judges against: fewer cannot show how much whole captures vary from one to the
+next on the machine (on a shared one, by tens of percent), so no row of such a check regresses."""
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,13 @@ class CheckResult:
     other_machines: tuple[str, ...] = ()  # with --any-machine: the differences it compared across
 
     @property
+    def enough(self) -> bool:
+        """Whether the baseline holds `MIN_BASELINE_RUNS` runs, so that its verdicts can fail the gate."""
+        return len(self.baseline) >= MIN_BASELINE_RUNS
+
+    @property
     def regressed(self) -> list[RowVerdict]:
-        return regressions(self.verdicts)
+        return regressions(self.verdicts) if self.enough else []
 
 
 def check_against_history(
