@@ -256,6 +256,7 @@ def test_the_history_module_runs_without_sqlalchemy_until_a_store_opens():
     code = textwrap.dedent("""
         import sys
         import aitune.history.check, aitune.history.ledger, aitune.history.steps, aitune.history.record
+        import aitune.history.trend
         assert "sqlalchemy" not in sys.modules, sorted(m for m in sys.modules if m.startswith("sqlalchemy"))
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from aitune.history.record import RUN_TIME
-from aitune.history.store import TrendPoint
+
+if TYPE_CHECKING:  # the sparkline needs no database layer
+    from aitune.history.store import TrendPoint
 
 BARS = "▁▂▃▄▅▆▇█"
 GAP = " "
