@@ -21,8 +21,8 @@ from pathlib import Path
 
 from startup import median_seconds
 
+from aitune.history.database import open_store
 from aitune.history.record import record_of
-from aitune.history.store import open_store
 from aitune.report.io import load
 
 ROOT = Path(__file__).resolve().parent.parent

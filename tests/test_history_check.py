@@ -23,9 +23,9 @@ from torch import nn
 
 import aitune.torch as ait
 from aitune.errors import HistoryError
+from aitune.history.database import open_store
 from aitune.history.gate import check_against_history
 from aitune.history.record import RUN_TIME, record_of
-from aitune.history.store import open_store
 from aitune.report.io import save
 
 pytestmark = pytest.mark.slow  # 31 captures of about half a second each

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import invoke_cli
 
+from aitune.history.database import open_store
 from aitune.history.ledger import Prediction
 from aitune.history.record import digest, machine_fields
-from aitune.history.store import open_store
 from aitune.report.io import load
 from aitune.suggest import suggest
 from aitune.suggest.correction import corrected_target

@@ -21,10 +21,10 @@ from sqlalchemy import inspect
 
 from aitune.errors import HistoryError
 from aitune.history import schema
+from aitune.history.database import open_store
 from aitune.history.exchange import MANIFEST, export_history, import_history
 from aitune.history.ledger import Prediction
 from aitune.history.record import record_of
-from aitune.history.store import open_store
 from aitune.report.io import dumps, save
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def test_reopening_a_history_migrates_nothing_twice(url):
 WRITER = """
 import sys
 from aitune.history.record import record_of
-from aitune.history.store import open_store
+from aitune.history.database import open_store
 from aitune.report.io import load
 document = load(sys.argv[2])
 with open_store(sys.argv[1]) as store:

@@ -51,7 +51,7 @@ PROGRESS_FROM = 10
 
 
 def _store(db: str | None) -> "HistoryStore":
-    from aitune.history.store import open_store
+    from aitune.history.database import open_store
 
     return open_store(db)
 
