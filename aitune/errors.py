@@ -51,3 +51,7 @@ def is_out_of_disk(error: BaseException) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+class HistoryError(AituneError):
+    """The history store cannot be opened or used as asked: a corrupt or foreign database, an unreachable server."""

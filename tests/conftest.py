@@ -33,6 +33,8 @@ sys.path.insert(0, str(EXAMPLES))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))  # the test workloads, importable by name
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # the zoo's tiny configs
 
+from postgres_server import postgres_server, postgres_url  # noqa: E402, F401  (fixtures of the history's tests)
+
 TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
 NO_TORCH = "needs torch, which is not installed"
 collect_ignore = [] if TORCH_INSTALLED else ["jit", "tuning"]  # every test there tunes a torch module

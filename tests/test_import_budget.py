@@ -27,10 +27,11 @@ AFTER = ROOT / "sample_traces" / "tuned-pipeline" / "after" / "profile.json"
 NEVER = (
     *("torch", "jsonschema", "rfc3987_syntax", "panel", "bokeh", "pandas", "scipy", "transformers"),
     *("pydantic", "rich.markdown", "markdown_it", "pygments", "rich.traceback"),
+    *("sqlalchemy", "psycopg", "aitune.history"),
 )
 """Modules no torch-free command loads: torch, the thorough (slow-to-import) schema engine, the viewer's
 stack; pydantic (Typer 0.29 builds a pydantic adapter per option), and what Typer's rich help and
-rich tracebacks import (a Markdown parser, Pygments)."""
+rich tracebacks import (a Markdown parser, Pygments); the history's database layer, which only ``history`` loads."""
 
 READER_NEVER = (*NEVER, "numpy", "msgspec", "aitune.analysis.events", "aitune.report.builder", "aitune.compare")
 """``report``, ``validate`` and ``suggest`` read one document: no trace analysis, no numpy (only
@@ -113,6 +114,12 @@ def test_help_imports_nothing_that_reads_a_document(tmp_path):
     assert code in (0, None)
     assert loaded(modules, HELP_NEVER) == []
     assert "aitune.cli.render" not in modules and "aitune.cli.outputs" not in modules
+
+
+def test_history_help_loads_no_database_layer(tmp_path):
+    code, modules = modules_of(tmp_path, "history", "--help")
+    assert code in (0, None)
+    assert loaded(modules, HELP_NEVER) == []
 
 
 def test_a_command_line_mistake_imports_no_document_reader(tmp_path):

@@ -64,6 +64,7 @@ PAGES = tuple(
         "docs/performance.md",
         "docs/tuning.md",
         "docs/viewer.md",
+        "docs/history.md",
     )
 )
 """The pages whose examples run, in the order they run: a later page may read what an earlier one wrote."""

@@ -19,12 +19,14 @@ def test_analysis_and_report_import_without_torch():
     assert result.stdout == "# aitune performance profile\n"
 
 
-def test_compare_suggest_gains_the_loop_report_bundle_merge_and_the_cli_import_without_torch():
+def test_compare_suggest_gains_the_loop_report_bundle_merge_the_history_and_the_cli_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "import aitune.compare, aitune.suggest, aitune.compare.gains, aitune.compare.loop_report, aitune.cli\n"
         "import aitune.report.bundle\n"
         "import aitune.report.merge\n"
+        "import aitune.history.store, aitune.history.gate, aitune.history.exchange, aitune.history.html\n"
+        "import aitune.history.sources, aitune.cli.history, aitune.cli.history_views\n"
         "print(sorted(name for name in sys.modules if name.startswith('torch')))\n"
     )
 

@@ -1,4 +1,5 @@
-"""``aitune-profile``: capture, analyze, report, compare, suggest, validate, bundle, merge profiles in a shell or CI.
+"""``aitune-profile``: capture, analyze, report, compare, suggest, validate, bundle, merge profiles in a shell or CI;
+``history`` (`aitune.cli.history`) keeps them.
 
 Every command parses its options, makes one core call, renders, and picks the exit code (see
 `aitune.cli.edge`). Only ``capture`` imports torch, lazily: the other commands work without it.
@@ -18,6 +19,7 @@ import typer
 
 import aitune
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
+from aitune.cli.history import HistoryDb, KeepInHistory, history_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -91,6 +93,8 @@ def capture(
             metavar="N|all",
         ),
     ] = None,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -125,6 +129,8 @@ def capture(
             )
         else:
             written = outputs.capture_script_into(folder, Path(source), script_args or [], not no_trace)
+    if keep:
+        _keep([item.profile for item in written], history_db)
     if as_json:
         outputs.print_json({"output": str(folder), "profiles": [item.as_dict() for item in written]})
         return
@@ -223,6 +229,8 @@ def compare(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML file.")
     ] = None,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -260,6 +268,8 @@ def compare(
         names = str(before) if after is None else f"{before} → {after}"
         _emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
+    if keep:
+        _keep([before] if after is None else [before, after], history_db)
     if as_json:
         from aitune.cli import outputs  # here and below: what writes files is not loaded to print a table
 
@@ -301,6 +311,15 @@ def suggest(
             "the task gate (softmax/normalisation-heavy)."
         ),
     ] = None,
+    ledger: Annotated[
+        bool,
+        typer.Option(
+            "--ledger",
+            help="Divide each prediction by the bias this machine's verified tunings showed (`history ledger`), "
+            "when there are at least 3; says whether it did.",
+        ),
+    ] = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -311,7 +330,17 @@ def suggest(
 
     if top is not None and top < 1:
         fail(f"--top must be at least 1 (got {top}); leave it out to list every target.")
-    suggestions = suggest_targets(load(profile), top=top, domain=domain, scenario=scenario, precision=precision)
+    doc = load(profile)
+    suggestions = suggest_targets(doc, top=top, domain=domain, scenario=scenario, precision=precision)
+    if ledger:
+        from aitune.cli.history import ledger_correction
+        from aitune.suggest.correction import corrected
+
+        correction, why_not = ledger_correction(doc, history_db)
+        if correction is not None:
+            suggestions = corrected(suggestions, correction)
+        else:
+            print(why_not, file=sys.stderr)
     if as_json:
         from aitune.cli import outputs
 
@@ -394,6 +423,8 @@ def tune(
             metavar="K",
         ),
     ] = 1,
+    keep: KeepInHistory = False,
+    history_db: HistoryDb = None,
     as_json: AsJson = False,
     debug: Debug = False,
 ) -> None:
@@ -460,6 +491,8 @@ def tune(
             plan=checked,
             keep_traces=not no_trace,
         )
+    if keep:
+        _keep([files.folder], history_db)
     if as_json:
         outputs.print_json({**files.as_dict(), "comparison": result.comparison()})
         return
@@ -550,6 +583,13 @@ def _print_profile(doc: Any, *between: Any) -> None:
         console.print(part)
 
 
+def _keep(paths: list[Path], db: str | None) -> None:
+    """``--history``: the written profiles (or tune folder) kept in the history, said on stderr as a written file is."""
+    from aitune.cli.history import keep_in_history
+
+    print(keep_in_history(paths, db), file=sys.stderr)
+
+
 def _require_torch(command: str) -> None:
     """One sentence, not an import traceback, on a machine without torch."""
     try:
@@ -603,6 +643,9 @@ def _tolerance(text: str | None) -> Any:
     if not 1 <= len(values) <= 2 or not all(0 <= value < float("inf") for value in values):
         fail(f"--tolerance takes one or two finite numbers of at least 0 (got {text!r}), e.g. --tolerance 1e-3.")
     return Tolerance(*values)
+
+
+app.add_typer(history_app)
 
 
 def main() -> None:

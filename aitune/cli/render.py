@@ -363,8 +363,13 @@ def suggestions_view(suggestions: Suggestions, limit: int = TOP_TARGETS) -> Grou
         )
     if len(suggestions.targets) > limit:
         table.add_row(terminal_text(f"… {len(suggestions.targets) - limit} more target(s)"), *[""] * 6)
+    correction = [Text(suggestions.correction.line())] if suggestions.correction else []
     return Group(
-        table, *_recommendation_lines(suggestions, picked), *_precision_lines(suggestions), *_advice_lines(suggestions)
+        table,
+        *correction,
+        *_recommendation_lines(suggestions, picked),
+        *_precision_lines(suggestions),
+        *_advice_lines(suggestions),
     )
 
 

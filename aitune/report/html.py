@@ -378,7 +378,7 @@ dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dt{col
 .tree details{margin-left:18px}.tree>details{margin-left:0}.tree .figures{color:#57606a;font-size:12px}
 .tree .region{font-family:ui-monospace,monospace}summary{cursor:pointer}
 svg.chart{display:block;margin:8px 0;font-size:12px}svg .label{text-anchor:end;fill:#1b1f24}
-svg .value,svg .axis{fill:#57606a}svg .bar,svg .dot{fill:#4c78a8}
+svg .value,svg .axis{fill:#57606a}svg .bar,svg .dot{fill:#4c78a8}svg .spark{stroke:#4c78a8;stroke-width:1.5}
 svg .before,svg .before-text{fill:#9fb4cc}svg .after,svg .after-text{fill:#e45756}
 svg .whisker{stroke:#4c78a8;stroke-width:2}svg .reference{stroke:#57606a;stroke-dasharray:3 3}
 .big{font-size:20px;font-weight:700}footer{margin-top:32px;color:#57606a;font-size:12px}

@@ -150,3 +150,29 @@ def _svg(title: str, rows: list[str], drawn: int, left_out: int, footer: bool = 
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}"><title>{html_text(title)}</title>{"".join(rows)}</svg>'
     )
+
+
+SPARK_WIDTH, SPARK_HEIGHT = 160, 24
+
+
+def sparkline_svg(title: str, values: Sequence[float | None]) -> str:
+    """A small line of ``values`` scaled between their smallest and largest (a gap where one is None), for a
+    table cell; its title (the tooltip) is ``title``."""
+    present = [value for value in values if value is not None]
+    low, high = (min(present), max(present)) if present else (0.0, 0.0)
+    step = SPARK_WIDTH / max(len(values) - 1, 1)
+    segments: list[list[str]] = [[]]
+    for index, value in enumerate(values):
+        if value is None:
+            segments.append([])
+            continue
+        y = SPARK_HEIGHT - 2 - (SPARK_HEIGHT - 4) * ((value - low) / (high - low) if high > low else 0.5)
+        segments[-1].append(f"{index * step:.1f},{y:.1f}")
+    lines = "".join(
+        f'<polyline points="{" ".join(points)}" class="spark" fill="none"/>' for points in segments if points
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="sparkline" role="img" width="{SPARK_WIDTH}" '
+        f'height="{SPARK_HEIGHT}" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}"><title>{html_text(title)}</title>'
+        f"{lines}</svg>"
+    )

@@ -36,6 +36,7 @@ from aitune.report.efficiency import efficiency_by_region
 from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
+from aitune.suggest.correction import LedgerCorrection
 from aitune.suggest.forecast import Forecast
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
 from aitune.suggest.headroom import Headroom, headroom_of
@@ -99,6 +100,7 @@ class Suggestions:
     calibration: Calibration = FALLBACK  # the gain model's figures (the profile's, else the fallback table)
     run_times: tuple[float, ...] = ()  # each measured run's time in the domain (µs)
     precision: tuple[PrecisionOutlook, ...] = ()  # per target, when asked for a reduced precision
+    correction: LedgerCorrection | None = None  # this machine's ledger, when it corrected the predictions
 
     def recommended(self, top: int | None = None) -> list[Target]:
         """The recommended targets, best first, skipping any inside (or around) one already picked."""
@@ -169,6 +171,7 @@ class Suggestions:
             "recommended_upper_bound_speedup": bound,
             "gain_calibration": self.calibration.to_dict(),
             **({"precision": [asdict(item) for item in self.precision]} if self.precision else {}),
+            **({"ledger_correction": asdict(self.correction)} if self.correction else {}),
         }
 
 
