@@ -18,7 +18,6 @@ from viewer_server import ARTIFACTS, CHROMIUM, PAGE_TIMEOUT_MS, open_page, page_
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
 from aitune.report import dumps, load
-from aitune.report.formatting import factor
 from aitune.suggest import suggest
 from aitune.viewer import overview, targets
 
@@ -88,7 +87,7 @@ def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, bro
 
         expect = _expect()
         expect(page.locator(".gain-table .tabulator-row")).to_have_count(len(report.regions))
-        expect(page.locator(".tuned-speedup")).to_contain_text(factor(report.speedup, report.ci_low, report.ci_high))
+        expect(page.locator(".tuned-speedup")).to_contain_text(report.end_to_end.shown())
         page.locator(".bk-tab", has_text="Suggestions").click()
         expect(page.locator(".suggest-picked")).to_have_text(targets.picked_line(found))
         assert page.locator(".target-table .tabulator-row").count() >= 1
