@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from zoo.tiny_configs import VOCAB, bert_config, t5_config
+from zoo.tiny_configs import VOCAB, bert_config, llama_config, t5_config
 
 NEW_TOKENS = 4
 
@@ -28,22 +28,10 @@ def _tokens(length: int = 8) -> torch.Tensor:
 
 def llama_decoder() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """A 2-layer Llama-style decoder; ``generate`` adds `NEW_TOKENS` tokens greedily (KV cache on)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    model = LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(llama_config()).eval()
     return model, _tokens(), lambda ids: model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
 
 

@@ -7,29 +7,17 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from zoo.tiny_configs import VOCAB
+from zoo.tiny_configs import VOCAB, llama_config
 
 DESCRIPTION = "LlamaForCausalLM, 2 layers, hidden 32, 4 heads over 2 KV heads, 8 tokens in, 8 generated greedily"
 NEW_TOKENS = 8
 
 
 def build() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    model = LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(llama_config()).eval()
     ids = torch.randint(3, VOCAB, (1, 8), generator=torch.Generator().manual_seed(1))
 
     def generate(input_ids: torch.Tensor) -> torch.Tensor:

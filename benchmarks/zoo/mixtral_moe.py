@@ -7,28 +7,16 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from zoo.tiny_configs import VOCAB
+from zoo.tiny_configs import VOCAB, mixtral_config
 
 DESCRIPTION = "MixtralForCausalLM, 2 layers, hidden 32, 4 experts (top 2), 1 × 16 tokens, the logits"
 
 
 def build() -> tuple[nn.Module, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
-    from transformers import MixtralConfig, MixtralForCausalLM
+    from transformers import MixtralForCausalLM
 
     torch.manual_seed(0)
-    config = MixtralConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        max_position_embeddings=64,
-        pad_token_id=0,
-    )
-    model = MixtralForCausalLM(config).eval()
+    model = MixtralForCausalLM(mixtral_config()).eval()
     ids = torch.randint(3, VOCAB, (1, 16), generator=torch.Generator().manual_seed(1))
 
     @torch.no_grad()

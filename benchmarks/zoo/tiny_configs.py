@@ -47,3 +47,31 @@ def bert_config(**overrides: Any) -> Any:
             **overrides,
         }
     )
+
+
+DECODER = {
+    "vocab_size": VOCAB,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,  # grouped-query attention: two query heads per key/value head
+    "max_position_embeddings": 64,
+    "pad_token_id": 0,
+}
+"""The shape a Llama-style decoder's config shares with its Mixtral-style sibling."""
+
+
+def llama_config(**overrides: Any) -> Any:
+    """A 2-layer Llama-style decoder with hidden size 32 and grouped-query attention."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**{**DECODER, "bos_token_id": 1, "eos_token_id": 2, **overrides})
+
+
+def mixtral_config(**overrides: Any) -> Any:
+    """The same decoder with a mixture of 4 experts in each layer, each token routed to 2."""
+    from transformers import MixtralConfig
+
+    return MixtralConfig(**{**DECODER, "num_local_experts": 4, "num_experts_per_tok": 2, **overrides})
+

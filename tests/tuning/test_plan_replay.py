@@ -3,7 +3,6 @@ rebuilt on its first real calls in a fresh process and gives eager's tokens on p
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +10,10 @@ from pathlib import Path
 import pytest
 from hf_models import llama_decoder, llama_generate
 
-import aitune.torch as ait
 from aitune.torch.backends import BACKENDS
 from aitune.torch.module.graph_spec import parse_structure
-from aitune.torch.tuning.plan import TunedRegion, make_plan
 
-from .test_stateful_inputs import ForwardAgain, one_backend
+from .test_stateful_inputs import ForwardAgain, write_inductor_plan
 
 TESTS = Path(__file__).resolve().parent.parent
 CACHES = ("dynamic", "static")
@@ -24,21 +21,10 @@ CACHES = ("dynamic", "static")
 
 def write_llama_plan(path: Path, monkeypatch) -> dict:
     """A plan for the Llama-style decoder's ``model`` as tune would write it had Inductor won, recorded on a
-    ``generate`` with each cache: tuned with `ForwardAgain` (cheap), its winners renamed to Inductor."""
+    ``generate`` with each cache."""
     monkeypatch.setitem(BACKENDS, ForwardAgain.name, ForwardAgain)
     model, ids, _ = llama_decoder()
-    wrapper = ait.wrap(model, "model")["model"]
-    try:
-        for cache in CACHES:
-            llama_generate(model, ids, cache)
-        wrapper.tune(strategy=one_backend(ForwardAgain()))
-        saved = wrapper.to_dict()
-    finally:
-        ait.unwrap(model, "model")
-    saved["tuned_backends"] = {gid: ait.InductorBackend().to_dict() for gid in saved["tuned_backends"]}
-    plan = make_plan("Llama", [TunedRegion("model", "aot", model.model, saved, wrapper.outcome)], {})
-    path.write_text(json.dumps(plan))
-    return saved
+    return write_inductor_plan(path, model, "model", lambda: [llama_generate(model, ids, cache) for cache in CACHES])
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -316,20 +317,27 @@ def test_a_deferred_graph_whose_real_call_cannot_be_snapshotted_stays_eager(monk
     assert torch.equal(output, torch.ones(3) * 2)
 
 
-def write_t5_plan(path: Path) -> Path:
-    """A plan for the T5 decoder, as tune would write it had Inductor won: tuned with `ForwardAgain` (cheap), its
-    winners renamed to Inductor, which the replay builds on the first real decoder calls."""
-    model, ids = t5_generate_app.build()
-    wrapper = ait.wrap(model, "decoder")["decoder"]
+def write_inductor_plan(path: Path, model: nn.Module, region: str, run: Callable[[], Any]) -> dict[str, Any]:
+    """A plan for ``model``'s ``region`` as tune would write it had Inductor won, recorded on ``run()``: tuned with
+    `ForwardAgain` (cheap), its winners renamed to Inductor, which a replay builds on the first real calls. The
+    region's saved form, as the plan holds it."""
+    wrapper = ait.wrap(model, region)[region]
     try:
-        t5_generate_app.generate(model, ids)
+        run()
         wrapper.tune(strategy=one_backend(ForwardAgain()))
         saved = wrapper.to_dict()
     finally:
-        ait.unwrap(model, "decoder")
+        ait.unwrap(model, region)
     saved["tuned_backends"] = {gid: ait.InductorBackend().to_dict() for gid in saved["tuned_backends"]}
-    plan = make_plan("T5", [TunedRegion("decoder", "aot", model.decoder, saved, wrapper.outcome)], {})
-    path.write_text(json.dumps(plan))
+    tuned = TunedRegion(region, "aot", model.get_submodule(region), saved, wrapper.outcome)
+    path.write_text(json.dumps(make_plan(type(model).__name__, [tuned], {})))
+    return saved
+
+
+def write_t5_plan(path: Path) -> Path:
+    """A plan for the T5 decoder, as tune would write it had Inductor won."""
+    model, ids = t5_generate_app.build()
+    write_inductor_plan(path, model, "decoder", lambda: t5_generate_app.generate(model, ids))
     return path
 
 
