@@ -481,11 +481,7 @@ def apply_plan(
 def task_gate_problem(plan: Mapping[str, Any]) -> str | None:
     """Why the checked ``plan``'s task gate verdict does not admit its reduced-precision regions (it is missing,
     of another precision, failed, lacks inputs or a region), or None when it does or the plan has none."""
-    reduced = [
-        region["path"]
-        for region in plan["regions"]
-        if any(getattr(BACKENDS.get(b["name"]), "precision", "fp32") != "fp32" for b in region["backends"].values())
-    ]
+    reduced = [region["path"] for region in plan["regions"] if region["precision"] != "fp32"]
     if not reduced:
         return None
     gate = plan.get("task_gate")
