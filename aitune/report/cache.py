@@ -48,8 +48,10 @@ def unsafe_because(path: Path, folder: bool = True) -> str | None:
     file, not ours, open to others' writes; None when it may."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file above it: made (and refused) when written
         return "it does not exist"
+    except OSError as error:
+        return f"it cannot be examined ({error.strerror or error})"
     if stat.S_ISLNK(info.st_mode):
         return "it is a symbolic link"
     if not (stat.S_ISDIR if folder else stat.S_ISREG)(info.st_mode):
