@@ -89,11 +89,14 @@ def read_cached(path: Path, what: str, check: Callable[[Any], T | None], max_byt
         return None
     if file_problem:
         return _ignored(path, file_problem)
+    size = os.lstat(path).st_size
+    if size > max_bytes:
+        return _ignored(path, f"it holds {size:,} bytes, more than a cache of {what} ever does ({max_bytes:,})")
     try:
-        data = read_regular(path, max_bytes, fix="it is measured again")
+        data = read_regular(path, max_bytes)
         found = parse_json(data, str(path), max_bytes, max_items=MAX_CACHE_ITEMS, max_depth=MAX_CACHE_DEPTH)
-    except ProfileError as error:
-        return _ignored(path, str(error).removeprefix(f"{path}: ").rstrip("."))
+    except ProfileError as error:  # its first clause: the reader's fix is for a user's file, not a cache
+        return _ignored(path, str(error).removeprefix(f"{path}: ").split("; ")[0].rstrip("."))
     checked = check(found)
     if checked is None:
         return _ignored(path, f"it does not hold {what} (a figure missing, not finite or out of range)")
