@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
-from busy import BusyPipeline, TwoLevelModel, median_gap
+from busy import BusyPipeline, RunCalls, TwoLevelModel, median_gap
 from cli_helpers import APPS, capture_busy_app, run_cli
 from documents import region_shares, tree_shape
 from torch import nn
@@ -104,16 +104,20 @@ def test_a_broken_operator_run_is_named_by_validation(split_and_all):
 
 def test_the_measured_runs_shares_match_the_work_the_modules_measured_themselves():
     pipe = BusyPipeline()
+    calls = RunCalls(pipe.glue_spent_us)
 
-    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1)
+    prof = ait.profile(
+        pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1, on_warmed_up=calls.on_warmed_up
+    )
 
-    # the measured runs come before the profiler's warmup and the operator run: the calls [-6, -2)
-    spent = {"encoder": pipe.encoder.spent_us[-6:-2], "denoiser": pipe.denoiser.spent_us[-6:-2]}
+    # the measured runs come before the profiler's warmup and the operator run
+    spent = {"encoder": pipe.encoder.spent_us, "denoiser": pipe.denoiser.spent_us}
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
         got = region_shares(run)
         for name, pair in pairs.items():
-            pair.append((got[f"untuned_module:{name}"], spent[name][index] / run["timing"]["cpu_time_us"]))
+            pair.append((got[f"untuned_module:{name}"], spent[name][calls[index]] / run["timing"]["cpu_time_us"]))
+    assert calls[len(prof.data["runs"])] == len(pipe.glue_spent_us) - 2  # then the profiler's warmup and one run
     assert {key: median_gap(value) for key, value in pairs.items()} == {
         "encoder": pytest.approx(0, abs=0.03),
         "denoiser": pytest.approx(0, abs=0.03),

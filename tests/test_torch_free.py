@@ -24,7 +24,7 @@ def test_compare_suggest_gains_the_loop_report_bundle_merge_the_history_and_the_
         "import sys; sys.modules['torch'] = None\n"
         "import aitune.compare, aitune.suggest, aitune.compare.gains, aitune.compare.loop_report, aitune.cli\n"
         "import aitune.report.bundle\n"
-        "import aitune.report.merge\n"
+        "import aitune.report.merge, aitune.report.cache\n"
         "import aitune.history.store, aitune.history.gate, aitune.history.exchange, aitune.history.html\n"
         "import aitune.history.sources, aitune.cli.history, aitune.cli.history_views\n"
         "print(sorted(name for name in sys.modules if name.startswith('torch')))\n"

@@ -1,7 +1,8 @@
 """The gain model's calibration on this machine: a short timing run, cached per machine and versions.
 
 ``ensure_calibration()`` measures once (a few seconds) what ``aitune.suggest.gain`` needs and keeps
-it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700):
+it in ``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700; read and
+written through the checked door `aitune.report.cache`):
 
 - ``eager_op_us``: host µs per eager operator on tiny tensors (a chain of linear, add, relu and
   layer_norm calls: dispatch, not arithmetic);
@@ -48,6 +49,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from aitune.report.cache import cache_root, read_cached, write_cached
 from aitune.suggest.gain import Calibration
 from aitune.torch.backends.onnx_export import hand_built_model
 
@@ -71,8 +73,7 @@ block; 3: ``stateful_call_us``; 4: the recurrent kind; 5: the convolution as a r
 
 def cache_dir() -> Path:
     """``$AITUNE_CACHE_DIR/calibration``, else ``~/.cache/aitune/calibration``."""
-    root = os.environ.get("AITUNE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "aitune") / "calibration"
+    return cache_root() / "calibration"
 
 
 def cache_file() -> Path:
@@ -91,14 +92,9 @@ def cache_file() -> Path:
 
 
 def cached_calibration() -> Calibration | None:
-    """This machine's cached calibration, or None (none yet, or the file is not one): never measures."""
-    path = cache_file()
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_CACHE_BYTES:
-            return None
-        return Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
+    """This machine's cached calibration, or None (none yet, or a file not to trust, said once: see
+    `aitune.report.cache`): never measures."""
+    return read_cached(cache_file(), "a calibration", Calibration.from_dict, MAX_CACHE_BYTES)
 
 
 def ensure_calibration() -> Calibration | None:
@@ -115,12 +111,7 @@ def ensure_calibration() -> Calibration | None:
     except Exception as error:  # a figure for the forecast: its failure must not stop the capture or the tuning
         logger.warning("aitune: the gain model's calibration failed (%s); suggest predicts without it", error)
         return found
-    folder = cache_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    folder.chmod(0o700)
-    temporary = folder / f".{cache_file().name}.{os.getpid()}"
-    temporary.write_text(json.dumps(calibration.to_dict()), encoding="utf-8")
-    temporary.replace(cache_file())
+    write_cached(cache_file(), calibration.to_dict())  # where it cannot be, measured again next time (said once)
     return calibration
 
 

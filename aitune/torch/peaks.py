@@ -2,7 +2,8 @@
 large tensor copy), per backend (``cpu``, and ``cuda`` when a GPU is there), measured once and cached.
 
 ``ensure_peaks()`` measures what the cache lacks (about a second per backend) and keeps it in
-``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700), one file per
+``$AITUNE_CACHE_DIR/calibration`` (else ``~/.cache/aitune/calibration``, created 0700; through the checked
+door `aitune.report.cache`, values checked by `checked_peaks`), one file per
 machine and backend named by a hash of the processor or device, threads and torch version. A capture
 puts them in the document's ``environment.machine_peaks``, where the torch-free readers
 (`aitune.report.efficiency`) place each region on the roofline.
@@ -17,13 +18,15 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from aitune.report.cache import read_cached, write_cached
+from aitune.suggest.candidates import number_within
 from aitune.torch.calibration import _loaded, _processor, cache_dir
 
 MAX_CACHE_BYTES = 4096
@@ -35,6 +38,11 @@ GEMM_SIZES = {
 """Square ``torch.mm`` sizes per backend and dtype: large enough that dispatch does not count, small
 enough to take a fraction of a second (reduced-precision GEMM on a CPU without matrix units is slow)."""
 COPY_BYTES = {"cpu": 64 << 20, "cuda": 1 << 30}
+GEMM_FLOPS_PER_S = (1e6, 1e18)
+COPY_BYTES_PER_S = (1e6, 1e15)
+"""The rates a cached peak may hold, from a slow embedded core to far beyond any accelerator: a figure outside
+(5e-324 would print as ``inf%`` of the roof) is no measurement."""
+MAX_DTYPES = 8
 
 
 def backends() -> list[str]:
@@ -56,32 +64,33 @@ def ensure_peaks() -> dict[str, dict[str, Any]]:
 
 
 def _cached(backend: str) -> dict[str, Any] | None:
-    path = peaks_file(backend)
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_CACHE_BYTES:
-            return None
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    return read_cached(peaks_file(backend), "a backend's peaks", checked_peaks, MAX_CACHE_BYTES)
+
+
+def checked_peaks(found: Any) -> dict[str, Any] | None:
+    """``found``, read from a cache file, as a backend's peaks, or None when it is not one: every rate a
+    finite number within `GEMM_FLOPS_PER_S` or `COPY_BYTES_PER_S`, a few dtypes, a short source line."""
+    if not isinstance(found, Mapping):
         return None
-    rates = found.get("gemm_flops_per_s") if isinstance(found, dict) else None
-    if not isinstance(rates, dict) or not all(isinstance(v, float) and v > 0 for v in rates.values()):
+    rates, copy, source = (found.get(key) for key in ("gemm_flops_per_s", "copy_bytes_per_s", "source"))
+    if not isinstance(rates, Mapping) or not rates or len(rates) > MAX_DTYPES:
         return None
-    if not isinstance(found.get("copy_bytes_per_s"), float) or not isinstance(found.get("source"), str):
+    if not all(isinstance(dtype, str) and len(dtype) <= 32 for dtype in rates):
         return None
-    return {"gemm_flops_per_s": rates, "copy_bytes_per_s": found["copy_bytes_per_s"], "source": found["source"]}
+    if not all(number_within(rate, *GEMM_FLOPS_PER_S) for rate in rates.values()):
+        return None
+    if not number_within(copy, *COPY_BYTES_PER_S) or not isinstance(source, str) or len(source) > 200:
+        return None
+    return {
+        "gemm_flops_per_s": {k: float(v) for k, v in rates.items()},
+        "copy_bytes_per_s": float(copy),
+        "source": source,
+    }
 
 
 def _measure_and_cache(backend: str) -> dict[str, Any]:
     peaks = measure_peaks(backend)
-    try:
-        folder = cache_dir()
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        folder.chmod(0o700)
-        temporary = folder / f".{peaks_file(backend).name}.{os.getpid()}"
-        temporary.write_text(json.dumps(peaks), encoding="utf-8")
-        temporary.replace(peaks_file(backend))
-    except OSError:
-        pass  # a cache that cannot be written: measured again next time, the capture goes on
+    write_cached(peaks_file(backend), peaks)  # where it cannot be, measured again next time (said once)
     return peaks
 
 

@@ -4,8 +4,9 @@ torch's default is ``torchinductor_<user>`` in the system's temporary folder: a 
 that torch uses even when another user made it first (mode 0777), so that user could plant the code
 this process then loads.
 aitune builds into ``$XDG_CACHE_HOME/aitune/inductor`` (else ``~/.cache/aitune/inductor``), created
-mode 0700 and checked before each use; one that is a link, owned by someone else or writable by group
-or others is not used, and a fresh private temporary folder stands in for it.
+mode 0700 and checked before each use as every cache folder is (`aitune.report.cache.unsafe_because`):
+one that is a link, owned by someone else or writable by group or others is not used, and a fresh
+private temporary folder stands in for it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from aitune.report.cache import make_private, unsafe_because
 
 ENV = "TORCHINDUCTOR_CACHE_DIR"
 _stand_ins: dict[str, str] = {}  # one private temporary folder per refused path, removed at exit
@@ -31,23 +33,6 @@ def cache_home(environ: Mapping[str, str] | None = None) -> Path:
     return root / "aitune" / "inductor"
 
 
-def unsafe_because(path: Path) -> str | None:
-    """Why ``path`` may not hold code this process loads (a link, not a folder, not ours, open to others), or None."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return "it does not exist"
-    if stat.S_ISLNK(info.st_mode):
-        return "it is a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a folder"
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        return f"it belongs to user id {info.st_uid}"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"group or others may write to it (mode {stat.S_IMODE(info.st_mode):o})"
-    return None
-
-
 def private_cache_dir(home: Path | None = None) -> tuple[Path, str | None]:
     """The folder to build in, and why the usual one was not used (None when it was).
 
@@ -57,7 +42,7 @@ def private_cache_dir(home: Path | None = None) -> tuple[Path, str | None]:
     path = home or cache_home()
     if not path.exists() and not path.is_symlink():
         try:
-            _make_private(path)
+            make_private(path)
         except OSError as error:
             return _stand_in(path), f"{path} could not be created ({error.strerror})"
     reason = unsafe_because(path)
@@ -85,16 +70,6 @@ def inductor_cache(path: Path) -> Iterator[None]:
         else:
             os.environ[ENV] = before
         clear_caches()
-
-
-def _make_private(path: Path) -> None:
-    missing = []
-    for folder in (path, *path.parents):
-        if folder.exists() or folder.is_symlink():
-            break
-        missing.append(folder)
-    for folder in reversed(missing):
-        os.mkdir(folder, 0o700)  # mode masked by umask only towards fewer rights
 
 
 def _stand_in(path: Path) -> Path:

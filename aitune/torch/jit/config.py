@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aitune.errors import TuningError
+from aitune.report.cache import cache_root
 from aitune.torch.tuning.strategies import TuneStrategy
 
 JIT_MODES = ("eager", "deferred")
@@ -17,8 +17,7 @@ DEFAULT_EXCLUDED_PACKAGES = ("aitune.", "torch.fx.", "torch._", "torch.export.",
 
 def default_cache_dir() -> Path:
     """``$AITUNE_CACHE_DIR/jit``, else ``~/.cache/aitune/jit``: where each module's error log goes."""
-    root = os.environ.get("AITUNE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "aitune") / "jit"
+    return cache_root() / "jit"
 
 
 @dataclass(frozen=True)
