@@ -23,9 +23,9 @@ dispatch): ONNX Runtime cannot run it, and dynamo's guards over the object and i
 object's mutations cost more than a graph call. The predicted region speedup is the region's time
 ÷ that, never below 1.
 
-The figures come from a `Calibration`: measured on the machine by ``aitune.torch.calibration`` (a
-short run, cached per machine and torch version) and carried in the profile's
-``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
+The figures come from a `Calibration`: measured on the device in use by ``aitune.torch.tuning.calibrate``
+(a short run, cached per device, machine and torch version by ``aitune.torch.calibration``) and carried
+in the profile's ``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
 (a torch-free reader cannot calibrate) uses `FALLBACK`. Every figure is a median over the runs (the
 operator mix is the median run's), so one slow run decides nothing on its own. A region without an
 operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SPEEDUP`.
@@ -137,7 +137,7 @@ class Calibration:
 STATEFUL_CALL_US = 250.0
 """Host µs of dynamo's own work in one call that takes and returns a cache object (guards, argument
 and output handling, the object's mutations replayed), where the calibration has no figure:
-``aitune.torch.calibration`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
+``aitune.torch.tuning.calibrate`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
 step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
 one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
 STATEFUL_OP_SHARE = 0.6
@@ -167,7 +167,7 @@ FALLBACK = Calibration(
     source="fallback table (no calibration in the profile)",
     stateful_call_us=STATEFUL_CALL_US,
 )
-"""Used when a profile carries no calibration. Figures of ``aitune.torch.calibration`` on a 2-core x86
+"""Used when a profile carries no calibration. Figures of ``aitune.torch.tuning.calibrate`` on a 2-core x86
 CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an eager CPU operator costs
 ~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one through aitune's
 wrapper ~50 µs; a graph
