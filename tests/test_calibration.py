@@ -137,3 +137,19 @@ def test_a_calibration_that_fails_warns_and_leaves_the_gain_model_its_fallback(m
 
     assert "calibration failed (Unsupported model IR version: 14" in caplog.text
     assert not calibration.cache_file().exists()
+
+
+def test_each_device_has_its_own_cached_calibration_and_a_cpu_one_is_never_read_for_cuda(quiet, monkeypatch):
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    named = {"cpu": MEASURED.device, "cuda": "cuda:A GPU"}
+    monkeypatch.setattr(calibration, "device_id", lambda device: named[device.type])  # no GPU needed to name one
+    on_gpu = replace(MEASURED, eager_op_us=9.0, device="cuda:A GPU")
+
+    calibration.ensure_calibration(counted(quiet), cpu)
+
+    assert calibration.cached_calibration(cpu) == MEASURED
+    assert calibration.cached_calibration(cuda) is None
+    assert calibration.cache_file(cpu) != calibration.cache_file(cuda)
+    assert calibration.ensure_calibration(counted(quiet, on_gpu), cuda) == on_gpu
+    assert quiet == [cpu, cuda]  # measured once on each device, on that device
+    assert calibration.cached_calibration(cpu) == MEASURED and calibration.cached_calibration(cuda) == on_gpu
