@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from aitune.errors import ProfileError
 from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import FALLBACK, UPPER_BOUND_CAP, suggest
 from aitune.suggest.gain import (
+    LEGACY_DEVICE,
     MAX_HOST_PER_OP_US,
     NO_MIX_SPEEDUP,
     PROFILER_OP_US,
@@ -257,6 +259,9 @@ def test_one_slow_run_moves_the_prediction_a_little_and_decides_nothing():
         {"tuned_call_us": float("nan")},
         {"arithmetic": {"conv": 1e9}},
         {"stateful_call_us": -1.0},
+        {"device": 7},
+        {"device": ""},
+        {"device": "cuda:" + "x" * 300},
     ],
 )
 def test_a_calibration_that_is_not_one_falls_back_to_the_table(bad):
@@ -330,6 +335,45 @@ def test_recommended_targets_are_disjoint_best_first():
 def tiny_operators(t, i):
     """40 operators of 5 µs, one every 10 µs: dispatch and Python, hardly any arithmetic."""
     return [region("untuned_module:tok", t, t + 40), *[op("aten::add", t + k, t + k + 0.5) for k in range(40)]]
+
+
+def gpu_layout(t, i):
+    """A region whose operators launch a kernel each: a profile whose runs have device time."""
+    return [
+        region("untuned_module:net", t, t + 800),
+        op("aten::linear", t, t + 800),
+        launch(t + 10, correlation=int(t) + 1),
+        kernel("gemm", t + 20, 300, correlation=int(t) + 1),
+    ]
+
+
+CPU_CALIBRATION = Calibration(5.0, 0.5, 20.0, {"matmul": 1.4}, "calibrated here", device="cpu:Some CPU")
+GPU_CALIBRATION = Calibration(9.0, 0.5, 20.0, {}, "calibrated on the GPU", device="cuda:Some GPU")
+
+
+@pytest.mark.parametrize(
+    ("layout", "measured", "devices", "matches"),
+    [
+        (tiny_operators, CPU_CALIBRATION, None, True),
+        (gpu_layout, GPU_CALIBRATION, ["Some GPU"], True),
+        (gpu_layout, GPU_CALIBRATION, None, True),  # a profile that names no device: the kind decides
+        (gpu_layout, CPU_CALIBRATION, ["Some GPU"], False),  # a CPU calibration never prices a CUDA capture
+        (gpu_layout, replace(CPU_CALIBRATION, device=LEGACY_DEVICE), None, False),  # one from before devices
+        (gpu_layout, GPU_CALIBRATION, ["Another GPU"], False),
+        (tiny_operators, GPU_CALIBRATION, None, False),
+    ],
+)
+def test_suggest_uses_the_calibration_only_on_the_device_it_was_measured_on(layout, measured, devices, matches):
+    doc = profile(layout)
+    doc["environment"] = {"gain_calibration": measured.to_dict(), **({"devices": devices} if devices else {})}
+
+    used = suggest(doc).calibration
+
+    assert (used == measured) == matches
+    if not matches:
+        assert used.eager_op_us == FALLBACK.eager_op_us and used.arithmetic == FALLBACK.arithmetic
+        assert used.source.startswith(f"fallback table: the profile's calibration is of {measured.device}, its runs of")
+        assert suggest(doc).to_dict()["gain_calibration"]["source"] == used.source  # said where suggest --json says
 
 
 def with_sync(t, i, item=True):

@@ -198,7 +198,7 @@ def suggest(
     domain = _domain(doc, domain)
     run_times = run_samples(doc, domain)
     found = gather(doc, domain)
-    calibration = calibration_of(profile)
+    calibration = calibration_of(profile, on_device=has_device_time(doc))
     efficiency = efficiency_by_region(doc)
     targets = sorted(
         (

@@ -23,9 +23,9 @@ dispatch): ONNX Runtime cannot run it, and dynamo's guards over the object and i
 object's mutations cost more than a graph call. The predicted region speedup is the region's time
 ÷ that, never below 1.
 
-The figures come from a `Calibration`: measured on the machine by ``aitune.torch.calibration`` (a
-short run, cached per machine and torch version) and carried in the profile's
-``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
+The figures come from a `Calibration`: measured on the device in use by ``aitune.torch.tuning.calibrate``
+(a short run, cached per device, machine and torch version by ``aitune.torch.calibration``) and carried
+in the profile's ``environment.gain_calibration``, so a profile read anywhere predicts the same; a profile without one
 (a torch-free reader cannot calibrate) uses `FALLBACK`. Every figure is a median over the runs (the
 operator mix is the median run's), so one slow run decides nothing on its own. A region without an
 operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SPEEDUP`.
@@ -34,7 +34,7 @@ operator mix (lite captures, AITune's files) cannot be split: it gets `NO_MIX_SP
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,6 +54,9 @@ ARITHMETIC_KINDS = (*COMPUTE_KINDS, "recurrent", "elementwise_norm")
 """Kinds whose arithmetic a backend speeds up; the others (copy, sync, communication, other) keep theirs.
 A recurrent layer (GRU, LSTM) is one eager operator looping over its time steps with a dispatch per
 gate: ONNX Runtime runs it as one fused kernel, so its figure is calibrated as the whole layer's."""
+LEGACY_DEVICE = "cpu"
+"""The device of a calibration that names none: one measured before calibrations were per device, on the CPU."""
+MAX_DEVICE_CHARS = 200
 FUSED_WITH_NEIGHBOURS = frozenset({"conv"})
 """Compute kinds calibrated together with the elementwise operators a backend fuses into them (a
 convolution with its batch norm and ReLU): a region they dominate counts its elementwise work at their figure."""
@@ -69,6 +72,7 @@ class Calibration:
     arithmetic: Mapping[str, float] = field(default_factory=dict)  # kind → speedup of its arithmetic
     source: str = "fallback"
     stateful_call_us: float = 0.0  # host µs of a tuned call carrying a cache object (0: `STATEFUL_CALL_US`)
+    device: str = LEGACY_DEVICE  # measured on: ``cpu:<processor>`` or ``cuda:<device name>``
 
     def call_us(self, stateful: bool) -> float:
         """Fixed host µs of one tuned call: ``stateful_call_us`` for a call carrying an object with state."""
@@ -90,13 +94,15 @@ class Calibration:
             "arithmetic": dict(self.arithmetic),
             "source": self.source,
             **({"stateful_call_us": self.stateful_call_us} if self.stateful_call_us else {}),
+            "device": self.device,
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> Calibration | None:
         """The calibration ``data`` describes, or None when it is not one (a field missing, not a finite
         number in its range): the caller then uses `FALLBACK`. One without ``stateful_call_us`` (measured
-        before it was) uses `STATEFUL_CALL_US` for it. Read from files: nothing in it is trusted."""
+        before it was) uses `STATEFUL_CALL_US` for it; one without ``device`` was measured on the CPU (every
+        calibration was, before the device was recorded). Read from files: nothing in it is trusted."""
         if not isinstance(data, Mapping):
             return None
         figures = [data.get(key) for key in ("eager_op_us", "tuned_op_us", "tuned_call_us")]
@@ -111,19 +117,27 @@ class Calibration:
         stateful = data.get("stateful_call_us", 0.0)
         if not number_within(stateful, 0.0, MAX_HOST_US):
             return None
-        source = data.get("source")
+        source, device = data.get("source"), data.get("device", LEGACY_DEVICE)
+        if not isinstance(device, str) or not 0 < len(device) <= MAX_DEVICE_CHARS:
+            return None
         return cls(
             *map(float, figures),
             {k: float(v) for k, v in arithmetic.items()},
             str(source)[:200] or "?",
             float(stateful),
+            device,
         )
+
+    @property
+    def device_kind(self) -> str:
+        """``cpu``, ``cuda``, …: the part of `device` before its name."""
+        return self.device.partition(":")[0]
 
 
 STATEFUL_CALL_US = 250.0
 """Host µs of dynamo's own work in one call that takes and returns a cache object (guards, argument
 and output handling, the object's mutations replayed), where the calibration has no figure:
-``aitune.torch.calibration`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
+``aitune.torch.tuning.calibrate`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
 step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
 one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
 STATEFUL_OP_SHARE = 0.6
@@ -153,7 +167,7 @@ FALLBACK = Calibration(
     source="fallback table (no calibration in the profile)",
     stateful_call_us=STATEFUL_CALL_US,
 )
-"""Used when a profile carries no calibration. Figures of ``aitune.torch.calibration`` on a 2-core x86
+"""Used when a profile carries no calibration. Figures of ``aitune.torch.tuning.calibrate`` on a 2-core x86
 CPU with torch 2.13 and ONNX Runtime 1.23, rounded towards a smaller gain: an eager CPU operator costs
 ~6 µs of dispatch, an operator in an ONNX Runtime graph ~1 µs and a call of one through aitune's
 wrapper ~50 µs; a graph
@@ -201,12 +215,34 @@ class Prediction:
         return self.host_us / self.time_us if self.time_us > 0 else 0.0
 
 
-def calibration_of(profile: Mapping[str, Any]) -> Calibration:
+def calibration_of(profile: Mapping[str, Any], *, on_device: bool) -> Calibration:
     """The calibration a profile carries (``environment.gain_calibration``) at the speed the machine had
-    during the capture (`at_capture_speed`), else `FALLBACK` as it is (measured on another machine)."""
+    during the capture (`at_capture_speed`), when it was measured on the device the profile's runs used
+    (`measured_on`: ``on_device`` says whether they had device time); else `FALLBACK`, whose source then
+    says why (measured on another machine, it is not scaled)."""
     environment = profile.get("environment")
-    found = Calibration.from_dict(environment.get("gain_calibration")) if isinstance(environment, Mapping) else None
-    return at_capture_speed(found, environment.get(CAPTURE_DISPATCH_KEY)) if found is not None else FALLBACK
+    if not isinstance(environment, Mapping):
+        return FALLBACK
+    found = Calibration.from_dict(environment.get("gain_calibration"))
+    if found is None:
+        return FALLBACK
+    devices = environment.get("devices")
+    names = [name for name in devices if isinstance(name, str)] if isinstance(devices, list) else []
+    if not measured_on(found, on_device, names):
+        ran_on = "a CUDA device" if on_device else "the CPU"
+        why = f"the profile's calibration is of {found.device[:80]}, its runs of {ran_on}"
+        return replace(FALLBACK, source=f"fallback table: {why}")
+    return at_capture_speed(found, environment.get(CAPTURE_DISPATCH_KEY))
+
+
+def measured_on(calibration: Calibration, on_device: bool, device_names: Sequence[str] = ()) -> bool:
+    """Whether ``calibration`` was measured on the device a profile's runs used: a device's (of one of
+    ``device_names``, where the profile names its devices) for runs with device time, the CPU's for runs
+    without. A CPU calibration never prices a GPU's launches, nor a GPU's the CPU's dispatch."""
+    if not on_device:
+        return calibration.device_kind == "cpu"
+    name = calibration.device.partition(":")[2]
+    return calibration.device_kind != "cpu" and (not device_names or name in device_names)
 
 
 def at_capture_speed(calibration: Calibration, capture_eager_op_us: Any) -> Calibration:

@@ -67,6 +67,7 @@ from aitune.torch.performance.regions import qualified_type
 from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
+from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
@@ -197,7 +198,7 @@ def optimize(
         deadline=deadline,
         budget=config.strategy.budget if config.strategy is not None else None,
     )
-    calibration = ensure_calibration() if plan is None else None  # the gain model's figures for suggest
+    calibration = ensure_calibration(calibrate) if plan is None else None  # the gain model's figures for suggest
     before = capture(traces[0], phase("capture before", _calls(config)))
     if calibration is not None:
         before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
