@@ -49,9 +49,8 @@ def test_the_measured_runs_run_without_the_profiler_and_the_operator_runs_under_
 
     ait.profile(witness, torch.ones(1, 4), warmup_runs=0, measured_runs=3, operator_runs=2)
 
-    # the stamps' warmup and the 3 measured runs, the profiler's warmup (a schedule's warmup step
-    # records nothing yet), then the 2 operator runs
-    assert witness.profiled == [False] * 5 + [True] * 2
+    # the 3 measured runs, then the 2 operator runs, all recorded: no warmup of the stamps or the profiler
+    assert witness.profiled == [False] * 3 + [True] * 2
 
 
 def test_a_cpu_capture_traces_operators_in_two_runs_of_their_own_by_default():
@@ -107,8 +106,9 @@ def test_the_measured_runs_shares_match_the_work_the_modules_measured_themselves
 
     prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1)
 
-    # the measured runs come before the profiler's warmup and the operator run: the calls [-6, -2)
-    spent = {"encoder": pipe.encoder.spent_us[-6:-2], "denoiser": pipe.denoiser.spent_us[-6:-2]}
+    # the measured runs follow the warmups (any run set aside as still warming up is one of them)
+    first = prof.data["warmup"]["performed"]
+    spent = {name: getattr(pipe, name).spent_us[first : first + 4] for name in ("encoder", "denoiser")}
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
         got = region_shares(run)

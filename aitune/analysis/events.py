@@ -33,6 +33,7 @@ from aitune.markers import (
     AITUNE_06_SPAN_PREFIX,
     MODULE_CALL_PREFIX,
     OPERATOR_RUN_WALLS_KEY,
+    PLAIN_WALLS_KEY,
     PROFILER_STEP_PREFIX,
     REGION_SPAN_PREFIX,
     RUN_SPAN_PREFIX,
@@ -586,7 +587,7 @@ def _is_number(value: Any) -> bool:
     return type(value) in (int, float) and value == value and abs(value) != float("inf")
 
 
-_WALL_TIMES = ("run_wall_times_us", "warmup_wall_times_us", OPERATOR_RUN_WALLS_KEY)
+_WALL_TIMES = ("run_wall_times_us", "warmup_wall_times_us", OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY)
 _METADATA_SHAPE = {
     **dict.fromkeys(("created_at", "aitune_version"), str),
     **dict.fromkeys(("config", "target", "input", "environment", "profiler", "memory"), dict),
