@@ -5,6 +5,8 @@ from torch import nn
 
 import aitune.torch as ait
 from aitune.analysis.statistics import MAX_EXTRA_WARMUPS
+from aitune.report import render_markdown
+from aitune.report.document import calls_note
 from aitune.torch.performance import capture
 
 
@@ -67,6 +69,7 @@ def test_measured_runs_still_falling_are_set_aside_as_warmups_and_a_plain_baseli
         "performed": 5,
         "steady": True,
         "wall_times_us": [9000.0, 4000.0, 2000.0, 1500.0, 1200.0],
+        "set_aside": 2,
     }
     assert [run["timing"]["wall_time_us"] for run in doc["runs"]] == [1000.0, 1000.0, 1000.0]
     assert [run["run_index"] for run in doc["runs"]] == [0, 1, 2]
@@ -109,3 +112,14 @@ def test_a_progress_display_learns_every_call_the_capture_will_make_and_each_it_
     # told after the warmups, then again as each still-falling run is set aside (the first adds the plain baseline)
     assert told == [(3 + 3 + 2, 3), (3 + 3 + 2 + 1 + 2, 6), (3 + 3 + 2 + 2 + 2, 7)]
     assert model.calls == 3 + 3 + 2 + 2 + 2
+
+
+def test_the_report_says_what_every_call_beyond_the_measured_runs_was_for(monkeypatch):
+    doc, _ = profile_on(monkeypatch, [9000.0, 4000.0, 2000.0, 1500.0, 1200.0, 1000.0])
+
+    assert calls_note(doc) == (
+        "3 plain warmup(s) + 2 run(s) set aside as warmups (the run time was still falling) + 3 measured run(s) + "
+        "2 plain call(s) for the overhead's baseline + 2 operator run(s) (the operator table; the first records "
+        "the input shapes)"
+    )
+    assert f"- Calls: {calls_note(doc)}" in render_markdown(doc)

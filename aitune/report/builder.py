@@ -126,6 +126,8 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
     if meta.get("warmup_wall_times_us"):
         requested = meta.get("config", {}).get("warmup_runs", 0)
         doc["warmup"] = warmup_summary(meta["warmup_wall_times_us"], requested, meta.get("run_wall_times_us", ()))
+        if meta.get(PLAIN_WALLS_KEY):  # a plain baseline after the runs: the warmups beyond the requested were runs
+            doc["warmup"]["set_aside"] = max(0, doc["warmup"]["performed"] - requested)
     overhead = capture_overhead(
         meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()), meta.get(PLAIN_WALLS_KEY, ())
     )

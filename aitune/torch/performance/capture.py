@@ -215,8 +215,7 @@ def _capture_traced(
         Instrumented(targets) as instrumented,
         profile(
             activities=profiler_activities(),
-            # an operator pass has no warmup to skip, so no schedule: every run is recorded
-            schedule=None if operator_pass else schedule(wait=0, warmup=1, active=measured_runs, repeat=1),
+            schedule=_steps(measured_runs, warmup=0 if operator_pass else 1),
             # the operators' shapes give each region its work (`aitune.analysis.work`): recorded in the
             # operator runs, which the timing never sees, and where the device time is the measure
             record_shapes=record_shapes or operator_pass or ProfilerActivity.CUDA in profiler_activities(),
@@ -237,8 +236,8 @@ def _capture_traced(
             with InputShapes(targets) if operator_pass and index == 0 else nullcontext() as recorded:
                 run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
             shapes = recorded if recorded is not None else shapes
-            if index < measured_runs - 1 and not operator_pass:  # no step after the last run: metadata must
-                profiler.step()  # land while recording
+            if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
+                profiler.step()
         off_thread = (0, 0) if operator_pass else instrumented.off_thread.since(before_runs)
         regions = metadata.get("regions", ())
         meta = {
@@ -252,6 +251,16 @@ def _capture_traced(
     align.finish()
     exported = export_trace(profiler, trace_path) if trace_path is not None else None
     return events_from_profiler(profiler, meta, exported)
+
+
+def _steps(runs: int, warmup: int) -> Callable[[int], Any]:
+    """The profiler's schedule: ``warmup`` steps discarded, then ``runs`` recorded, each a ``ProfilerStep#``.
+
+    An operator pass's runs are not the timing, so it needs no warmup step; torch warns that a schedule
+    without one "can skew profiler results", which is about timing and is silenced here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Profiler won't be using warmup", category=UserWarning)
+        return schedule(wait=0, warmup=warmup, active=runs, repeat=1)
 
 
 def memory_run(
