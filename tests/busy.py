@@ -13,6 +13,13 @@ def median_gap(pairs: list[tuple[float, float]]) -> float:
     return gaps[len(gaps) // 2]
 
 
+def first_measured_call(doc: dict) -> int:
+    """The workload call that was measured run 0: after the warmups (runs set aside as still warming up
+    among them) and, in a lite capture, the instrumented warmup that records the input shapes."""
+    lite = doc["profiler"]["mode"] == "lite"
+    return doc.get("warmup", {}).get("performed", 0) + (1 if lite else 0)
+
+
 class Busy(nn.Module):
     """Burns ``ms`` milliseconds, then applies a small real linear layer."""
 

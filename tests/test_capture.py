@@ -10,7 +10,7 @@ import pipeline_app
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from busy import Busy, BusyPipeline, Decoder, median_gap
+from busy import Busy, BusyPipeline, Decoder, first_measured_call, median_gap
 from cli_helpers import ROOT
 from documents import region_shares
 from hf_models import llama_decoder, t5_encoder_decoder
@@ -49,7 +49,7 @@ def test_known_busy_times_are_attributed_within_three_points():
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": [], "glue": []}
     for index, run in enumerate(prof.data["runs"]):
         # the runs follow the warmups (runs set aside as still warming up among them)
-        call, total = prof.data["warmup"]["performed"] + index, run["timing"]["cpu_time_us"]
+        call, total = first_measured_call(prof.data) + index, run["timing"]["cpu_time_us"]
         got = region_shares(prof.data["runs"][index])
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
@@ -259,7 +259,7 @@ def test_offline_analysis_of_the_saved_trace_equals_the_live_result(tmp_path):
 def test_a_gzipped_trace_is_written_at_aitunes_level_and_leaves_nothing_beside_it(tmp_path):
     from aitune.report.io import gzipped
 
-    ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "trace.json.gz", **FAST)
+    ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "trace.json.gz", **FAST).wait_for_trace()
 
     packed = (tmp_path / "trace.json.gz").read_bytes()
     assert gzipped(gzip.decompress(packed)) == packed  # gzipped() wrote it, not torch's level-9 copy
@@ -272,7 +272,7 @@ def test_a_trace_the_disk_cannot_hold_is_one_sentence_and_leaves_no_partial_file
         "import aitune.torch as ait; from aitune.errors import OutputError\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))\n"
         f"try: ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file={str(tmp_path / 'trace.json.gz')!r}, "
-        "warmup_runs=0, measured_runs=2)\n"
+        "warmup_runs=0, measured_runs=2).wait_for_trace()\n"
         "except OutputError as error: print(error)"
     )
 
@@ -462,7 +462,7 @@ def test_a_trace_the_disk_cannot_hold_leaves_the_old_file_and_no_partial_one(tmp
         "import resource, signal, torch, aitune.torch as ait; from aitune.errors import OutputError\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\n"
         f"try: ait.profile(torch.nn.Linear(4, 4), torch.ones(1, 4), warmup_runs=0, measured_runs=2, mode={mode!r}, "
-        f"trace_file={str(target)!r})\n"
+        f"trace_file={str(target)!r}).wait_for_trace()\n"
         "except OutputError as error: print(error)"
     )
 

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from busy import BusyPipeline, TwoLevelModel, median_gap
+from busy import BusyPipeline, TwoLevelModel, first_measured_call, median_gap
 from cli_helpers import capture_busy_app, run_cli
 from documents import region_shares, tree_shape
 
@@ -56,7 +56,7 @@ def test_lite_region_shares_match_the_work_the_modules_measured_themselves():
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
         # the runs follow the warmups (runs set aside as still warming up among them) and the shapes' warmup
-        call, total = prof.data["warmup"]["performed"] + 1 + index, run["timing"]["cpu_time_us"]
+        call, total = first_measured_call(prof.data) + index, run["timing"]["cpu_time_us"]
         got = region_shares(run)
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))

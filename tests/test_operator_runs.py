@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
-from busy import BusyPipeline, TwoLevelModel, median_gap
+from busy import BusyPipeline, TwoLevelModel, first_measured_call, median_gap
 from cli_helpers import APPS, capture_busy_app, run_cli
 from documents import region_shares, tree_shape
 from torch import nn
@@ -107,7 +107,7 @@ def test_the_measured_runs_shares_match_the_work_the_modules_measured_themselves
     prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1)
 
     # the measured runs follow the warmups (any run set aside as still warming up is one of them)
-    first = prof.data["warmup"]["performed"]
+    first = first_measured_call(prof.data)
     spent = {name: getattr(pipe, name).spent_us[first : first + 4] for name in ("encoder", "denoiser")}
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
@@ -132,7 +132,7 @@ def test_the_saved_trace_reanalysed_gives_the_live_document(tmp_path, name):
 
 def test_a_malformed_table_of_timed_spans_is_one_sentence_naming_it(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS).wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     document["aitune"]["timed_spans"]["spans"][0][0] = 10**6  # a name index past the names
 
@@ -197,7 +197,9 @@ class Wrapped(nn.Module):
 
 def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    live = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS).data
+    prof = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    live = prof.data
+    prof.wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     inner = "aitune::region::untuned_module:inner"
     document["traceEvents"] = [event for event in document["traceEvents"] if event.get("name") != inner]
@@ -211,7 +213,7 @@ def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share
 
 def test_malformed_operator_run_wall_times_are_one_sentence_naming_them(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS).wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     document["aitune"]["operator_run_wall_times_us"] = 5
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, median_gap
+from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, first_measured_call, median_gap
 from torch import nn
 
 import aitune.torch as ait
@@ -53,7 +53,7 @@ def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
     block = model.block
     pairs: dict[str, list[tuple[float, float]]] = {"first": [], "second": [], "block self": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = index - len(prof.data["runs"]), run["timing"]["cpu_time_us"]  # the runs are the last calls
+        call, total = first_measured_call(prof.data) + index, run["timing"]["cpu_time_us"]
         node = node_by_id(run["tree"], "untuned_module:block")
         first = node_by_id(node["children"], "untuned_module:block.first")
         second = node_by_id(node["children"], "untuned_module:block.second")
@@ -124,7 +124,7 @@ def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
         generate = run["tree"][0]
         assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
         assert rows["untuned_module:generate (self)"].times_us[index] == generate["cpu_self_time_us"]
-        glue = model.glue_spent_us[index - len(prof.data["runs"])] / run["timing"]["cpu_time_us"]
+        glue = model.glue_spent_us[first_measured_call(prof.data) + index] / run["timing"]["cpu_time_us"]
         pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
     # The glue (nominally 0.6 of the run) outweighs the body exactly when the workload's own clock says so:

@@ -49,11 +49,12 @@ from aitune.errors import CaptureError, OutputError
 from aitune.markers import OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY, TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import gzipped, write_atomic, written_atomically
+from aitune.report.trace_writes import wait_for_traces, write_later
 from aitune.suggest.gain import CAPTURE_DISPATCH_KEY
 from aitune.torch.calibration import DispatchProbe
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
 from aitune.torch.performance.instrument import InputShapes, Instrumented
-from aitune.torch.performance.kineto import events_from_profiler
+from aitune.torch.performance.kineto import events_from_profiler, reads_activities
 from aitune.torch.performance.regions import RegionTarget
 
 
@@ -146,6 +147,7 @@ def capture_trace(
     run) to the metadata.
     """
     check_run_counts(warmup_runs, measured_runs)
+    wait_for_traces()  # an earlier capture's trace is exported from its session before this one starts
     assert operator_runs is None or operator_runs >= 0, operator_runs
     synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in profiler_activities() else _no_sync
     all_steady = session.all_steady if session else _alone
@@ -249,8 +251,12 @@ def _capture_traced(
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     align.finish()
-    exported = export_trace(profiler, trace_path) if trace_path is not None else None
-    return events_from_profiler(profiler, meta, exported)
+    if trace_path is not None and not reads_activities(profiler):  # the export is then the only reader: now
+        return events_from_profiler(profiler, meta, export_trace(profiler, trace_path))
+    events = events_from_profiler(profiler, meta)
+    if trace_path is not None:  # after the events are read: the export and the reader share the session
+        write_later(trace_path, lambda: export_trace(profiler, trace_path))
+    return events
 
 
 def _steps(runs: int, warmup: int) -> Callable[[int], Any]:
@@ -340,14 +346,16 @@ def _capture_stamped(
             with InputShapes(targets) as shapes:  # the measured runs never pay for recording them
                 _timed(call, synchronize, "instrumented warmup run")
             stamps.clear()
-        before_runs = instrumented.off_thread.snapshot()
         runs: list[_StampedRun] = []
+        before_runs = []  # the off-thread calls before each run: a run set aside takes its own along
         while len(runs) < measured_runs:
+            before_runs.append(instrumented.off_thread.snapshot())
             runs.append(_stamped_run(call, synchronize, stamps, align.before_run(len(runs)), probe))
             if len(runs) == measured_runs and settling.set_aside_first([run.wall_us for run in runs]):
                 settling.walls_us.append(runs.pop(0).wall_us)
+                before_runs.pop(0)
                 align.set_aside_first()
-        off_thread = instrumented.off_thread.since(before_runs)
+        off_thread = instrumented.off_thread.since(before_runs[0])
     for index, run in enumerate(runs):
         stamps += [*run.regions, (run_span_name(index), run.start_ns, run.end_ns, run.thread)]
     meta = {
@@ -377,9 +385,13 @@ def _capture_stamped(
     if "distributed" in meta:  # torch's profiler writes this for a full capture; HTA finds the rank by it
         trace["distributedInfo"] = trace_distributed_info(meta["distributed"])
     if trace_path is not None:
-        data = json.dumps(trace).encode()
-        write_atomic(trace_path, gzipped(data) if trace_path.suffix == ".gz" else data)
+        write_later(trace_path, lambda: write_atomic(trace_path, _encoded(trace, trace_path)))
     return read_trace_events(trace)
+
+
+def _encoded(trace: Mapping[str, Any], path: Path) -> bytes:
+    data = json.dumps(trace).encode()
+    return gzipped(data) if path.suffix == ".gz" else data
 
 
 def _warm_up(

@@ -57,7 +57,7 @@ def events_from_profiler(
     """
     if exported_json is not None:
         return events_from_json_export(exported_json, metadata)
-    if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
+    if not reads_activities(profiler):
         return events_from_exported_trace(profiler, metadata)
     activities = profiler.profiler.kineto_results.trace_activities()
     count = len(activities)
@@ -111,6 +111,11 @@ def events_from_profiler(
             _sized_args(activity, name),
         )
     return builder.build(metadata)
+
+
+def reads_activities(profiler: profile) -> bool:
+    """Whether this torch hands a stopped session's activities over (2.13 does, 2.11 only exports them)."""
+    return hasattr(profiler.profiler.kineto_results, "trace_activities")
 
 
 _TYPE, _NAME, _TIMESTAMP, _DURATION = (methodcaller(field) for field in ("type", "name", "timestamp", "duration"))

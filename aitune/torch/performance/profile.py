@@ -24,6 +24,7 @@ from aitune.report import (
     save,
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
+from aitune.report.trace_writes import wait_for_traces
 from aitune.torch.peaks import ensure_peaks
 from aitune.torch.performance.capture import (
     ALL_RUNS,
@@ -39,12 +40,27 @@ from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, di
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
 
-@dataclass
 class PerformanceProfile:
-    """A captured profile: ``data`` is the JSON-ready document, ``trace_file`` the Chrome trace if kept."""
+    """A captured profile: ``data`` is the JSON-ready document, ``trace_file`` the Chrome trace if kept.
 
-    data: ProfileDoc
-    trace_file: Path | None = None
+    The trace is written in the background after the capture returns (`wait_for_trace`); reading
+    ``trace_file`` waits for it, so the path it gives always names a complete file.
+    """
+
+    def __init__(self, data: ProfileDoc, trace_file: Path | None = None) -> None:
+        self.data = data
+        self._trace_file = trace_file
+
+    @property
+    def trace_file(self) -> Path | None:
+        """The Chrome trace's path once it is completely written; None when no trace was kept."""
+        return self.wait_for_trace()
+
+    def wait_for_trace(self) -> Path | None:
+        """Block until the Chrome trace is written (`OutputError` if it could not be); its path, or None."""
+        if self._trace_file is not None:
+            wait_for_traces(self._trace_file)
+        return self._trace_file
 
     def markdown(self) -> str:
         """The deterministic Markdown view of ``data``."""
