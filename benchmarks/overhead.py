@@ -108,7 +108,7 @@ def calls_made(doc: dict, runs: int) -> int:
     """Every workload call a capture made (see `aitune.torch.performance.capture.planned_calls`)."""
     warmups = doc.get("warmup", {}).get("performed", 0)  # runs set aside as still warming up among them
     set_aside = doc.get("warmup", {}).get("set_aside", 0)
-    plain_baseline = doc["capture_overhead"]["plain_samples"] if set_aside else 0
+    plain_baseline = doc.get("capture_overhead", {}).get("plain_samples", 0) if set_aside else 0
     operator_runs = doc.get("operator_runs")
     if doc["config"].get("operator_runs") == "all":
         return warmups + 2 + runs  # the memory run and the profiler's warmup
@@ -126,6 +126,7 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
     captured: dict[str, list[float]] = {mode: [] for mode in MODES}
     run_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}  # per repeat, ÷ the plain batch just before
     profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a traced run's (a)
+    over_profiler: list[float] = []  # per repeat, the default capture's (a) ÷ the bare profiler's
     whole_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
     estimates: list[float] = []
     post_run: dict[str, list[float]] = {"default": [], "all": []}  # µs per event
@@ -174,6 +175,8 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             plain += batch
             captured[mode] += runs
             run_ratios[mode].append(statistics.median(runs) / statistics.median(batch))
+            if mode == "default":  # the same repeat's bare profiler: what aitune adds on top of it
+                over_profiler.append(run_ratios[mode][-1] / profiler_alone[-1])
             whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
             if mode in post_run:
                 post_run[mode].append((end - ends_ns[-1]) / 1000 / read[-1])
@@ -187,6 +190,7 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
         "profiler_alone": spread(profiler_alone),
+        "default_over_profiler_alone": spread(over_profiler),
         "estimate": spread(estimates) if estimates else "–",
         "regions": len(prof.data["regions"]),
     }
