@@ -1,18 +1,23 @@
 """The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
 written out as a self-describing Chrome trace).
 
-Schedule: at least ``warmup_runs`` user warmups with nothing installed and the profiler off, more
-until their times are steady (timed: the plain baseline); then one of
+Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
+plain baseline); then one of
 
-- every run traced (``operator_runs`` None): one profiler warmup whose events are discarded (it
-  absorbs the profiler's buffer allocation, and records the input shapes each region sees), then
-  ``measured_runs`` runs, each inside a run span;
-- clock-stamped runs (lite, and by default a full capture on the CPU): the same schedule without
-  the profiler. Region spans are clock stamps taken by the wrappers, runs are stamped around each
-  call (after a device synchronisation, never one per region), and the stamps are read as run and
-  region spans (`aitune.analysis.stamps`). A full capture then traces operators in
-  ``operator_runs`` runs of their own, after a profiler warmup: the measured runs' timing never
-  pays the profiler's cost per operator, and the session's exit reads only those runs' events.
+- every run traced (``operator_runs`` None): more warmups until their times are steady, a memory
+  run, one profiler warmup whose events are discarded (it absorbs the profiler's buffer allocation,
+  and records the input shapes each region sees), then ``measured_runs`` runs, each inside a run span;
+- clock-stamped runs (lite, and by default a full capture on the CPU): no profiler. Region spans are
+  clock stamps taken by the wrappers, runs are stamped around each call (after a device
+  synchronisation, never one per region), and the stamps are read as run and region spans
+  (`aitune.analysis.stamps`). The measured runs decide whether the warmups were enough: a first run
+  still falling is set aside as a warmup (`_Settling`). A full capture then traces operators in
+  ``operator_runs`` runs of their own, with no profiler warmup (the first records the input shapes):
+  the measured runs' timing never pays the profiler's cost per operator, and the session's exit
+  reads only those runs' events. A lite capture records the shapes in one instrumented warmup.
+
+The Chrome trace, when asked for, is written in the background after the events are read
+(`aitune.report.trace_writes`), whole or not at all.
 
 CPU activity always; CUDA activity and synchronisation around each run when CUDA is there.
 
@@ -137,12 +142,12 @@ def capture_trace(
     the capture's overhead is judged against. Wall times (µs) join ``metadata`` as
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
-    The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
+    The input shapes each region saw (in the call that records them) join the entries of ``metadata["regions"]``.
     ``operator_runs`` says where operators are traced: None, in every measured run; 0, nowhere (a
     lite capture, see the module docstring); n, in n runs of their own after the measured runs,
     which are then clock-stamped (see `_capture_stamped`). ``on_warmed_up`` is told how many calls
-    the whole capture makes, warmups included, once they are steady (a progress display's total:
-    the number of warmups varies).
+    the whole capture makes (`planned_calls`), warmups included, once they are done, and again
+    whenever a run set aside makes it grow (a progress display's total).
     ``session`` aligns the runs with the other ranks' and adds ``barrier_wait_us`` (µs before each
     run) to the metadata.
     """

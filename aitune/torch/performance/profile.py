@@ -135,9 +135,14 @@ def profile(
     A full capture records the operators' input shapes wherever it traces operators in runs of their own
     (and in every run with CUDA), whatever ``record_shapes`` says, and measures this machine's roofs once
     (`aitune.torch.peaks`, cached): each region's work and efficiency (docs/efficiency.md).
-    ``on_warmed_up(n)`` is called once the user warmups of a capture are done (at least
-    ``warmup_runs``: more run until the run time is steady) with ``n``, the number of calls the
-    whole capture makes, warmups included, e.g. to size a progress bar.
+    ``on_warmed_up(n)`` is called once the user warmups of a capture are done with ``n``, the number
+    of calls the whole capture makes, warmups included, e.g. to size a progress bar; and again with
+    the new total whenever a measured run still warming up is set aside (see `capture_trace`).
+
+    The measured runs decide whether the warmups were enough (on the CPU: a run still falling is set
+    aside as a warmup), and the Chrome trace is written in the background after this returns, whole or
+    not at all: `PerformanceProfile.trace_file`, `PerformanceProfile.wait_for_trace` and
+    `aitune.torch.wait_for_traces` wait for it (docs/attribution.md, step 3).
 
     Under torch.distributed (torchrun's ``RANK``/``WORLD_SIZE``, or an initialised group of more than
     one rank) every rank must call this at the same point: the document gains a ``distributed`` block,
