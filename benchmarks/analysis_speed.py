@@ -7,7 +7,7 @@ decoder's operators (nested ``cpu_op`` events with their args, inside region spa
 events model (`aitune.analysis.trace_json`, the path ``analyze`` takes) and, beside it, the general
 reader's (a dict per event, then the model); deriving the document; and ``aitune-profile analyze``'s
 whole path (`aitune.cli.outputs.analyze_trace`), as MB of JSON per second. Then, in a process of its
-own, the peak memory ``analyze`` adds (resident set, beyond the imports) ÷ the JSON's size. Targets:
+own, the peak memory ``analyze`` allocates (`tracemalloc`) ÷ the JSON's size. Targets:
 ≥ 90 MB/s end to end on one core; peak ≤ 2× the file. ``--quick``: 3 repeats.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/analysis_speed.py [--quick] [--repeats 5] [--mb 60]
@@ -108,16 +108,19 @@ def _operator(name: str, start: float, duration: float, correlation: int) -> dic
 
 
 PEAK = """
-import resource, sys
+import sys, tracemalloc
+from pathlib import Path
 from aitune.cli.outputs import analyze_trace
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-analyze_trace(__import__("pathlib").Path(sys.argv[1]))
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+tracemalloc.start()
+analyze_trace(Path(sys.argv[1]))
+print(tracemalloc.get_traced_memory()[1])
 """
 
 
 def peak_bytes(trace_path: Path) -> int:
-    """The resident memory ``analyze`` adds at its peak, beyond its imports, in a process of its own."""
+    """The memory ``analyze`` holds at its peak (`tracemalloc`: Python's allocations, numpy's and msgspec's
+    included), beyond its imports, in a process of its own: a resident-set high-water mark would include
+    the imports' own transient peak."""
     result = subprocess.run(
         [sys.executable, "-c", PEAK, str(trace_path)],
         capture_output=True,
@@ -182,7 +185,7 @@ def main() -> None:
             f"| {step} | {wall:.3f} | {min(walls):.3f}–{max(walls):.3f} | {count / wall:,.0f} | "
             f"{json_mb / wall:.1f} | {cpu:.3f} | {json_mb / cpu:.1f} |"
         )
-    print(f"peak memory of `analyze` beyond its imports: {peak / 2**20:.0f} MB, {peak / len(data):.2f}× the JSON")
+    print(f"peak memory of `analyze` (tracemalloc): {peak / 2**20:.0f} MB, {peak / len(data):.2f}× the JSON")
 
 
 if __name__ == "__main__":

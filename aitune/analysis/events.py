@@ -14,6 +14,7 @@ once, after the read (see `detect_trace_kind`), so every analysis reads one mode
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -551,6 +552,11 @@ def file_columns(
     its ``[memory]`` events are filed by `EventsBuilder.add_memory`, with the args ``details`` gives.
     """
     categories, names, starts, durations, threads = columns
+    # One object per distinct name and thread, not one per event as a decoder makes them: the model
+    # keeps both for every operator (about 170 bytes an operator, most of what it holds beyond the file).
+    names = list(map(sys.intern, names))
+    shared: dict[ThreadKey, ThreadKey] = {}
+    threads = list(map(shared.setdefault, threads, threads))
     distinct = set(names)
     spans = {name for name in distinct if name.startswith(SPAN_PREFIX)}  # aitune's, opened as cpu ops
     special = {name for name in distinct if name.startswith(NOT_PLAIN_OP_PREFIXES)}

@@ -106,7 +106,10 @@ def trace_events_from_json(
             metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
         # Deep args of an event that is not an operator: the general reader refuses them in one sentence.
         with _naming(name), contextlib.suppress(_NotTyped, RecursionError):
-            return _typed(trace, checked_metadata(metadata or {}))
+            checked = checked_metadata(metadata or {})
+            builder = _typed(trace)
+            del trace  # every record is filed: the model is built without them, at half the peak memory
+            return builder.build(checked)
     document = check_trace(parse(data), name)
     if metadata is not None:
         document = {**document, TRACE_METADATA_KEY: metadata}
@@ -123,8 +126,8 @@ def _naming(name: str) -> Iterator[None]:
         raise ProfileError(f"{name}: {error}") from None
 
 
-def _typed(trace: _Trace, metadata: Mapping[str, Any]) -> TraceEvents:
-    """The model of the typed records, filed by `file_columns` (the complete events) and
+def _typed(trace: _Trace) -> EventsBuilder:
+    """The typed records filed into a builder by `file_columns` (the complete events) and
     `EventsBuilder.add_memory` (the ``[memory]`` instant events); `_NotTyped` for an event the general
     reader must judge (no ``ts``, args that are not an object, a correlation id that is not an integer)."""
     complete = [event for event in trace.traceEvents if event.ph == "X"]
@@ -152,7 +155,7 @@ def _typed(trace: _Trace, metadata: Mapping[str, Any]) -> TraceEvents:
     for event in trace.traceEvents:
         if event.ph == "i" and event.name == MEMORY_EVENT_NAME and event.ts is not None:
             builder.add_memory(event.ts, (event.pid, event.tid), _args(event))
-    return builder.build(metadata)
+    return builder
 
 
 def _args(event: _Event) -> Any:
