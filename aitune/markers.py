@@ -24,6 +24,10 @@ TRACE_METADATA_KEY = "aitune"
 OPERATOR_RUN_WALLS_KEY = "operator_run_wall_times_us"
 """The metadata key of the operator runs' wall µs (the measured runs' are ``run_wall_times_us``)."""
 
+PLAIN_WALLS_KEY = "plain_wall_times_us"
+"""The metadata key of plain calls made after the measured runs, the capture overhead's baseline, when
+the measured runs showed that the warmups had ended before the run time was steady."""
+
 AOT_REGION_KIND = "aot_module"
 JIT_REGION_KIND = "jit_module"
 UNTUNED_REGION_KIND = "untuned_module"

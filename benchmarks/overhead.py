@@ -1,5 +1,16 @@
-"""Capture overhead on the bundled examples, as ratios measured in one process.
+"""Capture overhead as ratios measured in one process.
 
+By default (issue 41's measure): the whole ``profile()`` call — what a user waits for — against the
+plain calls it measures (``--runs``, 8), on a DDPM-like diffusers pipeline and a GPT-2-like
+``generate`` (`benchmarks/zoo/ddpm.py`, `gpt2_generate.py`), for the default capture and a lite one,
+with each capture's run ratio (its median measured run ÷ the median of the plain batch just before
+it). Plain batches and captures are interleaved, mode by mode within each repeat; each figure is the
+median over repeats with its range. Targets: whole call ≤ 1.25 (DDPM-like) and ≤ 1.8 (GPT-2-like)
+with the default capture, ≤ 1.1 lite; run ratios ≤ 1.02. ``--quick``: 3 repeats (under 2 minutes).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py [--quick] [--repeats 7] [--warmup 0]
+
+``--examples`` measures instead, on the bundled examples and two tiny Hugging Face workloads:
 (a) median wall of a measured run under capture ÷ median wall of the same call uninstrumented, in
     the batch of plain calls just before it (per repeat: the machine drifts between repeats); and
     beside it the same plain calls inside a bare torch.profiler session (no aitune): the profiler's
@@ -20,7 +31,8 @@ loop, then ``vae.decode``), random weights, no download.
 ``--spans`` measures instead the cost of one instrumented module call (µs, profiler off and on):
 200 do-nothing modules called in a loop, instrumented ÷ plain, interleaved, median of the repeats.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py [--repeats 5] [--warmup 3] [--runs 10] [--spans]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py --examples [--repeats 5] [--warmup 3] [--runs 10]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py --spans
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # hf_models: tiny configs, no download
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks.zoo
 
 import decoder_app
 import hf_models
@@ -56,6 +69,7 @@ from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.instrument import Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
 from aitune.torch.performance.regions import RegionTarget
+from benchmarks.zoo import ddpm, gpt2_generate
 
 SPAN_MODULES = 200
 
@@ -90,6 +104,17 @@ MODES = {
 }
 
 
+def calls_made(doc: dict, runs: int) -> int:
+    """Every workload call a capture made (see `aitune.torch.performance.capture.planned_calls`)."""
+    warmups = doc.get("warmup", {}).get("performed", 0)  # runs set aside as still warming up among them
+    set_aside = doc.get("warmup", {}).get("set_aside", 0)
+    plain_baseline = doc.get("capture_overhead", {}).get("plain_samples", 0) if set_aside else 0
+    operator_runs = doc.get("operator_runs")
+    if doc["config"].get("operator_runs") == "all":
+        return warmups + 2 + runs  # the memory run and the profiler's warmup
+    return warmups + runs + plain_baseline + (len(operator_runs) if operator_runs else 1)
+
+
 def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, options: argparse.Namespace) -> dict:
     args, kwargs = normalize_input(input_data)
 
@@ -101,6 +126,7 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
     captured: dict[str, list[float]] = {mode: [] for mode in MODES}
     run_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}  # per repeat, ÷ the plain batch just before
     profiler_alone: list[float] = []  # torch.profiler around plain calls, no aitune: the floor of a traced run's (a)
+    over_profiler: list[float] = []  # per repeat, the default capture's (a) ÷ the bare profiler's
     whole_ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
     estimates: list[float] = []
     post_run: dict[str, list[float]] = {"default": [], "all": []}  # µs per event
@@ -144,13 +170,13 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
                 obj, input_data, timed, warmup_runs=options.warmup, measured_runs=options.runs, **settings
             )
             end = time.perf_counter_ns()
-            warmups = prof.data.get("warmup", {}).get("performed", 0)  # warm-ups go on until steady
-            operator_runs = len(prof.data.get("operator_runs", ()))
-            performed = warmups + 1 + options.runs + (1 + operator_runs if operator_runs else 0)
+            performed = calls_made(prof.data, options.runs)
             runs = [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
             plain += batch
             captured[mode] += runs
             run_ratios[mode].append(statistics.median(runs) / statistics.median(batch))
+            if mode == "default":  # the same repeat's bare profiler: what aitune adds on top of it
+                over_profiler.append(run_ratios[mode][-1] / profiler_alone[-1])
             whole_ratios[mode].append((end - start) / 1000 / (statistics.median(batch) * performed))
             if mode in post_run:
                 post_run[mode].append((end - ends_ns[-1]) / 1000 / read[-1])
@@ -164,6 +190,7 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
         "example": name,
         "plain_ms": statistics.median(plain) / 1000,
         "profiler_alone": spread(profiler_alone),
+        "default_over_profiler_alone": spread(over_profiler),
         "estimate": spread(estimates) if estimates else "–",
         "regions": len(prof.data["regions"]),
     }
@@ -178,6 +205,61 @@ def measure(name: str, obj: Any, function: Callable[..., Any], input_data: Any, 
             f"({statistics.median(reads):.2f} + {statistics.median(analyses):.2f}; {events_read[mode]:,} events)"
         )
     return row
+
+
+WHOLE_CALL_WORKLOADS = {"DDPM-like (DDPMPipeline, 4 steps)": ddpm, "GPT-2-like generate (8 tokens)": gpt2_generate}
+WHOLE_CALL_MODES = {"default": {}, "lite": {"mode": "lite"}}
+
+
+Workload = Callable[[], tuple[Any, Any, Callable[..., Any]]]
+
+
+def whole_call(name: str, build: Workload, options: argparse.Namespace) -> dict:
+    """Per mode, per repeat: the whole ``profile()`` ÷ the sum of ``--runs`` plain calls just before it,
+    and the capture's median measured run ÷ the plain batch's median."""
+    obj, input_data, function = build()
+
+    def call() -> Any:
+        with torch.no_grad():
+            return function(input_data)
+
+    for _ in range(3):  # the process's first calls (allocator, lazy imports) belong to neither side
+        call()
+    whole: dict[str, list[float]] = {mode: [] for mode in WHOLE_CALL_MODES}
+    runs: dict[str, list[float]] = {mode: [] for mode in WHOLE_CALL_MODES}
+    plain_ms: list[float] = []
+    for _ in range(options.repeats):
+        for mode, settings in WHOLE_CALL_MODES.items():
+            batch = [wall_us(call) for _ in range(options.runs)]
+            start = time.perf_counter_ns()
+            with torch.no_grad():
+                prof = ait.profile(
+                    obj, input_data, function, warmup_runs=options.warmup, measured_runs=options.runs, **settings
+                )
+            whole[mode].append((time.perf_counter_ns() - start) / 1000 / sum(batch))
+            measured = [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
+            runs[mode].append(statistics.median(measured) / statistics.median(batch))
+            plain_ms.append(statistics.median(batch) / 1000)
+    row = {"workload": name, "plain_ms": statistics.median(plain_ms)}
+    for mode in WHOLE_CALL_MODES:
+        row[f"{mode}_whole"], row[f"{mode}_run"] = spread(whole[mode]), spread(runs[mode])
+    return row
+
+
+def print_whole_calls(options: argparse.Namespace) -> None:
+    print(
+        f"repeats={options.repeats} warmup_runs={options.warmup} measured_runs={options.runs}; whole call ÷ "
+        f"{options.runs} plain calls, run ratio = median measured run ÷ median plain call (median [range])\n"
+    )
+    header = ["workload", "plain call (ms)", "default: whole call", "default: run ratio", "lite: whole call"]
+    print("| " + " | ".join([*header, "lite: run ratio"]) + " |")
+    print("|---|---|---|---|---|---|")
+    for name, module in WHOLE_CALL_WORKLOADS.items():
+        row = whole_call(name, module.build, options)
+        print(
+            f"| {row['workload']} | {row['plain_ms']:.2f} | {row['default_whole']} | {row['default_run']} | "
+            f"{row['lite_whole']} | {row['lite_run']} |"
+        )
 
 
 class _Nothing(torch.nn.Module):
@@ -215,13 +297,28 @@ def span_costs(repeats: int, calls: int = 100) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="capture overhead as ratios")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=None, help="7 for the whole call, 5 for --examples")
+    parser.add_argument("--warmup", type=int, default=None, help="warmup_runs: 0 for the whole call, 3 for --examples")
+    parser.add_argument("--runs", type=int, default=None, help="measured runs: 8 for the whole call, 10 for --examples")
+    parser.add_argument("--quick", action="store_true", help="3 repeats: the whole call in under 2 minutes")
+    parser.add_argument("--examples", action="store_true", help="(a)-(c) on the bundled examples and HF workloads")
     parser.add_argument("--spans", action="store_true", help="the cost of one instrumented module call")
     options = parser.parse_args()
+    examples = options.examples or options.spans
+    defaults = (5, 3, 10) if examples else (3 if options.quick else 7, 0, 8)
+    for key, default in zip(("repeats", "warmup", "runs"), defaults, strict=True):
+        if getattr(options, key) is None:
+            setattr(options, key, default)
     torch.set_num_threads(1)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
+    print(
+        f"aitune {aitune.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()}, {torch.get_num_threads()} torch threads"
+    )
+    if not examples:
+        print_whole_calls(options)
+        print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
+        return
     if options.spans:
         print(f"| what | µs per call, median | range ({options.repeats} repeats) |\n|---|---|---|")
         for what, costs in span_costs(options.repeats).items():
@@ -245,10 +342,6 @@ def main() -> None:
     unet_pipe = hf_models.DiffusionPipeline(steps=UNET_STEPS)
     embeddings = hf_models.diffusion_pipeline()[1]
     rows.append(measure(f"diffusers UNet pipeline ({UNET_STEPS} steps)", unet_pipe, unet_pipe, embeddings, options))
-    print(
-        f"aitune {aitune.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {torch.get_num_threads()} torch threads"
-    )
     print(
         f"repeats={options.repeats} warmup={options.warmup} runs={options.runs}; "
         f"first profile() in the process (profiler start-up included): {cold_s:.2f} s\n"

@@ -7,32 +7,17 @@ from apps.busy_app import busy_wait
 from torch import nn
 
 
-class RunCalls:
-    """Which call of a workload each measured run of a capture was, told by the capture's ``on_warmed_up``.
-
-    The measured runs follow the user warmups (their number varies: more run until the times are steady)
-    and one warmup with the instrumentation installed (the schedule in aitune/torch/performance/capture.py);
-    a full capture's operator runs come after them. On a busy machine no two calls take the same time, so a
-    run's shares must be checked against the times its own call measured, never another call's.
-    """
-
-    def __init__(self, calls: list[float]) -> None:
-        self._calls = calls  # grows by one item per call of the workload (a module's `spent_us`)
-        self._first: int | None = None
-
-    def on_warmed_up(self, total_calls: int) -> None:
-        self._first = len(self._calls) + 1
-
-    def __getitem__(self, run: int) -> int:
-        """The index, in the workload's calls, of measured run ``run``."""
-        assert self._first is not None, "pass on_warmed_up=calls.on_warmed_up to the capture"
-        return self._first + run
-
-
 def median_gap(pairs: list[tuple[float, float]]) -> float:
     """Median |measured − expected| over runs: one run stretched by a preemption cannot decide a test."""
     gaps = sorted(abs(measured - expected) for measured, expected in pairs)
     return gaps[len(gaps) // 2]
+
+
+def first_measured_call(doc: dict) -> int:
+    """The workload call that was measured run 0: after the warmups (runs set aside as still warming up
+    among them) and, in a lite capture, the instrumented warmup that records the input shapes."""
+    lite = doc["profiler"]["mode"] == "lite"
+    return doc.get("warmup", {}).get("performed", 0) + (1 if lite else 0)
 
 
 class Busy(nn.Module):

@@ -10,7 +10,7 @@ import pipeline_app
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from busy import Busy, BusyPipeline, Decoder, RunCalls, median_gap
+from busy import Busy, BusyPipeline, Decoder, first_measured_call, median_gap
 from cli_helpers import ROOT
 from documents import region_shares
 from hf_models import llama_decoder, t5_encoder_decoder
@@ -43,13 +43,13 @@ def test_known_busy_times_are_attributed_within_three_points():
     """10/30/10 ms nominally; checked against the times the modules measured themselves (median over
     runs), so that a busy machine, which stretches a spin by a preemption or two, cannot fail it."""
     pipe = BusyPipeline()
-    calls = RunCalls(pipe.glue_spent_us)
 
-    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5, on_warmed_up=calls.on_warmed_up)
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=5)
 
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": [], "glue": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = calls[index], run["timing"]["cpu_time_us"]
+        # the runs follow the warmups (runs set aside as still warming up among them)
+        call, total = first_measured_call(prof.data) + index, run["timing"]["cpu_time_us"]
         got = region_shares(prof.data["runs"][index])
         pairs["encoder"].append((got["untuned_module:encoder"], pipe.encoder.spent_us[call] / total))
         pairs["denoiser"].append((got["untuned_module:denoiser"], pipe.denoiser.spent_us[call] / total))
@@ -70,8 +70,8 @@ def test_outputs_are_bitwise_identical_with_and_without_instrumentation():
     plain = pipeline_app.pipe(**pipeline_app.input_data)
     ait.profile(pipeline_app.pipe, pipeline_app.input_data, infer, **FAST)
 
-    # the stamps' warmup, 2 measured runs, the profiler's warmup, 2 operator runs
-    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 6
+    # 2 measured runs, 2 operator runs: no warmup of the stamps' or the profiler's
+    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 4
 
 
 def test_every_module_is_restored_after_profile():
@@ -89,7 +89,7 @@ def test_every_module_is_restored_when_the_workload_raises_mid_run():
 
         def forward(self, x):
             Failing.calls += 1
-            if Failing.calls == 2:  # after the profiler warmup
+            if Failing.calls == 1:  # no warmup asked for: the first measured run
                 raise RuntimeError("boom")
             return super().forward(x)
 
@@ -259,7 +259,7 @@ def test_offline_analysis_of_the_saved_trace_equals_the_live_result(tmp_path):
 def test_a_gzipped_trace_is_written_at_aitunes_level_and_leaves_nothing_beside_it(tmp_path):
     from aitune.report.io import gzipped
 
-    ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "trace.json.gz", **FAST)
+    ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file=tmp_path / "trace.json.gz", **FAST).wait_for_trace()
 
     packed = (tmp_path / "trace.json.gz").read_bytes()
     assert gzipped(gzip.decompress(packed)) == packed  # gzipped() wrote it, not torch's level-9 copy
@@ -272,7 +272,7 @@ def test_a_trace_the_disk_cannot_hold_is_one_sentence_and_leaves_no_partial_file
         "import aitune.torch as ait; from aitune.errors import OutputError\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))\n"
         f"try: ait.profile(BusyPipeline(), torch.ones(1, 4), trace_file={str(tmp_path / 'trace.json.gz')!r}, "
-        "warmup_runs=0, measured_runs=2)\n"
+        "warmup_runs=0, measured_runs=2).wait_for_trace()\n"
         "except OutputError as error: print(error)"
     )
 
@@ -303,7 +303,7 @@ def test_input_signature_lists_tensors_without_values():
     }
 
 
-def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
+def test_input_shapes_are_recorded_in_the_first_operator_run_only():
     class Counting(nn.Module):
         def __init__(self):
             super().__init__()
@@ -329,10 +329,9 @@ def test_input_shapes_are_recorded_in_the_profiler_warmup_only():
         "distinct": 2,
         "examples": [{"args[0]": [1, 3], "kwargs.mask": [3, 3]}, {"args[0]": [1, 4], "kwargs.mask": [4, 4]}],
     }
-    # user warmups: nothing installed; the stamps' warmup: the shape hook; measured runs, the profiler's
-    # warmup and the operator runs: no hook (spans wrap forward)
-    warmups = prof.data["warmup"]["performed"]
-    assert pipe.step.hooks_seen == [0] * 3 * warmups + [1] * 3 + [0] * 6 + [0] * 3 + [0] * 6
+    # the first operator run (the last call but one) records the shapes: only it sees the shape hook;
+    # warmups, measured runs and the other operator run see none (spans wrap forward)
+    assert pipe.step.hooks_seen[-6:] == [1] * 3 + [0] * 3 and sum(pipe.step.hooks_seen) == 3
 
 
 def test_regions_whose_calls_carry_a_cache_object_are_marked_stateful_and_plain_ones_are_not():
@@ -440,7 +439,7 @@ def test_an_input_the_callable_rejects_names_the_problem_and_leaves_nothing_patc
     model = nn.Sequential(Busy(0))
     before = snapshot(model)
 
-    with pytest.raises(CaptureError, match=r"TypeError during the instrumented warmup run: .*unexpected keyword"):
+    with pytest.raises(CaptureError, match=r"TypeError during the measured run 1 of 1: .*unexpected keyword"):
         ait.profile(model, {"nonsense": 1}, warmup_runs=0, measured_runs=1)
 
     assert snapshot(model) == before
@@ -463,7 +462,7 @@ def test_a_trace_the_disk_cannot_hold_leaves_the_old_file_and_no_partial_one(tmp
         "import resource, signal, torch, aitune.torch as ait; from aitune.errors import OutputError\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\n"
         f"try: ait.profile(torch.nn.Linear(4, 4), torch.ones(1, 4), warmup_runs=0, measured_runs=2, mode={mode!r}, "
-        f"trace_file={str(target)!r})\n"
+        f"trace_file={str(target)!r}).wait_for_trace()\n"
         "except OutputError as error: print(error)"
     )
 

@@ -90,6 +90,7 @@ def test_the_measured_runs_never_record_memory(tmp_path):
     doc = aitune.torch.profile(
         Pipeline(), torch.zeros(1), warmup_runs=1, measured_runs=2, operator_runs="all", trace_file=trace
     ).data
+    aitune.torch.wait_for_traces()  # the trace is written in the background
 
     # Every measured run was under the profiler, and its session recorded no memory event: the memory
     # comes from a session of its own, before them.
@@ -109,6 +110,7 @@ def test_a_capture_traced_in_every_run_takes_memory_from_one_run_of_its_own():
 def test_the_saved_trace_reanalysed_gives_the_same_memory(tmp_path, captured):
     trace = tmp_path / "trace.json"
     live = aitune.torch.profile(Pipeline(), torch.zeros(1), warmup_runs=1, measured_runs=2, trace_file=trace).data
+    aitune.torch.wait_for_traces()  # the trace is written in the background
 
     offline = build_profile(json.loads(trace.read_text()))
 

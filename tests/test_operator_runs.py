@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
-from busy import BusyPipeline, RunCalls, TwoLevelModel, median_gap
+from busy import BusyPipeline, TwoLevelModel, first_measured_call, median_gap
 from cli_helpers import APPS, capture_busy_app, run_cli
 from documents import region_shares, tree_shape
 from torch import nn
@@ -49,9 +49,8 @@ def test_the_measured_runs_run_without_the_profiler_and_the_operator_runs_under_
 
     ait.profile(witness, torch.ones(1, 4), warmup_runs=0, measured_runs=3, operator_runs=2)
 
-    # the stamps' warmup and the 3 measured runs, the profiler's warmup (a schedule's warmup step
-    # records nothing yet), then the 2 operator runs
-    assert witness.profiled == [False] * 5 + [True] * 2
+    # the 3 measured runs, then the 2 operator runs, all recorded: no warmup of the stamps or the profiler
+    assert witness.profiled == [False] * 3 + [True] * 2
 
 
 def test_a_cpu_capture_traces_operators_in_two_runs_of_their_own_by_default():
@@ -104,20 +103,17 @@ def test_a_broken_operator_run_is_named_by_validation(split_and_all):
 
 def test_the_measured_runs_shares_match_the_work_the_modules_measured_themselves():
     pipe = BusyPipeline()
-    calls = RunCalls(pipe.glue_spent_us)
 
-    prof = ait.profile(
-        pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1, on_warmed_up=calls.on_warmed_up
-    )
+    prof = ait.profile(pipe, torch.ones(1, 4), warmup_runs=1, measured_runs=4, operator_runs=1)
 
-    # the measured runs come before the profiler's warmup and the operator run
-    spent = {"encoder": pipe.encoder.spent_us, "denoiser": pipe.denoiser.spent_us}
+    # the measured runs follow the warmups (any run set aside as still warming up is one of them)
+    first = first_measured_call(prof.data)
+    spent = {name: getattr(pipe, name).spent_us[first : first + 4] for name in ("encoder", "denoiser")}
     pairs: dict[str, list[tuple[float, float]]] = {"encoder": [], "denoiser": []}
     for index, run in enumerate(prof.data["runs"]):
         got = region_shares(run)
         for name, pair in pairs.items():
-            pair.append((got[f"untuned_module:{name}"], spent[name][calls[index]] / run["timing"]["cpu_time_us"]))
-    assert calls[len(prof.data["runs"])] == len(pipe.glue_spent_us) - 2  # then the profiler's warmup and one run
+            pair.append((got[f"untuned_module:{name}"], spent[name][index] / run["timing"]["cpu_time_us"]))
     assert {key: median_gap(value) for key, value in pairs.items()} == {
         "encoder": pytest.approx(0, abs=0.03),
         "denoiser": pytest.approx(0, abs=0.03),
@@ -136,7 +132,7 @@ def test_the_saved_trace_reanalysed_gives_the_live_document(tmp_path, name):
 
 def test_a_malformed_table_of_timed_spans_is_one_sentence_naming_it(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS).wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     document["aitune"]["timed_spans"]["spans"][0][0] = 10**6  # a name index past the names
 
@@ -201,7 +197,9 @@ class Wrapped(nn.Module):
 
 def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    live = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS).data
+    prof = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    live = prof.data
+    prof.wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     inner = "aitune::region::untuned_module:inner"
     document["traceEvents"] = [event for event in document["traceEvents"] if event.get("name") != inner]
@@ -215,7 +213,7 @@ def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share
 
 def test_malformed_operator_run_wall_times_are_one_sentence_naming_them(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    ait.profile(TwoLevelModel(), torch.ones(1, 4), trace_file=trace, **RUNS).wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
     document["aitune"]["operator_run_wall_times_us"] = 5
 

@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 from builders import region as region_span
+from busy import first_measured_call
 from cli_helpers import terminal_text
 from documents import laid_out, region_meta
 from hf_models import NEW_TOKENS, llama_decoder, t5_encoder_decoder
@@ -191,8 +192,8 @@ def captured(name):
 
 
 def measured_invocations(doc):
-    """The inference calls that were the measured runs: after the user warmups and the instrumented warmup."""
-    first = doc["warmup"]["performed"] + 1
+    """The inference calls that were the measured runs."""
+    first = first_measured_call(doc)
     return [first + run["run_index"] for run in doc["runs"]]
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from busy import Busy, BusyPipeline, RunCalls, TwoLevelModel, busy_wait, median_gap
+from busy import Busy, BusyPipeline, TwoLevelModel, busy_wait, first_measured_call, median_gap
 from torch import nn
 
 import aitune.torch as ait
@@ -46,15 +46,14 @@ def node_by_id(nodes, region):
 def test_both_levels_of_a_block_are_attributed_and_each_level_adds_up():
     """Against the times the modules measured themselves, so a busy machine cannot fail it."""
     model = TwoLevelModel()
-    calls = RunCalls(model.block.own_spent_us)
 
-    prof = ait.profile(model, torch.ones(1, 4), warmup_runs=1, measured_runs=5, on_warmed_up=calls.on_warmed_up)
+    prof = ait.profile(model, torch.ones(1, 4), warmup_runs=1, measured_runs=5)
 
     assert validate(prof.data) == []  # includes: children totals + self = total, at every node
     block = model.block
     pairs: dict[str, list[tuple[float, float]]] = {"first": [], "second": [], "block self": []}
     for index, run in enumerate(prof.data["runs"]):
-        call, total = calls[index], run["timing"]["cpu_time_us"]
+        call, total = first_measured_call(prof.data) + index, run["timing"]["cpu_time_us"]
         node = node_by_id(run["tree"], "untuned_module:block")
         first = node_by_id(node["children"], "untuned_module:block.first")
         second = node_by_id(node["children"], "untuned_module:block.second")
@@ -113,11 +112,8 @@ class Generator(nn.Module):
 @in_a_fresh_process
 def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
     model = Generator()
-    calls = RunCalls(model.glue_spent_us)
 
-    prof = ait.profile(
-        model, torch.ones(1, 4), inference_function=lambda x: model.generate(x), on_warmed_up=calls.on_warmed_up, **FAST
-    )
+    prof = ait.profile(model, torch.ones(1, 4), inference_function=lambda x: model.generate(x), **FAST)
 
     assert prof.data["spanning_regions"] == ["untuned_module:generate"]
     rows = {row.label: row for row in headline_rows(prof.data)}
@@ -128,14 +124,14 @@ def test_glue_inside_generate_is_generate_self_time_which_the_headline_names():
         generate = run["tree"][0]
         assert [(c["region_id"], c["calls"]) for c in generate["children"]] == [("untuned_module:body", 3)]
         assert rows["untuned_module:generate (self)"].times_us[index] == generate["cpu_self_time_us"]
-        glue = model.glue_spent_us[calls[index]] / run["timing"]["cpu_time_us"]
+        glue = model.glue_spent_us[first_measured_call(prof.data) + index] / run["timing"]["cpu_time_us"]
         pairs.append((rows["untuned_module:generate (self)"].fractions[index], glue))
     assert median_gap(pairs) == pytest.approx(0, abs=0.03)
     # The glue (nominally 0.6 of the run) outweighs the body exactly when the workload's own clock says so:
     # a busy machine stretching one spin may change which is bigger, never whether the headline agrees.
-    runs = range(len(prof.data["runs"]))
-    body_us = [sum(model.body.spent_us[3 * calls[index] : 3 * calls[index] + 3]) for index in runs]
-    glue_us = [model.glue_spent_us[calls[index]] for index in runs]
+    runs = len(prof.data["runs"])
+    body_us = [sum(model.body.spent_us[-3 * runs :][3 * index : 3 * index + 3]) for index in range(runs)]
+    glue_us = model.glue_spent_us[-runs:]
     named = statistics.median(rows["untuned_module:generate (self)"].times_us) > statistics.median(
         rows["untuned_module:body"].times_us
     )

@@ -31,7 +31,7 @@ TIMED = (
     "tests/test_loop.py::test_of_a_win_and_a_loss_only_the_win_stays_tuned_and_goes_into_the_plan",
 )
 """Tests whose verdict reads times a busy machine stretches: lite captures of busy-waiting workloads and
-their shares, full captures' shares against the times each measured run's own call spun (`busy.RunCalls`:
+their shares, full captures' shares against the times each measured run's own call spun (`busy.first_measured_call`:
 a full capture's last calls are its operator runs, and pairing a run with another call's times failed
 these at a load of 13), the compare gate on real captures, and the loop's end-to-end check keeping a win
 and putting back a loss. (Warmup and verification decisions are also tested on synthetic clocks, which no

@@ -206,17 +206,38 @@ def is_steady(walls_us: Sequence[float], window: int = STEADY_WINDOW, tolerance:
     return recent >= (1 - tolerance) * before
 
 
-def warmup_summary(walls_us: Sequence[float], requested: int) -> dict[str, Any]:
-    """The ``warmup`` section: calls requested and performed, whether they ended steady, their wall µs."""
+def starts_steady(
+    run_walls_us: Sequence[float], window: int = STEADY_WINDOW, tolerance: float = STEADY_TOLERANCE
+) -> bool:
+    """Whether measured runs start at their steady time: the runs after the first ``window`` are, at
+    median, no faster than ``1 - tolerance`` times the first ``window``. Too few runs to tell: True.
+
+    The measured runs decide whether the warmups were enough, so a capture needs no warmups beyond
+    the requested ones to find out (a run still falling is set aside as a warmup, see `capture_trace`).
+
+    >>> starts_steady([150.0, 120.0, 100.0, 100.0]), starts_steady([100.0, 101.0, 99.0, 100.0])
+    (False, True)
+    """
+    if len(run_walls_us) <= window:
+        return True
+    first = statistics.median(run_walls_us[:window])
+    return statistics.median(run_walls_us[window:]) >= (1 - tolerance) * first
+
+
+def warmup_summary(walls_us: Sequence[float], requested: int, run_walls_us: Sequence[float] = ()) -> dict[str, Any]:
+    """The ``warmup`` section: calls requested and performed, whether the run time was steady after
+    them (the warmups had stopped falling, or the measured runs did not start falling), their wall µs."""
     return {
         "requested": requested,
         "performed": len(walls_us),
-        "steady": is_steady(walls_us),
+        "steady": is_steady(walls_us) or (bool(run_walls_us) and starts_steady(run_walls_us)),
         "wall_times_us": list(walls_us),
     }
 
 
-def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[float]) -> dict[str, Any] | None:
+def capture_overhead(
+    warmup_walls_us: Sequence[float], run_walls_us: Sequence[float], plain_walls_us: Sequence[float] = ()
+) -> dict[str, Any] | None:
     """Median measured run ÷ median warm uninstrumented warmup, with a 95% bootstrap interval; None without one.
 
     The plain sample is the warmups from the steady window on (the last ``2 × STEADY_WINDOW``, or all
@@ -224,10 +245,11 @@ def capture_overhead(warmup_walls_us: Sequence[float], run_walls_us: Sequence[fl
     side reads a lucky call, not the typical one. Medians of both sides are right on average (one
     preempted call moves neither), and the interval says how far noise can move the ratio. The cold
     first warmup is kept as ``first_wall_time_us``: what it took beyond the warm calls is the
-    workload's first-call cost.
+    workload's first-call cost. ``plain_walls_us``, when given, is the plain sample instead: plain
+    calls made after the measured runs because the warmups ended before the run time was steady.
     """
-    plain = list(warmup_walls_us[1:][-2 * STEADY_WINDOW :])
-    if not plain or not run_walls_us:
+    plain = list(plain_walls_us) or list(warmup_walls_us[1:][-2 * STEADY_WINDOW :])
+    if not plain or not run_walls_us or not warmup_walls_us:
         return None
     plain_us, captured_us = statistics.median(plain), statistics.median(run_walls_us)
     overhead = {

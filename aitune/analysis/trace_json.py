@@ -21,17 +21,16 @@ import msgspec
 
 from aitune.analysis.events import (
     MEMORY_EVENT_NAME,
-    NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
     check_trace,
     checked_metadata,
+    file_columns,
     read_trace_events,
 )
 from aitune.analysis.gc_pause import gc_paused
-from aitune.analysis.work import COUNTED
 from aitune.errors import ProfileError
-from aitune.markers import SPAN_PREFIX, TRACE_METADATA_KEY
+from aitune.markers import TRACE_METADATA_KEY
 
 _NOTHING = msgspec.Raw(b"null")
 
@@ -107,7 +106,10 @@ def trace_events_from_json(
             metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
         # Deep args of an event that is not an operator: the general reader refuses them in one sentence.
         with _naming(name), contextlib.suppress(_NotTyped, RecursionError):
-            return _typed(trace, checked_metadata(metadata or {}))
+            checked = checked_metadata(metadata or {})
+            builder = _typed(trace)
+            del trace  # every record is filed: the model is built without them, at half the peak memory
+            return builder.build(checked)
     document = check_trace(parse(data), name)
     if metadata is not None:
         document = {**document, TRACE_METADATA_KEY: metadata}
@@ -124,49 +126,42 @@ def _naming(name: str) -> Iterator[None]:
         raise ProfileError(f"{name}: {error}") from None
 
 
-def _typed(trace: _Trace, metadata: Mapping[str, Any]) -> TraceEvents:
-    """The model of the typed records, as `EventsBuilder.add` files each event, in a few passes of C-level
-    maps and comprehensions instead of Python code per event (which costs about three times as much).
-
-    Operators, nine events in ten, go to the builder's columns in trace order; the rest go through its
-    ``add`` in trace order, except that a communication operator (``c10d::allreduce_``), already in the
-    columns, adds only its communication span.
-    """
+def _typed(trace: _Trace) -> EventsBuilder:
+    """The typed records filed into a builder by `file_columns` (the complete events) and
+    `EventsBuilder.add_memory` (the ``[memory]`` instant events); `_NotTyped` for an event the general
+    reader must judge (no ``ts``, args that are not an object, a correlation id that is not an integer)."""
     complete = [event for event in trace.traceEvents if event.ph == "X"]
-    operator_names = {event.name for event in complete if event.cat == "cpu_op"}
-    spans = {name for name in operator_names if name.startswith(SPAN_PREFIX)}  # aitune's, opened as cpu ops
-    special = {name for name in operator_names if name.startswith(NOT_PLAIN_OP_PREFIXES)}
-    operators = [event for event in complete if event.cat == "cpu_op" and event.name not in spans]
-    builder = EventsBuilder()
-    builder.op_names.extend(map(_NAME, operators))
-    builder.op_starts.extend(map(_START, operators))
-    if None in builder.op_starts:
+    starts = list(map(_START, complete))
+    if None in starts:
         raise _NotTyped
-    builder.op_durations.extend(map(_DURATION, operators))
-    builder.op_threads.extend(map(_THREAD, operators))
-    for index in [index for index, event in enumerate(operators) if event.name in COUNTED]:
-        if operators[index].args is not _NOTHING:
-            with contextlib.suppress(msgspec.DecodeError):  # unreadable shapes: the operator goes uncounted
-                builder.add_op_inputs(index, msgspec.json.decode(operators[index].args))
-    for event in [event for event in complete if event.cat != "cpu_op" or event.name in special]:
-        if event.ts is None:
-            raise _NotTyped
-        args = msgspec.json.decode(event.args) if event.args is not _NOTHING else None
+    columns = (list(map(_CATEGORY, complete)), list(map(_NAME, complete)), starts, list(map(_DURATION, complete)))
+
+    def details(index: int) -> tuple[Any, int | None]:
+        args = _args(complete[index])
         if args is not None and not isinstance(args, dict):
             raise _NotTyped
         correlation = args.get("correlation") if args else None
         if correlation is not None and type(correlation) is not int:
             raise _NotTyped
-        thread = (event.pid, event.tid)
-        if event.cat == "cpu_op" and event.name not in spans:
-            builder.add_communication(event.name, event.ts, event.dur, thread, args)
-        else:
-            builder.add(event.cat, event.name, event.ts, event.dur, thread, correlation, args)
+        return args, correlation
+
+    def op_args(index: int) -> Any:
+        with contextlib.suppress(msgspec.DecodeError):  # unreadable shapes: the operator goes uncounted
+            return _args(complete[index])
+        return None
+
+    builder = EventsBuilder()
+    file_columns(builder, (*columns, list(map(_THREAD, complete))), details, op_args)
     for event in trace.traceEvents:
         if event.ph == "i" and event.name == MEMORY_EVENT_NAME and event.ts is not None:
-            args = msgspec.json.decode(event.args) if event.args is not _NOTHING else None
-            builder.add_memory(event.ts, (event.pid, event.tid), args)
-    return builder.build(metadata)
+            builder.add_memory(event.ts, (event.pid, event.tid), _args(event))
+    return builder
 
 
-_NAME, _START, _DURATION, _THREAD = attrgetter("name"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid", "tid")
+def _args(event: _Event) -> Any:
+    """An event's args, decoded only when asked for; None when it has none."""
+    return msgspec.json.decode(event.args) if event.args is not _NOTHING else None
+
+
+_NAME, _CATEGORY, _START = attrgetter("name"), attrgetter("cat"), attrgetter("ts")
+_DURATION, _THREAD = attrgetter("dur"), attrgetter("pid", "tid")

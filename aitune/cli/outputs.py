@@ -25,6 +25,7 @@ from aitune.errors import CaptureError, OutputError, ProfileError
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import ProfileDoc, dumps, save
 from aitune.report.io import MAX_JSON_BYTES, cannot_write, gzipped, read_regular, write_atomic
+from aitune.report.trace_writes import wait_for_traces
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -85,7 +86,7 @@ def capture_entry_into(
     trace = folder / TRACE_NAME if keep_trace else None
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, _progress(stderr) as progress:
-            task = progress.add_task(f"{source}:{function}", total=warmup + 1 + runs)  # +1: the profiler's warmup
+            task = progress.add_task(f"{source}:{function}", total=warmup + runs)  # the whole count once warmed up
 
             def warmed_up(calls: int) -> None:  # warm-ups run until steady: the total is known only now
                 progress.update(task, total=calls)
@@ -149,9 +150,11 @@ def write_profile_into(folder: Path, doc: ProfileDoc, *, trace: Path | None = No
 
 
 def write_profile(folder: Path, doc: ProfileDoc, *, suffix: str = "", trace: Path | None = None) -> Written:
-    """``profile<suffix>.json`` and ``profile<suffix>.md`` in ``folder``; ``trace`` is already in place."""
+    """``profile<suffix>.json`` and ``profile<suffix>.md`` in ``folder``; ``trace`` is in place, or being
+    written by the capture (waited for here, so the folder is complete when this returns)."""
     _make_folder(folder)
     if trace is not None:
+        wait_for_traces(trace)
         doc = {**doc, "trace_file": trace.name}  # type: ignore[assignment]
     profile_path, markdown_path = profile_files(folder, suffix)
     profile = save(doc, profile_path)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
-from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note
+from aitune.report.document import LITE_LACKS, calls_note, is_lite, operator_runs_note
 from aitune.report.efficiency import region_efficiencies
 from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
@@ -135,6 +135,7 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
             f"warmup runs {config.get('warmup_runs', MISSING)} · measured runs {len(doc['runs'])} · "
             f"{len(doc.get('regions', []))} region(s) observed"
         ),
+        *([terminal_text(f"calls: {note}")] if (note := calls_note(doc)) else []),
     ]
     parts: list[Any] = [*overview, profile_summary(doc)]
     phases = phases_view(doc)

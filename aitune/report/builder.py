@@ -32,7 +32,7 @@ from aitune.analysis.statistics import (
 )
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
-from aitune.markers import OPERATOR_RUN_WALLS_KEY, parse_region_id
+from aitune.markers import OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY, parse_region_id
 from aitune.report.document import (
     SCHEMA_VERSION,
     ProfileDoc,
@@ -124,8 +124,13 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         doc["statistics"] = run_statistics(runs)
         doc["warnings"] += statistics_warnings(runs)
     if meta.get("warmup_wall_times_us"):
-        doc["warmup"] = warmup_summary(meta["warmup_wall_times_us"], meta.get("config", {}).get("warmup_runs", 0))
-    overhead = capture_overhead(meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()))
+        requested = meta.get("config", {}).get("warmup_runs", 0)
+        doc["warmup"] = warmup_summary(meta["warmup_wall_times_us"], requested, meta.get("run_wall_times_us", ()))
+        if meta.get(PLAIN_WALLS_KEY):  # a plain baseline after the runs: the warmups beyond the requested were runs
+            doc["warmup"]["set_aside"] = max(0, doc["warmup"]["performed"] - requested)
+    overhead = capture_overhead(
+        meta.get("warmup_wall_times_us", ()), meta.get("run_wall_times_us", ()), meta.get(PLAIN_WALLS_KEY, ())
+    )
     if overhead is not None:
         doc["capture_overhead"] = overhead
         doc["warnings"] += overhead_warnings(overhead)

@@ -39,6 +39,29 @@ def operator_runs_note(doc: Mapping[str, Any]) -> str | None:
     return f"operators traced in {count} run(s) of their own, after the measured runs (timed by a clock)"
 
 
+def calls_note(doc: Mapping[str, Any]) -> str | None:
+    """Every call the capture made and what it was for, in the words every reader shows; None for a
+    document without a warmup section (an analysed foreign trace, or no warmups asked for)."""
+    warmup = doc.get("warmup")
+    if not warmup:
+        return None
+    set_aside = warmup.get("set_aside", 0)
+    parts = [f"{warmup['performed'] - set_aside} plain warmup(s)"]
+    if set_aside:
+        parts.append(f"{set_aside} run(s) set aside as warmups (the run time was still falling)")
+    parts.append(f"{len(doc.get('runs', ()))} measured run(s)")
+    if set_aside:
+        plain = doc.get("capture_overhead", {}).get("plain_samples", 0)
+        parts.append(f"{plain} plain call(s) for the overhead's baseline")
+    if count := len(doc.get("operator_runs") or ()):
+        parts.append(f"{count} operator run(s) (the operator table; the first records the input shapes)")
+    elif is_lite(doc):
+        parts.append("1 instrumented warmup (it records the input shapes)")
+    elif doc.get("profiler", {}).get("mode") == FULL_MODE:
+        parts.append("1 memory run and the profiler's warmup")
+    return " + ".join(parts)
+
+
 def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The runs of ``doc`` that traced operators (their residual causes, operator mixes and the
     runs ``profiler.key_averages`` totals): its ``operator_runs`` when the measured runs were timed

@@ -176,9 +176,12 @@ def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_items: int 
 
 def read_trace_file_events(path: str | Path) -> TraceEvents:
     """The events of the Chrome trace file at ``path`` (plain or gzipped), read by the typed fast path
-    (`aitune.analysis.trace_json`) with `read_json`'s bounds; `ProfileError` names the file."""
+    (`aitune.analysis.trace_json`) with `read_json`'s bounds; `ProfileError` names the file. A trace this
+    process is still writing in the background (`aitune.report.trace_writes`) is waited for first."""
     from aitune.analysis.trace_json import trace_events_from_json  # here: reading a document needs no trace reader
+    from aitune.report.trace_writes import wait_for_traces
 
+    wait_for_traces(path)
     name = str(path)
     data = unpacked(read_regular(path, MAX_JSON_BYTES), name)
     return trace_events_from_json(data, name, lambda json: parse_json(json, name))

@@ -10,6 +10,7 @@ from aitune.report.communication import COMMUNICATION_HEADERS, communication_sum
 from aitune.report.document import (
     LITE_LACKS,
     ProfileDoc,
+    calls_note,
     is_lite,
     operator_runs,
     operator_runs_note,
@@ -120,6 +121,7 @@ def _overview(doc: ProfileDoc) -> str:
     if warmup:
         steady = "steady" if warmup["steady"] else "not yet steady: the overhead and first runs are uncertain"
         lines.append(f"- Warmups: {warmup['performed']} performed ({warmup['requested']} requested), {steady}")
+        lines.append(f"- Calls: {calls_note(doc)}")
     if scenario_names(doc):
         lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(doc)))}")
     distributed = doc.get("distributed")

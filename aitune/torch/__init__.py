@@ -1,6 +1,7 @@
 """aitune's torch API, named after NVIDIA AITune's: profile, Module, wrap, tune, strategies and backends,
 and the closed loop beyond it: optimize (capture, suggest, tune, capture, compare) and apply_plan."""
 
+from aitune.report.trace_writes import wait_for_traces
 from aitune.torch.backends import (
     AutocastBackend,
     Backend,
@@ -54,5 +55,6 @@ __all__ = [
     "save_tuning_report",
     "tune",
     "unwrap",
+    "wait_for_traces",
     "wrap",
 ]

@@ -59,6 +59,7 @@ from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
 from aitune.torch.module.wrapper import saved_form
+from aitune.torch.performance.capture import planned_calls, resolve_operator_runs
 from aitune.torch.performance.entry import counted
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import normalize_input
@@ -744,7 +745,8 @@ def _capture(
 
 
 def _calls(config: LoopConfig) -> int:
-    return config.warmup_runs + 1 + config.measured_runs  # +1: the profiler's warmup run
+    """A default capture's calls when its measured runs need no setting aside (`planned_calls`)."""
+    return planned_calls(config.warmup_runs, config.measured_runs, resolve_operator_runs(None))
 
 
 def _silent(_name: str, _calls: int | None) -> Tick:

@@ -1,18 +1,23 @@
 """The capture: warmups and measured runs under torch.profiler, read back as events (and optionally
 written out as a self-describing Chrome trace).
 
-Schedule: at least ``warmup_runs`` user warmups with nothing installed and the profiler off, more
-until their times are steady (timed: the plain baseline); then one of
+Schedule: ``warmup_runs`` user warmups with nothing installed and the profiler off (timed: the
+plain baseline); then one of
 
-- every run traced (``operator_runs`` None): one profiler warmup whose events are discarded (it
-  absorbs the profiler's buffer allocation, and records the input shapes each region sees), then
-  ``measured_runs`` runs, each inside a run span;
-- clock-stamped runs (lite, and by default a full capture on the CPU): the same schedule without
-  the profiler. Region spans are clock stamps taken by the wrappers, runs are stamped around each
-  call (after a device synchronisation, never one per region), and the stamps are read as run and
-  region spans (`aitune.analysis.stamps`). A full capture then traces operators in
-  ``operator_runs`` runs of their own, after a profiler warmup: the measured runs' timing never
-  pays the profiler's cost per operator, and the session's exit reads only those runs' events.
+- every run traced (``operator_runs`` None): more warmups until their times are steady, a memory
+  run, one profiler warmup whose events are discarded (it absorbs the profiler's buffer allocation,
+  and records the input shapes each region sees), then ``measured_runs`` runs, each inside a run span;
+- clock-stamped runs (lite, and by default a full capture on the CPU): no profiler. Region spans are
+  clock stamps taken by the wrappers, runs are stamped around each call (after a device
+  synchronisation, never one per region), and the stamps are read as run and region spans
+  (`aitune.analysis.stamps`). The measured runs decide whether the warmups were enough: a first run
+  still falling is set aside as a warmup (`_Settling`). A full capture then traces operators in
+  ``operator_runs`` runs of their own, with no profiler warmup (the first records the input shapes):
+  the measured runs' timing never pays the profiler's cost per operator, and the session's exit
+  reads only those runs' events. A lite capture records the shapes in one instrumented warmup.
+
+The Chrome trace, when asked for, is written in the background after the events are read
+(`aitune.report.trace_writes`), whole or not at all.
 
 CPU activity always; CUDA activity and synchronisation around each run when CUDA is there.
 
@@ -33,7 +38,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch._C._profiler import _ExperimentalConfig
@@ -43,17 +48,18 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from aitune.analysis.events import TraceEvents, read_trace_events
 from aitune.analysis.memory import MEMORY_KEY, MEMORY_RUN, memory_section
 from aitune.analysis.stamps import TIMED_SPANS_KEY, StampedSpan, stamp_table, stamped_trace
-from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, is_steady
+from aitune.analysis.statistics import MAX_EXTRA_WARMUPS, STEADY_WINDOW, is_steady, starts_steady
 from aitune.analysis.warnings import off_thread_region_calls
 from aitune.errors import CaptureError, OutputError
-from aitune.markers import OPERATOR_RUN_WALLS_KEY, TRACE_METADATA_KEY, run_span_name
+from aitune.markers import OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY, TRACE_METADATA_KEY, run_span_name
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report.io import gzipped, write_atomic, written_atomically
+from aitune.report.trace_writes import wait_for_traces, write_later
 from aitune.suggest.gain import CAPTURE_DISPATCH_KEY
 from aitune.torch.calibration import DispatchProbe
 from aitune.torch.performance.distributed import RankSession, trace_distributed_info
 from aitune.torch.performance.instrument import InputShapes, Instrumented
-from aitune.torch.performance.kineto import events_from_profiler
+from aitune.torch.performance.kineto import events_from_profiler, reads_activities
 from aitune.torch.performance.regions import RegionTarget
 
 
@@ -136,33 +142,58 @@ def capture_trace(
     the capture's overhead is judged against. Wall times (µs) join ``metadata`` as
     ``warmup_wall_times_us`` and ``run_wall_times_us``. When ``trace_path`` is given the Chrome
     trace is written there with that metadata inside, so the trace alone re-derives the profile.
-    The input shapes each region saw in the profiler warmup join the entries of ``metadata["regions"]``.
+    The input shapes each region saw (in the call that records them) join the entries of ``metadata["regions"]``.
     ``operator_runs`` says where operators are traced: None, in every measured run; 0, nowhere (a
     lite capture, see the module docstring); n, in n runs of their own after the measured runs,
     which are then clock-stamped (see `_capture_stamped`). ``on_warmed_up`` is told how many calls
-    the whole capture makes, warmups included, once they are steady (a progress display's total:
-    the number of warmups varies).
+    the whole capture makes (`planned_calls`), warmups included, once they are done, and again
+    whenever a run set aside makes it grow (a progress display's total).
     ``session`` aligns the runs with the other ranks' and adds ``barrier_wait_us`` (µs before each
     run) to the metadata.
     """
     check_run_counts(warmup_runs, measured_runs)
+    wait_for_traces()  # an earlier capture's trace is exported from its session before this one starts
     assert operator_runs is None or operator_runs >= 0, operator_runs
     synchronize = torch.cuda.synchronize if ProfilerActivity.CUDA in profiler_activities() else _no_sync
+    all_steady = session.all_steady if session else _alone
     # The user's grad mode is kept: no_grad would switch layers such as nn.TransformerEncoderLayer to
     # their fast path and change the outputs the capture is meant to observe, not alter.
-    warmup_walls = _warm_up(call, synchronize, warmup_runs, session.all_steady if session else _alone)
+    # Runs under the profiler cannot be set aside as warmups (`_Settling`): their warmups go on until steady.
+    warmup_walls = _warm_up(call, synchronize, warmup_runs, all_steady if operator_runs is None else None)
     align = _Alignment(session, measured_runs)
-    if on_warmed_up is not None:  # +1: the profiler's (or the stamps') warmup; an operator pass has its own
-        extra = 1 + operator_runs if operator_runs else (1 if operator_runs is None else 0)  # or the memory run
-        on_warmed_up(len(warmup_walls) + 1 + measured_runs + extra)
+    planned = planned_calls(len(warmup_walls), measured_runs, operator_runs)
+    settling = _Settling(all_steady if warmup_runs else None, on_warmed_up, planned)
+    settling.tell()
     meta = {**metadata, "warmup_wall_times_us": warmup_walls}
     if operator_runs is None:
         return _capture_traced(
             call, targets, synchronize, measured_runs, meta, trace_path, align, record_shapes, with_stack
         )
     return _capture_stamped(
-        call, targets, synchronize, measured_runs, operator_runs, meta, trace_path, align, record_shapes, with_stack
+        call,
+        targets,
+        synchronize,
+        measured_runs,
+        operator_runs,
+        meta,
+        trace_path,
+        align,
+        (record_shapes, with_stack),
+        settling,
     )
+
+
+def planned_calls(warmups: int, measured_runs: int, operator_runs: int | None) -> int:
+    """Every call a capture makes after ``warmups`` plain warmups, unless its first measured runs turn
+    out to be still warming up (`_Settling`): the measured runs, and
+
+    - traced runs (``operator_runs`` None): the memory run and the profiler's warmup;
+    - a full capture's clock-stamped runs: its ``operator_runs`` (the first also records the input shapes);
+    - a lite capture (0): one instrumented warmup, which records the input shapes.
+    """
+    if operator_runs is None:
+        return warmups + 2 + measured_runs
+    return warmups + measured_runs + (operator_runs or 1)
 
 
 def _capture_traced(
@@ -178,10 +209,11 @@ def _capture_traced(
     operator_pass: bool = False,
 ) -> TraceEvents:
     """``measured_runs`` runs under the profiler, after its warmup. An ``operator_pass`` follows
-    stamped runs (`_capture_stamped`): its wall µs go in `OPERATOR_RUN_WALLS_KEY`, neither the
-    input shapes nor the calls on other threads are recorded again, and its session records memory
-    (``profile_memory``: the measured runs never pay for it). Measured runs under the profiler get
-    their memory from one run of its own before them instead (`memory_run`, `MEMORY_KEY`)."""
+    stamped runs (`_capture_stamped`): its wall µs go in `OPERATOR_RUN_WALLS_KEY`, the calls on
+    other threads are not recorded again, and its session records memory (``profile_memory``: the
+    measured runs never pay for it). Its runs are not the timing, so it needs no profiler warmup: its
+    first run records the input shapes instead. Measured runs under the profiler get their memory
+    from one run of their own before them (`memory_run`, `MEMORY_KEY`)."""
     if not operator_pass:
         metadata = {**metadata, MEMORY_KEY: memory_run(call, targets, synchronize)}
     with (
@@ -190,7 +222,7 @@ def _capture_traced(
         Instrumented(targets) as instrumented,
         profile(
             activities=profiler_activities(),
-            schedule=schedule(wait=0, warmup=1, active=measured_runs, repeat=1),
+            schedule=_steps(measured_runs, warmup=0 if operator_pass else 1),
             # the operators' shapes give each region its work (`aitune.analysis.work`): recorded in the
             # operator runs, which the timing never sees, and where the device time is the measure
             record_shapes=record_shapes or operator_pass or ProfilerActivity.CUDA in profiler_activities(),
@@ -199,15 +231,18 @@ def _capture_traced(
             experimental_config=trace_only_config(),
         ) as profiler,
     ):
-        # the warmup is discarded: the measured runs pay nothing for the shapes (an operator pass's came before)
-        with nullcontext() if operator_pass else InputShapes(targets) as shapes:
-            _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
-        profiler.step()
+        shapes = None
+        if not operator_pass:  # the warmup is discarded: the measured runs pay nothing for the shapes
+            with InputShapes(targets) as shapes:
+                _timed(call, synchronize, "profiler warmup run")  # absorbs the profiler's buffer allocation
+            profiler.step()
         before_runs = instrumented.off_thread.snapshot()
         run_walls = []
         for index in range(measured_runs):
             which = align.before_run(index)
-            run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
+            with InputShapes(targets) if operator_pass and index == 0 else nullcontext() as recorded:
+                run_walls.append(_timed(call, synchronize, which, span=run_span_name(index)))
+            shapes = recorded if recorded is not None else shapes
             if index < measured_runs - 1:  # no step after the last run: metadata must land while recording
                 profiler.step()
         off_thread = (0, 0) if operator_pass else instrumented.off_thread.since(before_runs)
@@ -221,8 +256,22 @@ def _capture_traced(
         }
         profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(meta))
     align.finish()
-    exported = export_trace(profiler, trace_path) if trace_path is not None else None
-    return events_from_profiler(profiler, meta, exported)
+    if trace_path is not None and not reads_activities(profiler):  # the export is then the only reader: now
+        return events_from_profiler(profiler, meta, export_trace(profiler, trace_path))
+    events = events_from_profiler(profiler, meta)
+    if trace_path is not None:  # after the events are read: the export and the reader share the session
+        write_later(trace_path, lambda: export_trace(profiler, trace_path))
+    return events
+
+
+def _steps(runs: int, warmup: int) -> Callable[[int], Any]:
+    """The profiler's schedule: ``warmup`` steps discarded, then ``runs`` recorded, each a ``ProfilerStep#``.
+
+    An operator pass's runs are not the timing, so it needs no warmup step; torch warns that a schedule
+    without one "can skew profiler results", which is about timing and is silenced here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Profiler won't be using warmup", category=UserWarning)
+        return schedule(wait=0, warmup=warmup, active=runs, repeat=1)
 
 
 def memory_run(
@@ -282,42 +331,51 @@ def _capture_stamped(
     metadata: Mapping[str, Any],
     trace_path: Path | None,
     align: _Alignment,
-    record_shapes: bool,
-    with_stack: bool,
+    options: tuple[bool, bool],
+    settling: _Settling,
 ) -> TraceEvents:
     """The measured runs with clock-stamped spans and no profiler; then, unless ``operator_runs`` is
     0 (a lite capture), that many runs of their own under the profiler for the operators.
 
     The stamped runs are the timing: the profiler's cost per operator (1.2× the run time of an
     operator-heavy decoder) and its session's exit (µs per event) never touch them. Their stamps
-    travel in the traced runs' metadata (`TIMED_SPANS_KEY`), so the saved trace holds both.
+    travel in the traced runs' metadata (`TIMED_SPANS_KEY`), so the saved trace holds both. While the
+    measured runs show the run time still falling (`starts_steady`), the first is set aside as a warmup
+    and one more runs (`_Settling`); the plain baseline is then taken after the runs.
     """
     stamps: list[StampedSpan] = []
     probe = DispatchProbe()
+    shapes = None
     with Instrumented(targets, stamps=stamps) as instrumented:
-        with InputShapes(targets) as shapes:  # discarded like the profiler warmup, so the schedules match
-            _timed(call, synchronize, "instrumented warmup run")
-        stamps.clear()
-        before_runs = instrumented.off_thread.snapshot()
-        run_walls, dispatch_us = [], []
-        for index in range(measured_runs):
-            which = align.before_run(index)
-            synchronize()
-            start = time.perf_counter_ns()
-            _run_workload(call, which)
-            synchronize()
-            end = time.perf_counter_ns()
-            stamps.append((run_span_name(index), start, end, threading.get_ident()))
-            run_walls.append((end - start) / 1000)
-            dispatch_us.append(probe())  # between the runs, outside their stamps: the machine's speed now
-        off_thread = instrumented.off_thread.since(before_runs)
+        if not operator_runs:  # a full capture records the shapes in its first operator run instead
+            with InputShapes(targets) as shapes:  # the measured runs never pay for recording them
+                _timed(call, synchronize, "instrumented warmup run")
+            stamps.clear()
+        runs: list[_StampedRun] = []
+        before_runs = []  # the off-thread calls before each run: a run set aside takes its own along
+        while len(runs) < measured_runs:
+            before_runs.append(instrumented.off_thread.snapshot())
+            runs.append(_stamped_run(call, synchronize, stamps, align.before_run(len(runs)), probe))
+            if len(runs) == measured_runs and settling.set_aside_first([run.wall_us for run in runs]):
+                settling.walls_us.append(runs.pop(0).wall_us)
+                before_runs.pop(0)
+                align.set_aside_first()
+        off_thread = instrumented.off_thread.since(before_runs[0])
+    for index, run in enumerate(runs):
+        stamps += [*run.regions, (run_span_name(index), run.start_ns, run.end_ns, run.thread)]
     meta = {
         **metadata,
-        "regions": with_input_shapes(metadata.get("regions", ()), shapes),
-        "run_wall_times_us": run_walls,
+        "regions": with_input_shapes(metadata.get("regions", ()), shapes) if shapes else list(metadata["regions"]),
+        "warmup_wall_times_us": [*metadata["warmup_wall_times_us"], *settling.walls_us],
+        "run_wall_times_us": [run.wall_us for run in runs],
         **align.metadata(),
         "warnings": _with_off_thread_calls(metadata, *off_thread),
     }
+    if settling.walls_us:  # the warmups ended before the run time was steady: a plain baseline now it is
+        meta[PLAIN_WALLS_KEY] = [
+            _timed(call, synchronize, f"plain baseline run {index + 1}") for index in range(STEADY_WINDOW)
+        ]
+    dispatch_us = [run.dispatch_us for run in runs]
     if "environment" in metadata and dispatch_us:
         meta["environment"] = {
             **metadata["environment"],
@@ -326,31 +384,99 @@ def _capture_stamped(
     if operator_runs:
         meta[TIMED_SPANS_KEY] = stamp_table(stamps)
         untimed = _Alignment(align.session, operator_runs, kind="operator run")
-        return _capture_traced(
-            call, targets, synchronize, operator_runs, meta, trace_path, untimed, record_shapes, with_stack, True
-        )
+        return _capture_traced(call, targets, synchronize, operator_runs, meta, trace_path, untimed, *options, True)
     align.finish()
     trace = stamped_trace(stamps, meta, os.getpid())
     if "distributed" in meta:  # torch's profiler writes this for a full capture; HTA finds the rank by it
         trace["distributedInfo"] = trace_distributed_info(meta["distributed"])
     if trace_path is not None:
-        data = json.dumps(trace).encode()
-        write_atomic(trace_path, gzipped(data) if trace_path.suffix == ".gz" else data)
+        write_later(trace_path, lambda: write_atomic(trace_path, _encoded(trace, trace_path)))
     return read_trace_events(trace)
 
 
+def _encoded(trace: Mapping[str, Any], path: Path) -> bytes:
+    data = json.dumps(trace).encode()
+    return gzipped(data) if path.suffix == ".gz" else data
+
+
 def _warm_up(
-    call: Callable[[], Any], synchronize: Callable[[], None], warmup_runs: int, all_steady: Callable[[bool], bool]
+    call: Callable[[], Any],
+    synchronize: Callable[[], None],
+    warmup_runs: int,
+    all_steady: Callable[[bool], bool] | None,
 ) -> list[float]:
-    """Wall µs of ``warmup_runs`` plain calls, then of more (at most `MAX_EXTRA_WARMUPS`) until their
-    times are steady (`is_steady`): a fixed count is often too few, and a run time still falling
-    would make the measured runs look faster than the warmups. ``warmup_runs=0`` warms up nothing.
-    ``all_steady`` turns this process's verdict into the job's (every rank must make the same calls)."""
+    """Wall µs of ``warmup_runs`` plain calls; with ``all_steady``, of more (at most `MAX_EXTRA_WARMUPS`)
+    until their times are steady (`is_steady`): a run time still falling would make the measured runs
+    look faster than the warmups. Without it the measured runs decide that themselves (`_Settling`).
+    ``warmup_runs=0`` warms up nothing. ``all_steady`` turns this process's verdict into the job's
+    (every rank must make the same calls)."""
     walls: list[float] = []
-    bound = warmup_runs + MAX_EXTRA_WARMUPS if warmup_runs else 0
-    while len(walls) < bound and (len(walls) < warmup_runs or not all_steady(is_steady(walls))):
+    bound = warmup_runs + (MAX_EXTRA_WARMUPS if warmup_runs and all_steady else 0)
+    while len(walls) < bound and (len(walls) < warmup_runs or not (all_steady and all_steady(is_steady(walls)))):
         walls.append(_timed(call, synchronize, f"warmup run {len(walls) + 1}"))
     return walls
+
+
+class _StampedRun(NamedTuple):
+    """One clock-stamped measured run: its region stamps, its own, and the machine's dispatch speed after it."""
+
+    regions: list[StampedSpan]
+    start_ns: int
+    end_ns: int
+    thread: int
+    dispatch_us: float
+
+    @property
+    def wall_us(self) -> float:
+        return (self.end_ns - self.start_ns) / 1000
+
+
+def _stamped_run(
+    call: Callable[[], Any],
+    synchronize: Callable[[], None],
+    stamps: list[StampedSpan],
+    which: str,
+    probe: DispatchProbe,
+) -> _StampedRun:
+    """Run once between clock stamps; the region stamps the wrappers appended to ``stamps`` move into the run."""
+    mark = len(stamps)
+    synchronize()
+    start = time.perf_counter_ns()
+    _run_workload(call, which)
+    synchronize()
+    end = time.perf_counter_ns()
+    regions = stamps[mark:]
+    del stamps[mark:]
+    # the probe runs between the runs, outside their stamps: the machine's speed now
+    return _StampedRun(regions, start, end, threading.get_ident(), probe())
+
+
+class _Settling:
+    """The measured runs deciding whether the warmups were enough: while they start by falling
+    (`starts_steady`), the first is set aside as one more warmup (at most `MAX_EXTRA_WARMUPS`), so a
+    workload already warm costs no warmup beyond the requested ones. ``all_steady`` (None: never set
+    aside, as with no warmups asked for) is the job's verdict; ``on_warmed_up`` learns each new total."""
+
+    def __init__(
+        self, all_steady: Callable[[bool], bool] | None, on_warmed_up: Callable[[int], None] | None, planned: int
+    ) -> None:
+        self.all_steady = all_steady
+        self.on_warmed_up = on_warmed_up
+        self.planned = planned
+        self.walls_us: list[float] = []
+
+    def set_aside_first(self, run_walls_us: Sequence[float]) -> bool:
+        if self.all_steady is None or len(self.walls_us) >= MAX_EXTRA_WARMUPS:
+            return False
+        if self.all_steady(starts_steady(run_walls_us)):
+            return False
+        self.planned += 1 + (0 if self.walls_us else STEADY_WINDOW)  # the first one adds the plain baseline runs
+        self.tell()
+        return True
+
+    def tell(self) -> None:
+        if self.on_warmed_up is not None:
+            self.on_warmed_up(self.planned)
 
 
 def with_input_shapes(regions: Sequence[Mapping[str, Any]], recorded: InputShapes) -> list[dict[str, Any]]:
@@ -441,6 +567,11 @@ class _Alignment:
         if self.session is not None:
             self.waits_us.append(self.session.barrier(which))
         return which
+
+    def set_aside_first(self) -> None:
+        """The first run became a warmup: its wait goes with it."""
+        if self.waits_us:
+            self.waits_us.pop(0)
 
     def metadata(self) -> dict[str, Any]:
         return {"barrier_wait_us": self.waits_us} if self.session is not None else {}

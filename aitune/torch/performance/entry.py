@@ -113,7 +113,8 @@ def capture_entry(
     operator_runs: int | str | None = None,
 ) -> PerformanceProfile:
     """Load ``source``, then profile ``source.function_name(input)``; ``on_call`` runs after every call,
-    ``on_warmed_up`` with the number of calls the capture makes, once the warmups are done (see `profile`).
+    ``on_warmed_up`` with the number of calls the capture makes, once the warmups are done and whenever it grows
+    (see `profile`).
 
     ``lite`` profiles with ``mode="lite"`` (no profiler), ``operator_runs`` is `profile`'s."""
     with loaded_entry(source, function_name, obj=obj, input_name=input_name) as entry:

@@ -15,7 +15,6 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping
-from itertools import compress
 from operator import methodcaller
 from pathlib import Path
 from typing import Any
@@ -28,15 +27,12 @@ from aitune.analysis.events import (
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,
     MEMORY_CATEGORY,
-    MEMORY_EVENT_NAME,
-    NOT_PLAIN_OP_PREFIXES,
     EventsBuilder,
     TraceEvents,
+    file_columns,
 )
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.trace_json import trace_events_from_json
-from aitune.analysis.work import COUNTED
-from aitune.markers import SPAN_PREFIX
 from aitune.report.io import parse_json
 
 # torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
@@ -57,7 +53,7 @@ def events_from_profiler(
     """
     if exported_json is not None:
         return events_from_json_export(exported_json, metadata)
-    if not hasattr(profiler.profiler.kineto_results, "trace_activities"):
+    if not reads_activities(profiler):
         return events_from_exported_trace(profiler, metadata)
     activities = profiler.profiler.kineto_results.trace_activities()
     count = len(activities)
@@ -72,46 +68,26 @@ def events_from_profiler(
     resources = np.fromiter(map(_RESOURCE_ID, activities), dtype=np.int64, count=count)
     thread_ids = np.where(resources == _NO_RESOURCE, 0, np.abs(resources)).tolist()
     threads = list(zip(map(_DEVICE_ID, activities), thread_ids, strict=True))
-    distinct = set(names)
-    spans = {name for name in distinct if name.startswith(SPAN_PREFIX)}  # aitune's, opened as cpu ops
-    special = {name for name in distinct if name.startswith(NOT_PLAIN_OP_PREFIXES)}
-    # As `EventsBuilder.add` files them, in trace order: operators (communication ones too) to the
-    # columns, the rest through ``add``; a communication operator then adds only its communication span.
-    operator = [category == "cpu_op" and name not in spans for category, name in zip(categories, names, strict=True)]
     builder = EventsBuilder()
-    builder.op_names.extend(compress(names, operator))
-    builder.op_starts.extend(compress(starts, operator))
-    builder.op_durations.extend(compress(durations, operator))
-    builder.op_threads.extend(compress(threads, operator))
-    operators = compress(zip(activities, names, strict=True), operator)
-    counted = [activity for activity, name in operators if name in COUNTED]
-    if counted:
-        positions = [index for index, name in enumerate(builder.op_names) if name in COUNTED]
-        for position, activity in zip(positions, counted, strict=True):
-            builder.add_op_inputs(position, _metadata_args(activity))
-    with_correlation = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
-    for index in (index for index, name in enumerate(names) if name in special or not operator[index]):
-        activity, category, name = activities[index], categories[index], names[index]
-        if category == MEMORY_CATEGORY:
-            if name == MEMORY_EVENT_NAME:  # profile_memory's allocations and frees, args as the export writes them
-                builder.add_memory(starts[index], threads[index], _metadata_args(activity))
-            continue
-        if operator[index]:
-            builder.add_communication(
-                name, starts[index], durations[index], threads[index], _sized_args(activity, name)
-            )
-            continue
-        builder.add(
-            category,
-            name,
-            starts[index],
-            durations[index],
-            threads[index],
-            _correlation(activity) if category in with_correlation else None,
-            _sized_args(activity, name),
-        )
+
+    def details(index: int) -> tuple[Any, int | None]:
+        activity, category = activities[index], categories[index]
+        if category == MEMORY_CATEGORY:  # profile_memory's allocations and frees, args as the export writes them
+            return _metadata_args(activity), None
+        correlation = _correlation(activity) if category in _WITH_CORRELATION else None
+        return _sized_args(activity, names[index]), correlation
+
+    columns = (categories, names, starts, durations, threads)
+    file_columns(builder, columns, details, lambda index: _metadata_args(activities[index]), memory=True)
     return builder.build(metadata)
 
+
+def reads_activities(profiler: profile) -> bool:
+    """Whether this torch hands a stopped session's activities over (2.13 does, 2.11 only exports them)."""
+    return hasattr(profiler.profiler.kineto_results, "trace_activities")
+
+
+_WITH_CORRELATION = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
 
 _TYPE, _NAME, _TIMESTAMP, _DURATION = (methodcaller(field) for field in ("type", "name", "timestamp", "duration"))
 _DEVICE_ID, _RESOURCE_ID = methodcaller("device_id"), methodcaller("resource_id")

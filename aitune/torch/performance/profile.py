@@ -24,6 +24,7 @@ from aitune.report import (
     save,
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
+from aitune.report.trace_writes import wait_for_traces
 from aitune.torch.peaks import ensure_peaks
 from aitune.torch.performance.capture import (
     ALL_RUNS,
@@ -39,12 +40,27 @@ from aitune.torch.performance.regions import DEFAULT_MAX_DEPTH, RegionTarget, di
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
 
-@dataclass
 class PerformanceProfile:
-    """A captured profile: ``data`` is the JSON-ready document, ``trace_file`` the Chrome trace if kept."""
+    """A captured profile: ``data`` is the JSON-ready document, ``trace_file`` the Chrome trace if kept.
 
-    data: ProfileDoc
-    trace_file: Path | None = None
+    The trace is written in the background after the capture returns (`wait_for_trace`); reading
+    ``trace_file`` waits for it, so the path it gives always names a complete file.
+    """
+
+    def __init__(self, data: ProfileDoc, trace_file: Path | None = None) -> None:
+        self.data = data
+        self._trace_file = trace_file
+
+    @property
+    def trace_file(self) -> Path | None:
+        """The Chrome trace's path once it is completely written; None when no trace was kept."""
+        return self.wait_for_trace()
+
+    def wait_for_trace(self) -> Path | None:
+        """Block until the Chrome trace is written (`OutputError` if it could not be); its path, or None."""
+        if self._trace_file is not None:
+            wait_for_traces(self._trace_file)
+        return self._trace_file
 
     def markdown(self) -> str:
         """The deterministic Markdown view of ``data``."""
@@ -119,9 +135,14 @@ def profile(
     A full capture records the operators' input shapes wherever it traces operators in runs of their own
     (and in every run with CUDA), whatever ``record_shapes`` says, and measures this machine's roofs once
     (`aitune.torch.peaks`, cached): each region's work and efficiency (docs/efficiency.md).
-    ``on_warmed_up(n)`` is called once the user warmups of a capture are done (at least
-    ``warmup_runs``: more run until the run time is steady) with ``n``, the number of calls the
-    whole capture makes, warmups included, e.g. to size a progress bar.
+    ``on_warmed_up(n)`` is called once the user warmups of a capture are done with ``n``, the number
+    of calls the whole capture makes, warmups included, e.g. to size a progress bar; and again with
+    the new total whenever a measured run still warming up is set aside (see `capture_trace`).
+
+    The measured runs decide whether the warmups were enough (on the CPU: a run still falling is set
+    aside as a warmup), and the Chrome trace is written in the background after this returns, whole or
+    not at all: `PerformanceProfile.trace_file`, `PerformanceProfile.wait_for_trace` and
+    `aitune.torch.wait_for_traces` wait for it (docs/attribution.md, step 3).
 
     Under torch.distributed (torchrun's ``RANK``/``WORLD_SIZE``, or an initialised group of more than
     one rank) every rank must call this at the same point: the document gains a ``distributed`` block,
