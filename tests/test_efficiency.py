@@ -144,15 +144,17 @@ def test_a_lite_capture_has_no_work_and_every_reader_still_works():
 
 def test_the_calibrated_gemm_peak_is_within_what_a_short_torch_mm_benchmark_gives():
     a, b = torch.randn(512, 512), torch.randn(512, 512)
-    rates = []
-    for _ in range(5):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        rates.append(2 * 512**3 / (time.perf_counter() - start))
+    torch.mm(a, b)  # the first call sets up the kernel
+    rates, peaks = [], []
+    for _ in range(3):  # interleaved, so that a load that comes and goes meets both
+        for _ in range(10):
+            start = time.perf_counter()
+            torch.mm(a, b)
+            rates.append(2 * 512**3 / (time.perf_counter() - start))
+        peaks.append(measure_peaks("cpu")["gemm_flops_per_s"]["float32"])
 
-    peak = measure_peaks("cpu")["gemm_flops_per_s"]["float32"]
-
-    assert min(rates) / 4 <= peak <= max(rates) * 4  # loose: a loaded machine moves both
+    # each side's best call, which a loaded machine's preemptions spare most (a mean they do not)
+    assert max(rates) / 4 <= max(peaks) <= max(rates) * 4
 
 
 def test_the_peaks_are_measured_once_and_cached_privately(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 from aitune.suggest.gain import Calibration  # noqa: E402
 from aitune.torch import calibration, peaks  # noqa: E402
+from aitune.torch.tuning import calibrate  # noqa: E402
 
 MEASURED_PEAKS = {"gemm_flops_per_s": {"float32": 3.0e11}, "copy_bytes_per_s": 4.0e10, "source": "measured here"}
 MEASURED_GAIN = Calibration(5.0, 0.5, 20.0, {"conv": 1.4, "matmul": 1.1}, "calibrated here")
@@ -45,7 +46,7 @@ def measured(monkeypatch):
     monkeypatch.setattr(peaks, "backends", lambda: ["cpu"])
     monkeypatch.setattr(peaks, "measure_peaks", lambda backend: runs.append(backend) or MEASURED_PEAKS)
     monkeypatch.setattr(calibration, "_loaded", lambda: False)
-    monkeypatch.setattr(calibration, "calibrate", lambda: runs.append("gain") or MEASURED_GAIN)
+    monkeypatch.setattr(calibrate, "calibrate", lambda device: runs.append("gain") or MEASURED_GAIN)
     return runs
 
 
@@ -93,7 +94,8 @@ def test_a_hostile_calibration_file_is_ignored_with_one_sentence_measured_again_
     path = _planted(calibration.cache_file(), (CACHES / f"gain-{case}.json").read_bytes())
 
     with caplog.at_level(logging.WARNING):
-        first, second = calibration.ensure_calibration(), calibration.ensure_calibration()
+        first = calibration.ensure_calibration(calibrate.calibrate)
+        second = calibration.ensure_calibration(calibrate.calibrate)
 
     assert first == second == MEASURED_GAIN
     assert measured == ["gain"]
@@ -209,7 +211,7 @@ def test_an_unusable_cache_folder_is_never_followed_or_written_and_said_once(pla
     with caplog.at_level(logging.WARNING):
         for _ in range(2):
             assert peaks.ensure_peaks() == {"cpu": MEASURED_PEAKS}
-            assert calibration.ensure_calibration() == MEASURED_GAIN
+            assert calibration.ensure_calibration(calibrate.calibrate) == MEASURED_GAIN
 
     assert measured == ["cpu", "gain"] * 2  # measured each time: nothing cached, nothing read
     assert _sentences(caplog) == [
@@ -226,7 +228,7 @@ def test_a_read_only_cache_folder_is_measured_without_caching_and_said_once(meas
 
     with caplog.at_level(logging.WARNING):
         assert peaks.ensure_peaks() == {"cpu": MEASURED_PEAKS}
-        assert calibration.ensure_calibration() == MEASURED_GAIN
+        assert calibration.ensure_calibration(calibrate.calibrate) == MEASURED_GAIN
 
     assert _sentences(caplog) == [
         f"aitune: the cache folder {folder} is not used: a file cannot be written in it (Permission denied); "
