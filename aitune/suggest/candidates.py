@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, TRACE_KIND_TORCH, UNTUNED_REGION_KIND, is_module_path, parse_region_id
+from aitune.markers import (
+    AOT_REGION_KIND,
+    JIT_REGION_KIND,
+    TRACE_KIND_TORCH,
+    UNTUNED_REGION_KIND,
+    is_module_path,
+    parse_region_id,
+)
 from aitune.report.document import operator_runs
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import path_of

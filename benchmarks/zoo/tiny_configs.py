@@ -74,4 +74,3 @@ def mixtral_config(**overrides: Any) -> Any:
     from transformers import MixtralConfig
 
     return MixtralConfig(**{**DECODER, "num_local_experts": 4, "num_experts_per_tok": 2, **overrides})
-

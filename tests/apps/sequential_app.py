@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the zoo, where the models live
-from zoo import forgotten_eval, sequential_convnet  # noqa: E402
+from zoo import forgotten_eval, sequential_convnet
 
 model, x, infer = sequential_convnet.build()
 training, _, infer_training = forgotten_eval.build()

@@ -56,9 +56,7 @@ def verify_tuned(
     called after every timed run (a progress bar).
     """
     calls = config.cycle if config is not None else 1
-    verification = verify_regions(
-        list(switches), _timer(function, input_data, switches, tick, calls), config, deadline
-    )
+    verification = verify_regions(list(switches), _timer(function, input_data, switches, tick, calls), config, deadline)
     for path in verification.put_back:
         switches[path].put_back()
     return verification
