@@ -286,7 +286,7 @@ def _refuse_training_mode(before: ProfileDoc) -> None:
     that updates its statistics or draws a Dropout mask on every call can never match it."""
     for found in before.get("warnings", ()):
         if found["code"] == "TRAINING_MODE":
-            raise TuningError(f"nothing was tuned: {found['message']}")
+            raise TuningError(found["message"])
 
 
 def _precision(obj: Any, config: LoopConfig, plan: Mapping[str, Any] | None) -> str:
