@@ -7,6 +7,7 @@ too: analysis translates them into aitune's names when it reads such a trace.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 SPAN_PREFIX = "aitune::"
@@ -81,6 +82,22 @@ def parse_region_id(region: str) -> tuple[RegionKind, str]:
 def region_path(region: str) -> str:
     """The dotted path of a region, the same whatever its kind: ``aot_module:unet`` → ``unet``."""
     return parse_region_id(region)[1]
+
+
+_PATH_PART = r"(?:(?!__)[A-Za-z_][A-Za-z0-9_]{0,127}|[0-9]{1,6})"
+MODULE_PATH_PATTERN = rf"(?:{_PATH_PART}(?:\.{_PATH_PART}){{0,31}})?"
+"""The one rule of a module path, as ``aitune.torch.wrap``, ``--targets``, suggest and plans take it: dotted
+ASCII identifiers (not starting with ``__``) and the indices of ``nn.Sequential``/``nn.ModuleList`` children
+(``0``, ``layers.3``, ``blocks.1.attn``), at most 32 parts, or the empty path (the object itself). A plan is
+untrusted: no ``..``, no empty part, no dunder attribute, bounded lengths (``plan.schema.json`` holds it too)."""
+MAX_MODULE_PATH_CHARS = 512
+_MODULE_PATH = re.compile(MODULE_PATH_PATTERN)
+
+
+def is_module_path(path: str) -> bool:
+    """Whether ``path`` names a module by the one rule, `MODULE_PATH_PATTERN`: ``features.0.conv`` yes, ``Block_3``
+    yes (an identifier), ``encoder..x``, ``__class__`` and ``nn.Module: Linear_1`` no."""
+    return len(path) <= MAX_MODULE_PATH_CHARS and _MODULE_PATH.fullmatch(path) is not None
 
 
 def region_span_name(region: str) -> str:

@@ -142,3 +142,25 @@ def rank_straggler(
         f"rank{rank}'s trace, balance the work between ranks, or check that rank's device and host.",
         source="merge",
     )
+
+
+def training_mode(random: Iterable[str], changed: Mapping[str, Iterable[str]]) -> list[ProfileWarning]:
+    """TRAINING_MODE: modules left in training mode that draw random numbers (Dropout-like, by path) or whose
+    buffers changed during the capture (by path: the buffers' names); they were put back afterwards."""
+    random, changed = sorted(random), {path: sorted(names) for path, names in sorted(changed.items())}
+    if not random and not changed:
+        return []
+    parts = []
+    if changed:
+        buffers = "; ".join(f"{path or '(root)'}: {', '.join(names)}" for path, names in changed.items())
+        parts.append(f"its runs changed the buffers of {buffers} (put back after the capture)")
+    if random:
+        parts.append(f"{', '.join(random)} {'draws' if len(random) == 1 else 'draw'} a random mask on every call")
+    return [
+        warning(
+            "TRAINING_MODE",
+            f"the model is in training mode: {' and '.join(parts)}; its times and outputs are a training step's, "
+            "not inference's — call .eval() on the model before capturing or tuning.",
+            source="capture",
+        )
+    ]

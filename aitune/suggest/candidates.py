@@ -11,14 +11,20 @@ neither ``wrap`` nor ``--targets`` can take; those get advice instead (`aitune.s
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitune.markers import AOT_REGION_KIND, JIT_REGION_KIND, TRACE_KIND_TORCH, UNTUNED_REGION_KIND, parse_region_id
+from aitune.markers import (
+    AOT_REGION_KIND,
+    JIT_REGION_KIND,
+    TRACE_KIND_TORCH,
+    UNTUNED_REGION_KIND,
+    is_module_path,
+    parse_region_id,
+)
 from aitune.report.document import operator_runs
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import path_of
@@ -27,17 +33,17 @@ WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KI
 """Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""
 MAX_STRUCTURE_US = 1_000_000.0
 """Bound on ``call_structure_us`` read from a document (its schema's): beyond it the figure is not one."""
-_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.\w+)*")
 
 
 def wrappable(doc: Mapping[str, Any], region_id: str) -> bool:
-    """Whether the region's path names a module that ``aitune.torch.wrap`` and ``--targets`` can take: a
-    dotted path of a wrappable kind, in a document whose regions are module paths (not a plain
-    torch.profiler trace, whose regions are annotations and ``nn.Module: <Class>_<k>`` calls)."""
+    """Whether the region's path names a module that ``aitune.torch.wrap`` and ``--targets`` can take: a module
+    path (`aitune.markers.is_module_path`: ``features.0``, ``blocks.1.attn``) of a wrappable kind, in a document
+    whose regions are module paths (not a plain torch.profiler trace, whose regions are annotations and
+    ``nn.Module: <Class>_<k>`` calls)."""
     if doc.get("profiler", {}).get("trace_kind") == TRACE_KIND_TORCH:
         return False
     kind, path = parse_region_id(region_id)
-    return kind.id_prefix in WRAPPABLE_KINDS and _MODULE_PATH.fullmatch(path) is not None
+    return kind.id_prefix in WRAPPABLE_KINDS and is_module_path(path)
 
 
 @dataclass

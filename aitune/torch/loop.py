@@ -57,15 +57,17 @@ from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers
 from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.state import JitState
+from aitune.torch.model_state import KeptState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
 from aitune.torch.module.wrapper import saved_form
 from aitune.torch.performance.capture import planned_calls, resolve_operator_runs
 from aitune.torch.performance.entry import counted
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import normalize_input
-from aitune.torch.performance.profile import profile
-from aitune.torch.performance.regions import qualified_type
+from aitune.torch.performance.profile import profile, state_roots
+from aitune.torch.performance.regions import discover_targets, qualified_type
 from aitune.torch.precision import precision_unavailable
+from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.calibrate import calibrate
@@ -175,7 +177,31 @@ def optimize(
         result = aitune.torch.optimize(pipe, {"token_ids": ids}, infer, config=LoopConfig(top=2))
         result.end_to_end.shown()  # '1.60× [1.55, 1.69] faster, verified over 12 alternating … rounds …'
         result.comparison()["speedup"]  # {"value": 1.60, "ci_low": 1.55, "ci_high": 1.69, "source": "verified", …}
+
+    The model's buffers are left as they were found (`KeptState`), also when the loop raises; a model in
+    training mode is refused after the first capture, naming ``.eval()``.
     """
+    targets = [] if isinstance(obj, nn.Module) else discover_targets(obj, MODULE_REGISTRY)  # a module is kept whole
+    with KeptState(state_roots(obj, targets)):
+        return _optimize(
+            obj, input_data, inference_function, config=config, plan=plan, eval_inputs=eval_inputs,
+            trace_files=trace_files, on_phase=on_phase, obj_name=obj_name, deadline=deadline,
+        )  # fmt: skip
+
+
+def _optimize(
+    obj: Any,
+    input_data: Any,
+    inference_function: Callable[..., Any] | None,
+    *,
+    config: LoopConfig | None,
+    plan: str | Path | Mapping[str, Any] | None,
+    eval_inputs: Sequence[Any],
+    trace_files: tuple[Path, Path] | None,
+    on_phase: PhaseHook | None,
+    obj_name: str | None,
+    deadline: float | None,
+) -> LoopResult:
     config = config or LoopConfig()
     function = inference_function if inference_function is not None else obj
     capture = functools.partial(_capture, obj, input_data, function, config, obj_name=obj_name)
@@ -201,6 +227,7 @@ def optimize(
     )
     calibration = ensure_calibration(calibrate) if plan is None else None  # the gain model's figures for suggest
     before = capture(traces[0], phase("capture before", _calls(config)))
+    _refuse_training_mode(before)
     if calibration is not None:
         before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
     rss_before = process_rss_bytes()
@@ -254,6 +281,14 @@ def optimize(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment, choices,
     )  # fmt: skip
+
+
+def _refuse_training_mode(before: ProfileDoc) -> None:
+    """`TuningError` when the capture saw the model in training mode (``TRAINING_MODE``): a tuned copy of a module
+    that updates its statistics or draws a Dropout mask on every call can never match it."""
+    for found in before.get("warnings", ()):
+        if found["code"] == "TRAINING_MODE":
+            raise TuningError(found["message"])
 
 
 def _precision(obj: Any, config: LoopConfig, plan: Mapping[str, Any] | None) -> str:

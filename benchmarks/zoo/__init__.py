@@ -19,12 +19,14 @@ from zoo import (
     bert_classifier,
     ddpm,
     detector,
+    forgotten_eval,
     gpt2_generate,
     image_classifier,
     llama_generate,
     mixtral_moe,
     qa_varying,
     rnn_seq2seq,
+    sequential_convnet,
     t5_generate,
     text_to_image,
     whisper_generate,
@@ -43,5 +45,7 @@ APPS: dict[str, ModuleType] = {
     "mixtral_moe": mixtral_moe,
     "detector": detector,
     "qa_varying": qa_varying,
+    "sequential_convnet": sequential_convnet,
+    "forgotten_eval": forgotten_eval,
 }
 """Every app by name, in the benchmark's order."""

@@ -1,7 +1,8 @@
 """Wrap modules of a model or pipeline by dotted path, writing the wrappers back into their parents.
 
 Paths are the ones profiles use: ``unet``, ``unet.blocks.0`` (a ``ModuleList``/``Sequential`` index),
-``heads.text`` (a ``ModuleDict`` key), also through plain objects, lists and dicts of a pipeline. The
+``heads.text`` (a ``ModuleDict`` key), ``3`` (a child of an ``nn.Sequential`` tuned itself), also through plain
+objects, lists and dicts of a pipeline; each is checked by the one rule, `aitune.markers.is_module_path`. The
 empty path (`WHOLE`) is ``obj`` itself, a model tuned whole: its wrapper patches ``obj.forward`` in
 place, so ``obj`` stays the object its callers hold and its own methods (``generate``) reach the wrapper.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from torch import nn
 
 from aitune.errors import TuningError
+from aitune.markers import is_module_path
 from aitune.torch.module.wrapper import Module
 
 WHOLE = ""
@@ -84,9 +86,12 @@ def _in_place_wrapper(module: Any) -> Module | None:
 
 
 def _parent_and_key(obj: Any, path: str) -> tuple[Any, str]:
+    if not is_module_path(path):
+        raise TuningError(
+            f"{path[:80]!r} is not a module path; write it as the profile does: dotted names and "
+            "indices, e.g. 'unet.blocks.0' or '3'."
+        )
     *parents, key = path.split(".")
-    if not key:
-        raise TuningError(f"'{path}' is not a dotted path; write it as the profile does, e.g. 'unet.blocks.0'.")
     parent = obj
     for depth, part in enumerate(parents):
         parent = _get(parent, part, ".".join(parents[: depth + 1]))
@@ -95,7 +100,7 @@ def _parent_and_key(obj: Any, path: str) -> tuple[Any, str]:
 
 def _get(parent: Any, key: str, path: str) -> Any:
     try:
-        if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.lstrip("-").isdigit():
+        if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.isdigit():
             return parent[int(key)]
         if isinstance(parent, (nn.ModuleDict, Mapping)):
             return parent[key]
@@ -105,7 +110,7 @@ def _get(parent: Any, key: str, path: str) -> Any:
 
 
 def _set(parent: Any, key: str, value: Any) -> None:
-    if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.lstrip("-").isdigit():
+    if isinstance(parent, (nn.ModuleList, nn.Sequential, MutableSequence)) and key.isdigit():
         parent[int(key)] = value
     elif isinstance(parent, (nn.ModuleDict, MutableMapping)):
         parent[key] = value

@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from torch import nn
+
 import aitune
 from aitune.errors import CaptureError
 from aitune.markers import region_path
@@ -25,6 +27,7 @@ from aitune.report import (
 )
 from aitune.report.document import FULL_MODE, LITE_MODE
 from aitune.report.trace_writes import wait_for_traces
+from aitune.torch.model_state import KeptState
 from aitune.torch.peaks import ensure_peaks
 from aitune.torch.performance.capture import (
     ALL_RUNS,
@@ -205,7 +208,13 @@ def profile(
             metadata["distributed"] = session.info
             options["session"] = session
             trace_file = rank_path(trace_file, session.rank) if trace_file is not None else None
+        options["kept"] = state_roots(obj, targets)
         return _collected(_profile_inputs(function, input_data, scenarios, targets, metadata, trace_file, options))
+
+
+def state_roots(obj: Any, targets: list[RegionTarget]) -> list[tuple[str, nn.Module]]:
+    """The modules whose buffers a capture keeps (`KeptState`): ``obj`` when it is a module, else every target's."""
+    return [("", obj)] if isinstance(obj, nn.Module) else [(target.path, target.module) for target in targets]
 
 
 def _profile_inputs(
@@ -258,14 +267,17 @@ def _profile_one(
     args, kwargs = normalize_input(input_data)
     if trace_path is not None:
         _check_writable(trace_path)
-    events = capture_trace(
-        lambda: function(*args, **kwargs),
-        targets,
-        metadata={**metadata, "input": input_summary(args, kwargs)},
-        trace_path=trace_path,
-        **options,
-    )
+    capture_options = {key: value for key, value in options.items() if key != "kept"}
+    with KeptState(options["kept"]) as kept:  # a model in training mode changes its buffers on every call
+        events = capture_trace(
+            lambda: function(*args, **kwargs),
+            targets,
+            metadata={**metadata, "input": input_summary(args, kwargs)},
+            trace_path=trace_path,
+            **capture_options,
+        )
     doc = profile_from_events(events)
+    doc["warnings"] = [*doc.get("warnings", ()), *kept.warnings()]
     if trace_path is not None:
         doc["trace_file"] = trace_path.name
     return doc
