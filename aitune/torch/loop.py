@@ -56,6 +56,7 @@ from aitune.torch.calibration import ensure_calibration
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers_recipe, swap_generation
 from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
+from aitune.torch.jit.patched_module import jit_switch
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
 from aitune.torch.module.wrapper import saved_form
@@ -75,7 +76,7 @@ from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choi
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.task_gate import judge_task
-from aitune.torch.tuning.verify import Switch, aot_switch, jit_switch, verify_tuned
+from aitune.torch.tuning.verify import Switch, aot_switch, verify_tuned
 
 Tick = Callable[[], None]
 PhaseHook = Callable[[str, int | None], Tick]

@@ -10,15 +10,14 @@ Every region runs tuned again after each timed run, whatever happened.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from aitune.compare.verification import Verification, VerifyConfig, verify_regions
-from aitune.torch.jit.patched_module import PatchedModule
 from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.inputs import normalize_input
 
@@ -36,11 +35,6 @@ def aot_switch(wrapper: Module, put_back: Callable[[], None]) -> Switch:
     return Switch(wrapper.original_forward, put_back)
 
 
-def jit_switch(patched: PatchedModule) -> Switch:
-    """A JIT-tuned module's switch: its forward uninstalled for a while, detached for good."""
-    return Switch(lambda: _uninstalled(patched), patched.detach)
-
-
 def verify_tuned(
     function: Callable[..., Any],
     input_data: Any,
@@ -56,9 +50,7 @@ def verify_tuned(
     called after every timed run (a progress bar).
     """
     calls = config.cycle if config is not None else 1
-    verification = verify_regions(
-        list(switches), _timer(function, input_data, switches, tick, calls), config, deadline
-    )
+    verification = verify_regions(list(switches), _timer(function, input_data, switches, tick, calls), config, deadline)
     for path in verification.put_back:
         switches[path].put_back()
     return verification
@@ -92,15 +84,6 @@ def _timer(
         return times
 
     return run
-
-
-@contextmanager
-def _uninstalled(patched: PatchedModule) -> Iterator[None]:
-    patched.uninstall()
-    try:
-        yield
-    finally:
-        patched.install()
 
 
 def _nothing() -> None:
