@@ -52,6 +52,7 @@ from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.backends.held_memory import process_memory, process_rss_bytes
 from aitune.torch.calibration import ensure_calibration
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers_recipe, swap_generation
 from aitune.torch.devices import module_device
@@ -69,7 +70,6 @@ from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice

@@ -1,4 +1,9 @@
-"""A JIT-patched module: its state, its place in the hierarchy, and how its forward is routed.
+"""A JIT-patched module (its state, its place in the hierarchy, how its forward is routed) and the session of
+them: the two name each other, so they live in one file.
+
+A session owns what the patched modules share: the config, the stack of patched modules executing
+now (per thread), the hierarchy's topmost modules, the names taken and the history. Modules get
+their session passed in; nothing lives on classes.
 
 Only the module's ``forward`` changes (an instance attribute), so ``nn.Module.__call__`` still runs
 the user's hooks exactly once in every state. The router sends each call by state: ``init`` finds

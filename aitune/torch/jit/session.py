@@ -1,8 +1,4 @@
-"""A JIT tuning session, and the one process-wide holder of the active session.
-
-A session owns what the patched modules share: the config, the stack of patched modules executing
-now (per thread), the hierarchy's topmost modules, the names taken and the history. Modules get
-their session passed in; nothing lives on classes.
+"""The one process-wide holder of the active JIT session (`aitune.torch.jit.patched_module.JitSession`).
 
 Process-global state cannot be avoided entirely: interception patches ``nn.Module.__init__``, which
 every module built anywhere in the process runs, so the active session and the process's JIT mode
