@@ -13,7 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "aitune"
 MAP = ROOT / "docs" / "architecture.md"
 
-TORCH_FREE = ("analysis", "report", "compare", "suggest", "history", "viewer", "errors", "markers", "profiler_lines")
+TORCH_FREE = (
+    "analysis",
+    "report",
+    "compare",
+    "suggest",
+    "history",
+    "viewer",
+    "errors",
+    "markers",
+    "profiler_lines",
+    "cpuinfo",
+)
 """Folders and foundation files a maintainer runs without torch (`cli/` imports `aitune.torch` lazily, for
 capture and tune only; `test_torch_free.py` imports them all with torch blocked)."""
 

@@ -48,6 +48,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from aitune.cpuinfo import cpu_model
 from aitune.suggest.gain import Calibration
 from aitune.torch.backends.onnx_export import hand_built_model
 
@@ -442,11 +443,7 @@ def _loaded() -> bool:
 
 
 def _processor() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
-    except OSError:
-        return platform.processor()
+    return cpu_model() or platform.processor()
 
 
 def _version(package: str) -> str | None:
