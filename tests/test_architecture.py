@@ -153,6 +153,29 @@ def test_the_circle_finder_sees_a_lazy_import_and_a_type_only_one(tmp_path):
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
+def test_the_map_reader_places_each_file_in_the_folder_its_line_is_indented_under():
+    text = """```text
+aitune/
+  errors.py                  the error family
+  report/        the document
+    io.py markdown.py        reading, writing; a view
+                             described at length, mentioning builder.py
+  torch/         torch
+    performance/ capture.py
+    loop.py
+```
+"""
+
+    assert mapped_files(text) == {
+        "aitune/errors.py",
+        "aitune/report/io.py",
+        "aitune/report/markdown.py",
+        "aitune/report/builder.py",
+        "aitune/torch/performance/capture.py",
+        "aitune/torch/loop.py",
+    }
+
+
 def test_every_file_of_the_package_is_on_the_map():
     named = mapped_files(MAP.read_text(encoding="utf-8"))
     files = {
@@ -171,12 +194,17 @@ def test_the_torch_free_folders_never_import_torch_not_even_lazily():
     offenders = [
         f"{module} imports {target}"
         for module, targets in _imports_with_outside_ones().items()
-        if module.split(".")[1:2] and module.split(".")[1] in TORCH_FREE
+        if _stage(module) in TORCH_FREE
         for target in targets
         if target.split(".")[0] == "torch" or target.startswith("aitune.torch")
     ]
 
     assert not offenders, f"torch-free code that imports torch: {offenders}"
+
+
+def _stage(module: str) -> str:
+    """``aitune.report.io`` → ``report``; ``aitune.errors`` → ``errors``; ``aitune`` → ``""``."""
+    return [*module.split("."), ""][1]
 
 
 def _imports_with_outside_ones() -> dict[str, set[str]]:
