@@ -130,7 +130,12 @@ def test_each_spans_run_and_region_are_found_when_the_model_is_built():
     assert view.region_runs.tolist() == [0, 0, 1, 1, -1]
     assert view.region_parents.tolist() == [-1, 0, -1, 2, -1]
     assert view.region_depths.tolist() == [1, 2, 1, 2, 1]
-    assert node_keys(events) == [(0, (OUTER,)), (0, (OUTER, INNER)), (1, (OUTER,)), (1, (OUTER, INNER))]
+    assert node_keys(events.runs, events.region_tree) == [
+        (0, (OUTER,)),
+        (0, (OUTER, INNER)),
+        (1, (OUTER,)),
+        (1, (OUTER, INNER)),
+    ]
     assert view.region_nodes.tolist() == [0, 1, 2, 3, -1]  # the stray region is in no run's tree
     with pytest.raises(ValueError, match="read-only"):
         view.op_regions[0] = 0

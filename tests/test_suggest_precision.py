@@ -5,10 +5,11 @@ import pytest
 from cli_helpers import run_cli
 from test_suggest import pipeline, profile
 
+from aitune.cpuinfo import cpu_flags
 from aitune.errors import ProfileError
 from aitune.report import save
 from aitune.suggest import suggest
-from aitune.suggest.precision import ARITHMETIC_FACTORS, cpu_flags, cpu_lacks, outlook
+from aitune.suggest.precision import ARITHMETIC_FACTORS, cpu_lacks, outlook
 
 AMX = frozenset({"avx2", "amx_bf16", "amx_int8"})
 

@@ -11,6 +11,7 @@ import json
 import pytest
 from documents import profile
 
+from aitune.analysis.statistics import median_rank, paired_speedup_figure
 from aitune.compare import compare_profiles
 from aitune.compare.gains import region_gains, slowdown_line, untuned_slowdowns
 from aitune.compare.loop_report import read_loop_report
@@ -20,7 +21,6 @@ from aitune.compare.verification import (
     PairedSpeedup,
     RegionCheck,
     VerifyConfig,
-    median_interval,
     paired_speedup,
     verify_regions,
 )
@@ -132,8 +132,9 @@ def test_a_passed_deadline_stops_at_min_rounds_and_skips_the_contribution_checks
 
 
 def test_the_interval_of_the_median_uses_order_statistics():
-    assert median_interval(range(1, 21)) == (6, 15)  # the textbook 95% ranks for n = 20
-    assert median_interval([5.0, 1.0, 3.0]) == (1.0, 5.0)  # too few values: the whole range
+    assert median_rank(20) == 6  # the textbook 95% ranks for n = 20: the 6th smallest and the 6th largest
+    few = paired_speedup_figure([5.0, 1.0, 3.0], [1.0, 1.0, 1.0])
+    assert (few.low, few.high, few.at_confidence) == (1.0, 5.0, False)  # too few rounds: the whole range
 
     speedup = paired_speedup([10.0, 12.0, 11.0, 10.0, 10.0, 13.0], [5.0, 6.0, 5.5, 5.0, 4.0, 6.5])
 

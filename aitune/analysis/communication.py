@@ -104,7 +104,7 @@ def communication(events: TraceEvents) -> Communication | None:
     device_of = {activity.correlation: 0.0 for activity in kernels}
     for activity in kernels:
         device_of[activity.correlation] += activity.duration_us
-    keys = node_keys(events)
+    keys = node_keys(events.runs, events.region_tree)
     for view in events.threads.values():
         if not view.runs:
             continue

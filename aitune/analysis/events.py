@@ -28,6 +28,7 @@ from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communica
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.intervals import order_array, parent_array
 from aitune.analysis.membership import ThreadMembership, TreeEntry, region_tree, thread_membership
+from aitune.analysis.span import Span, ThreadKey
 from aitune.analysis.work import COUNTED, OpInputs, operator_inputs
 from aitune.errors import ProfileError
 from aitune.markers import (
@@ -50,29 +51,10 @@ from aitune.markers import (
     user_span_region_id,
 )
 
-ThreadKey = tuple[Any, Any]
-"""(pid, tid) of the thread a CPU span ran on."""
-
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 SPAN_CATEGORIES = frozenset({"user_annotation", "cpu_op"})
 """aitune's spans are user annotations, or CPU ops when opened through torch's fast record-function path."""
-
-
-class Span(NamedTuple):
-    """One complete CPU-side event: a run, a region entry or an operator.
-
-    A NamedTuple rather than a frozen dataclass: a trace holds ~10⁵ of them and tuples build ~5× faster.
-    """
-
-    name: str
-    start_us: float
-    duration_us: float  # kept as the trace wrote it: end - start would add float noise
-    thread: ThreadKey
-
-    @property
-    def end_us(self) -> float:
-        return self.start_us + self.duration_us
 
 
 class Launch(NamedTuple):

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # events indexes its model with these sweeps, so it cannot be imported here at run time
-    from aitune.analysis.events import Span
+from aitune.analysis.span import Span
 
 # Profiler timestamps are rounded to the nanosecond; a child can appear to end a hair after its parent.
 _EPSILON_US = 0.002

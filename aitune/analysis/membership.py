@@ -13,15 +13,13 @@ of its run when no enclosing region is in a run. Analyses read these columns
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from aitune.analysis.intervals import Columns, enclosing_array, order_array, parent_array
+from aitune.analysis.span import Span
 from aitune.markers import span_run_index
-
-if TYPE_CHECKING:  # events builds its model with this module, so it cannot be imported here at run time
-    from aitune.analysis.events import TraceEvents
 
 MAX_REGION_DEPTH = 24
 """Deepest nesting of region spans read from a trace: a model's modules nest about 6 deep (``unet``,
@@ -138,6 +136,6 @@ def nodes_at(region_nodes: np.ndarray, regions: np.ndarray) -> np.ndarray:
     return np.where(regions >= 0, region_nodes[np.maximum(regions, 0)], -1)
 
 
-def node_keys(events: TraceEvents) -> list[NodeKey]:
-    """The `NodeKey` of each node of ``events.region_tree``, in its order."""
-    return [(span_run_index(events.runs[run].name), path) for run, path in events.region_tree]
+def node_keys(runs: Sequence[Span], tree: Sequence[TreeEntry]) -> list[NodeKey]:
+    """The `NodeKey` of each node of a model's region ``tree`` (``events.region_tree``), in its order."""
+    return [(span_run_index(runs[run].name), path) for run, path in tree]

@@ -178,7 +178,7 @@ def region_operator_mixes(events: TraceEvents) -> dict[NodeKey, OperatorMix]:
     each operator or call started in is the model's (`aitune.analysis.membership`).
     """
     mixes: dict[NodeKey, OperatorMix] = defaultdict(OperatorMix)
-    keys = node_keys(events)
+    keys = node_keys(events.runs, events.region_tree)
     category_of_code = np.array([_CATEGORY_INDEX[operator_category(name)] for name in events.ops.distinct_names] or [0])
     for view in events.threads.values():
         if not view.regions:

@@ -68,7 +68,7 @@ class RegionWork:
 def region_work(events: TraceEvents) -> dict[NodeKey, RegionWork]:
     """The work of every region-tree node of every traced run (nodes without operators left out)."""
     works: dict[NodeKey, RegionWork] = defaultdict(RegionWork)
-    keys = node_keys(events)
+    keys = node_keys(events.runs, events.region_tree)
     for view in events.threads.values():
         if not view.regions or not len(view.ops):
             continue

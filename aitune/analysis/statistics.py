@@ -1,4 +1,6 @@
-"""Statistics over measured runs: summaries, outlier runs, and the warnings they justify.
+"""Statistics over measured runs: summaries, outlier runs, the warnings they justify, and the two intervals
+every stage states at one `CONFIDENCE`: the bootstrap interval of a ratio of medians (two captures) and the
+distribution-free interval of a paired speedup (alternating rounds: tuning's decision and verification).
 
 Percentiles interpolate linearly between order statistics (numpy's default), so a hand
 computation on a short list gives the same numbers.
@@ -10,6 +12,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
+"""Two-sided coverage of every interval aitune states: a capture's comparison, a backend's decision, a verification."""
 SEED = 0
 
 OUTLIER_MADS = 3.0
@@ -279,6 +283,54 @@ def overhead_warnings(overhead: dict[str, Any] | None) -> list[ProfileWarning]:
             "capture",
         )
     ]
+
+
+@dataclass(frozen=True)
+class PairedSpeedupFigure:
+    """How much faster one side ran than the other over paired rounds: the median of the per-round ratios and the
+    distribution-free interval of that median; ``at_confidence`` is False where the rounds are too few for an
+    interval at `CONFIDENCE` (fewer than 6), and the interval is then their whole range."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+    at_confidence: bool
+
+
+def paired_speedup_figure(reference_us: Sequence[float], other_us: Sequence[float]) -> PairedSpeedupFigure | None:
+    """The ratios ``reference_i ÷ other_i`` of rounds timed in turns (paired by index; a round with a time that
+    is not positive on either side is dropped): their median, and the interval ``[r_(k), r_(n+1-k)]`` of the
+    sorted ratios with the largest ``k`` whose sign-test tail ``P(Bin(n, ½) < k)`` is at most
+    ``(1 - CONFIDENCE) / 2``. No normality is assumed: one preempted round moves one ratio, not the interval's
+    ends. None without a round.
+
+    >>> paired_speedup_figure([10.0] * 6, [5.0] * 6)
+    PairedSpeedupFigure(median=2.0, low=2.0, high=2.0, rounds=6, at_confidence=True)
+    """
+    ratios = sorted(r / o for r, o in zip(reference_us, other_us, strict=True) if r > 0 and o > 0)
+    if not ratios:
+        return None
+    k = median_rank(len(ratios))
+    low, high = (ratios[k - 1], ratios[-k]) if k else (ratios[0], ratios[-1])
+    return PairedSpeedupFigure(statistics.median(ratios), low, high, len(ratios), k > 0)
+
+
+def median_rank(n: int) -> int:
+    """The rank ``k`` of the `CONFIDENCE` interval ``[x_(k), x_(n+1-k)]`` of the median of ``n`` values: the largest
+    ``k ≤ n/2`` with ``P(Bin(n, ½) ≤ k - 1) ≤ (1 - CONFIDENCE) / 2``, or 0 where ``n`` is too small for any.
+
+    >>> median_rank(20), median_rank(6), median_rank(5)
+    (6, 1, 0)
+    """
+    tail = (1 - CONFIDENCE) / 2
+    k, cumulative = 0, 0.0
+    while k < n // 2:
+        cumulative += math.comb(n, k) / 2.0**n
+        if cumulative > tail:
+            break
+        k += 1
+    return k
 
 
 def bootstrap_ratio_interval(

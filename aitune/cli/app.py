@@ -9,20 +9,16 @@ Every command parses its options, makes one core call, renders, and picks the ex
 # the command line, and string annotations would be compiled and evaluated again at every start.
 import contextlib
 import math
-import os
 import sys
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 import aitune
+from aitune.cli.console import console
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
 from aitune.cli.history import HistoryDb, KeepInHistory, history_app
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 app = typer.Typer(
     name="aitune-profile",
@@ -35,26 +31,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-
-@cache
-def _console() -> "Console":
-    """The terminal the commands print to, made on first print: ``--help`` and a failed parse never pay for it."""
-    from rich.console import Console
-
-    from aitune.cli.render import PIPE_WIDTH
-
-    # Piped output goes to tools and logs: rich's default of 80 columns there would split values mid-line.
-    return Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH)
-
-
-class _LazyConsole:
-    """Stands for `_console()` until a command prints (each command imports what it renders)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(_console(), name)
-
-
-console = _LazyConsole()
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]

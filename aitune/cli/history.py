@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aitune.cli.console import console
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
 
 if TYPE_CHECKING:
@@ -56,12 +57,6 @@ def _store(db: str | None) -> "HistoryStore":
     return open_store(db)
 
 
-def _console() -> Any:
-    from aitune.cli.app import console
-
-    return console
-
-
 @history_app.command()
 @guarded
 def add(
@@ -95,7 +90,7 @@ def add(
                 added += 1
             advance()
         pruned = store.prune(keep_last=keep_last) if keep_last is not None else 0
-    _console().print(f"added {added} run(s) to {store.where}" + (f"; pruned {pruned}" if pruned else ""), markup=False)
+    console.print(f"added {added} run(s) to {store.where}" + (f"; pruned {pruned}" if pruned else ""), markup=False)
 
 
 @history_app.command()
@@ -144,15 +139,15 @@ def check(
             }
         )
     elif not result.baseline:
-        _console().print("no stored runs of this workload to compare with: nothing to judge yet.", markup=False)
+        console.print("no stored runs of this workload to compare with: nothing to judge yet.", markup=False)
     else:
         if not result.enough:
-            _console().print(
+            console.print(
                 f"only {len(result.baseline)} stored run(s) of this workload, fewer than {MIN_BASELINE_RUNS}: "
                 "shown, not judged (the gate passes).",
                 markup=False,
             )
-        _console().print(check_view(result))
+        console.print(check_view(result))
     if result.regressed:
         raise typer.Exit(EXIT_GATE_FAILED)
 
@@ -184,7 +179,7 @@ def show(
                 + "; add profiles with `aitune-profile history add`."
             )
         for item in found:
-            _console().print(trend_view(item, store.trend(item.workload, item.machine, last), top))
+            console.print(trend_view(item, store.trend(item.workload, item.machine, last), top))
 
 
 @history_app.command()
@@ -234,9 +229,9 @@ def ledger(db: Db = None, as_json: AsJson = False, debug: Debug = False) -> None
 
         print_json([vars(row) for row in rows])
     elif not rows:
-        _console().print("no predictions stored yet: add a tune folder with `aitune-profile history add`.")
+        console.print("no predictions stored yet: add a tune folder with `aitune-profile history add`.")
     else:
-        _console().print(ledger_view(rows))
+        console.print(ledger_view(rows))
 
 
 @history_app.command()
@@ -259,7 +254,7 @@ def prune(
         fail(f"--older-than takes a finite number of days of at least 0 (got {older_than:g}).")
     with _store(db) as store:
         gone = store.prune(keep_last=keep_last, older_than_days=older_than)
-    _console().print(f"pruned {gone} run(s) from {store.where}", markup=False)
+    console.print(f"pruned {gone} run(s) from {store.where}", markup=False)
 
 
 @history_app.command("export")
@@ -274,7 +269,7 @@ def export_(
 
     with _store(db) as store, _Progress(store.count(), "exporting") as advance:
         count = export_history(store, folder, progress=lambda _: advance())
-    _console().print(f"exported {count} run(s) to {folder}", markup=False)
+    console.print(f"exported {count} run(s) to {folder}", markup=False)
 
 
 @history_app.command("import")
@@ -290,7 +285,7 @@ def import_(
     total = len(read_manifest(folder))
     with _store(db) as store, _Progress(total, "importing") as advance:
         count = import_history(store, folder, progress=lambda _: advance())
-    _console().print(f"imported {count} run(s) into {store.where}", markup=False)
+    console.print(f"imported {count} run(s) into {store.where}", markup=False)
 
 
 def keep_in_history(paths: "list[Path]", db: str | None) -> str:
@@ -320,7 +315,8 @@ def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
     from aitune.history.ledger import ledger_row
     from aitune.history.outcomes import device_of
     from aitune.history.record import digest, machine_fields
-    from aitune.suggest.correction import MIN_VERIFIED, LedgerCorrection
+    from aitune.suggest import LedgerCorrection
+    from aitune.suggest.correction import MIN_VERIFIED
 
     device = device_of(doc.get("environment") or {})
     with _store(db) as store:

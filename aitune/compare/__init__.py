@@ -6,8 +6,8 @@ timings of runs with and without the tuned regions, which ones stay tuned; `loop
 reports a tune folder holds. The per-run samples all of them read come from `aitune.report.samples`.
 """
 
+from aitune.compare.change import Change
 from aitune.compare.diff import (
-    Change,
     MemoryChange,
     OperatorChange,
     ProfileDiff,

@@ -26,11 +26,11 @@ operation per side instead of thousands of Python calls.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aitune.analysis.statistics import bootstrap_ratio_interval
+from aitune.compare.change import Change, change
 from aitune.compare.phases import PhaseChange, TokenChange, phase_changes, token_changes
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id
@@ -51,25 +51,6 @@ from aitune.report.samples import (
 )
 
 TOP_OPERATORS = 10
-
-
-@dataclass(frozen=True)
-class Change:
-    """One quantity before and after: medians over runs (µs), after ÷ before, and its confidence interval.
-
-    A side where the quantity does not exist has ``None``; so do the ratio and interval then.
-    """
-
-    before_us: float | None
-    after_us: float | None
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-    @property
-    def beyond_noise(self) -> bool:
-        """True when the interval excludes 1 (no interval: the difference cannot be told from noise)."""
-        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 1 or self.ci_high < 1)
 
 
 @dataclass(frozen=True)
@@ -201,8 +182,8 @@ def compare_profiles(
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
         world_sizes=(ranks.world_size(old), ranks.world_size(new)),
-        phases=phase_changes(old, new, change) if domain == "cpu" else [],
-        tokens=token_changes(old, new, change) if domain == "cpu" else [],
+        phases=phase_changes(old, new) if domain == "cpu" else [],
+        tokens=token_changes(old, new) if domain == "cpu" else [],
         memory=memory_changes(old, new),
         memory_notes=(memory_note(old), memory_note(new)),
     )
@@ -339,16 +320,6 @@ def _tuned_child(module: str, own: Samples, other: Samples) -> str | None:
         if path.startswith(module + ".") and path not in own and parse_region_id(region)[0].managed
     ]
     return max(children, key=lambda path: (statistics.median(other[path][1] or [0.0]), path), default=None)
-
-
-def change(before: Sequence[float], after: Sequence[float]) -> Change:
-    """Medians, their ratio and the bootstrap interval of the ratio; ``None`` for an empty side."""
-    before_us = statistics.median(before) if before else None
-    after_us = statistics.median(after) if after else None
-    if before_us is None or after_us is None or before_us <= 0:
-        return Change(before_us, after_us)
-    low_high = bootstrap_ratio_interval(before, after) if min(len(before), len(after)) >= 2 else (None, None)
-    return Change(before_us, after_us, after_us / before_us, *low_high)
 
 
 def operator_changes(

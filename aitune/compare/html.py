@@ -7,7 +7,8 @@ the terminal words them (`change_speedup`, `speedup_line`); names pass through `
 
 from __future__ import annotations
 
-from aitune.compare.diff import Change, ProfileDiff
+from aitune.compare.change import Change
+from aitune.compare.diff import ProfileDiff
 from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import change_speedup, speedup, speedup_line
 from aitune.compare.loop_report import LoopReport

@@ -7,15 +7,13 @@ Only phases and figures both sides have are compared: a side that is not generat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aitune.compare.change import Change, change
 from aitune.report.headline import phase_rows
 from aitune.report.phases import phase_figures, token_figures
-
-if TYPE_CHECKING:  # diff imports this module to build its ProfileDiff
-    from aitune.compare.diff import Change
 
 
 @dataclass(frozen=True)
@@ -43,10 +41,8 @@ class TokenChange:
     change: Change
 
 
-def phase_changes(
-    before: Mapping[str, Any], after: Mapping[str, Any], change: Callable[[Sequence[float], Sequence[float]], Change]
-) -> list[PhaseChange]:
-    """Every phase both documents have, in order, with ``change`` (`aitune.compare.diff.change`) of its samples."""
+def phase_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[PhaseChange]:
+    """Every phase both documents have, in order, with the `change` of its samples."""
     old = {figure.name: figure for figure in phase_figures(before)}
     found = []
     for figure in phase_figures(after):
@@ -62,9 +58,7 @@ def phase_changes(
     return found
 
 
-def token_changes(
-    before: Mapping[str, Any], after: Mapping[str, Any], change: Callable[[Sequence[float], Sequence[float]], Change]
-) -> list[TokenChange]:
+def token_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[TokenChange]:
     """Time to first token and per output token (each run's median), where both documents have them."""
     old, new = token_figures(before), token_figures(after)
     if old is None or new is None:

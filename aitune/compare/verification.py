@@ -4,9 +4,9 @@ Two captures taken a minute apart differ by drift alone (15% on a model where no
 so the verdict is never a comparison of captures. It alternates whole runs of two configurations
 in one process, round by round (A B, then B A, so neither order nor drift favours one side), and
 judges the per-round ratios: the speedup of a round is the time without ÷ the time with, its
-median the figure, and a distribution-free interval of that median (order statistics of the
-binomial, `median_interval`) the noise around it. A configuration wins only when the interval's
-low end is above ``1 + margin``.
+median the figure, and a distribution-free interval of that median at the one stated confidence
+(`aitune.analysis.statistics.paired_speedup_figure`, 95%; the whole range below 6 rounds) the noise
+around it. A configuration wins only when the interval's low end is above ``1 + margin``.
 
 `verify_regions` applies it to a set of tuned regions: with several, each region's contribution is
 checked first (the run with every kept region against the run without this one; a region whose
@@ -30,15 +30,13 @@ the per-region checks once it has passed.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aitune.analysis.statistics import paired_speedup_figure
 from aitune.report.formatting import factor
-
-CONFIDENCE = 0.95
 
 Measure = Callable[[frozenset[str]], Sequence[float]]
 """Times one cycle of whole runs (µs per call, one call unless the workload's calls repeat every few calls) with
@@ -57,8 +55,8 @@ class VerifyConfig:
 
 @dataclass(frozen=True)
 class PairedSpeedup:
-    """Time without ÷ time with, over paired rounds: the median ratio and its `CONFIDENCE` interval; with a cycle
-    of differing calls, the same figure for each call of the cycle (``per_call``, in the cycle's order)."""
+    """Time without ÷ time with, over paired rounds: the median ratio and its 95% interval (`paired_speedup`); with a
+    cycle of differing calls, the same figure for each call of the cycle (``per_call``, in the cycle's order)."""
 
     rounds: int
     median: float
@@ -174,31 +172,6 @@ class Verification:
         }
 
 
-def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """A distribution-free interval of the median: the k-th smallest and k-th largest of ``values``.
-
-    k is the largest rank whose binomial tail P(Bin(n, ½) < k) stays within ``(1 - confidence) / 2``;
-    below 6 values no rank does, and the interval is the whole range (its coverage then is 1 - 2⁻ⁿ⁺¹).
-
-    >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
-    (2.0, 9.0)
-    """
-    ordered = sorted(values)
-    n = len(ordered)
-    if n == 0:
-        raise ValueError("median_interval needs at least one value")
-    tail = (1 - confidence) / 2
-    k = 1
-    while k < (n + 1) // 2 and _binomial_cdf(n, k) <= tail:  # P(Bin(n, ½) <= k): the tail of rank k + 1
-        k += 1
-    return ordered[k - 1], ordered[n - k]
-
-
-def _binomial_cdf(n: int, k: int) -> float:
-    """P(Bin(n, ½) <= k)."""
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-
-
 MAX_CYCLE = 64
 """The most calls a cycle may have: each is timed on both sides of every round."""
 
@@ -209,11 +182,10 @@ def paired_speedup(without_us: Sequence[float], with_us: Sequence[float]) -> Pai
     >>> paired_speedup([10.0] * 6, [5.0] * 6)
     PairedSpeedup(rounds=6, median=2.0, ci_low=2.0, ci_high=2.0, per_call=())
     """
-    ratios = [without / with_ for without, with_ in zip(without_us, with_us, strict=True) if with_ > 0]
-    if not ratios:
-        raise ValueError("paired_speedup needs at least one round with a positive time")
-    low, high = median_interval(ratios)
-    return PairedSpeedup(len(ratios), statistics.median(ratios), low, high)
+    figure = paired_speedup_figure(without_us, with_us)
+    if figure is None:
+        raise ValueError("paired_speedup needs at least one round with a positive time on both sides")
+    return PairedSpeedup(figure.rounds, figure.median, figure.low, figure.high)
 
 
 def compare_sets(

@@ -36,7 +36,6 @@ from aitune.report.efficiency import efficiency_by_region
 from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
-from aitune.suggest.correction import LedgerCorrection
 from aitune.suggest.forecast import Forecast
 from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibration_of, end_to_end, predict, upper_bound
 from aitune.suggest.headroom import Headroom, headroom_of
@@ -87,6 +86,20 @@ class Target:
     def forecast(self) -> Forecast:
         """What compare sets beside the measured gain once the target is tuned."""
         return Forecast(self.path, self.region_id, self.predicted_speedup, self.predicted_region_speedup)
+
+
+@dataclass(frozen=True)
+class LedgerCorrection:
+    """The bias applied (geometric mean of predicted ÷ verified end-to-end speedup) and the tunings behind it."""
+
+    bias: float
+    count: int
+
+    def line(self) -> str:
+        return (
+            f"predictions divided by {self.bias:.2f}: this machine's ledger of {self.count} verified tuning(s) "
+            "found the gain model's forecasts that far off (`aitune-profile history ledger`)"
+        )
 
 
 @dataclass(frozen=True)

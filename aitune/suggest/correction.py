@@ -7,30 +7,13 @@ region), so the two stay one forecast; a target is never predicted to slow the r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
+from aitune.suggest import LedgerCorrection, Suggestions, Target
 from aitune.suggest.gain import UPPER_BOUND_CAP
-
-if TYPE_CHECKING:
-    from aitune.suggest import Suggestions, Target
 
 MIN_VERIFIED = 3
 """Fewest verified tunings on a machine before its ledger corrects a prediction: one or two say little."""
-
-
-@dataclass(frozen=True)
-class LedgerCorrection:
-    """The bias applied (geometric mean of predicted ÷ verified end-to-end speedup) and the tunings behind it."""
-
-    bias: float
-    count: int
-
-    def line(self) -> str:
-        return (
-            f"predictions divided by {self.bias:.2f}: this machine's ledger of {self.count} verified tuning(s) "
-            "found the gain model's forecasts that far off (`aitune-profile history ledger`)"
-        )
 
 
 def corrected_target(target: Target, bias: float) -> Target:

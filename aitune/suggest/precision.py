@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
+
+from aitune.cpuinfo import cpu_flags
 
 ARITHMETIC_FACTORS: dict[str, dict[str, float]] = {
     "bf16": {"matmul": 2.5, "conv": 2.5, "attention": 2.0},
@@ -23,24 +23,6 @@ ARITHMETIC_FACTORS: dict[str, dict[str, float]] = {
 }
 NORM_HEAVY_SHARE = 0.25
 """A region spending at least this share of its operator time on softmax and normalisation is flagged."""
-
-CPUINFO = Path("/proc/cpuinfo")
-MAX_CPUINFO_BYTES = 4 * 2**20  # a 512-core machine's cpuinfo is about 1 MB; the first flags line is what counts
-
-
-@cache
-def cpu_flags() -> frozenset[str]:
-    """The first ``flags`` line of /proc/cpuinfo as a set (empty where there is none, e.g. macOS)."""
-    try:
-        with CPUINFO.open("rb") as file:
-            text = file.read(MAX_CPUINFO_BYTES).decode("ascii", "replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return frozenset()
 
 
 def cpu_lacks(precision: str, flags: frozenset[str], x86: bool = True) -> str | None:

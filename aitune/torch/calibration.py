@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from aitune.cpuinfo import cpu_model
 from aitune.report.cache import cache_root, read_cached, write_cached
 from aitune.suggest.gain import Calibration
 
@@ -153,11 +154,7 @@ def _loaded() -> bool:
 
 
 def _processor() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
-    except OSError:
-        return platform.processor()
+    return cpu_model() or platform.processor()
 
 
 def _version(package: str) -> str | None:

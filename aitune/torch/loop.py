@@ -52,10 +52,12 @@ from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions, suggest
+from aitune.torch.backends.held_memory import process_memory, process_rss_bytes
 from aitune.torch.calibration import ensure_calibration
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, offers_recipe, swap_generation
 from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
+from aitune.torch.jit.patched_module import jit_switch
 from aitune.torch.jit.state import JitState
 from aitune.torch.model_state import KeptState
 from aitune.torch.module.paths import WHOLE, unwrap, wrap
@@ -72,14 +74,13 @@ from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.held_memory import process_memory, process_rss_bytes
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.task_gate import judge_task
-from aitune.torch.tuning.verify import Switch, aot_switch, jit_switch, verify_tuned
+from aitune.torch.tuning.verify import Switch, aot_switch, verify_tuned
 
 Tick = Callable[[], None]
 PhaseHook = Callable[[str, int | None], Tick]

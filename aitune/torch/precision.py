@@ -13,7 +13,8 @@ import platform
 
 import torch
 
-from aitune.suggest.precision import cpu_flags, cpu_lacks
+from aitune.cpuinfo import cpu_flags
+from aitune.suggest.precision import cpu_lacks
 
 
 def precision_unavailable(precision: str, device: torch.device | str = "cpu") -> str | None:

@@ -41,8 +41,8 @@ def test_a_noisy_tie_is_undecided_even_when_the_medians_look_like_a_win():
 
 
 def test_one_preempted_round_does_not_move_the_interval_ends():
-    eager = [100.0] * 8
-    candidate = [50.0] * 7 + [5000.0]  # one round lost the CPU
+    eager = [100.0] * 10
+    candidate = [50.0] * 9 + [5000.0]  # one round lost the CPU (at 95%, ten rounds leave out one extreme each side)
 
     interval = paired_speedup(eager, candidate)
 
@@ -57,12 +57,13 @@ def test_too_few_rounds_give_no_interval_and_no_win():
 
 
 def test_the_interval_widens_to_the_extremes_at_the_smallest_round_count():
-    interval = paired_speedup([10.0, 20.0, 30.0, 40.0, 50.0], [10.0] * 5)
+    interval = paired_speedup([10.0, 20.0, 30.0, 40.0, 50.0, 60.0], [10.0] * 6)
 
-    assert (interval.low, interval.speedup, interval.high, interval.rounds) == (1.0, 3.0, 5.0, 5)
+    assert (interval.low, interval.speedup, interval.high, interval.rounds) == (1.0, 3.5, 6.0, 6)
+    assert interval.confidence == 0.95 and paired_speedup([10.0] * 5, [10.0] * 5) is None  # 5 rounds: no interval
 
 
 def test_rounds_with_a_zero_time_are_dropped():
-    interval = paired_speedup([0.0, 100.0, 100.0, 100.0, 100.0, 100.0], [50.0] * 6)
+    interval = paired_speedup([0.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0], [50.0] * 7)
 
-    assert interval.rounds == 5
+    assert interval.rounds == 6

@@ -49,7 +49,7 @@ class Built:
     run: Callable[..., Any]
     release: Callable[[], None] = _nothing
     details: dict[str, Any] = field(default_factory=dict)
-    held: Any = None  # a HeldMemory the backend measured around what it keeps (aitune.torch.tuning.held_memory)
+    held: Any = None  # a HeldMemory the backend measured around what it keeps (aitune.torch.backends.held_memory)
 
 
 class Backend(ABC):

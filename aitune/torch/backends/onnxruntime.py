@@ -55,7 +55,7 @@ class OnnxRuntimeBackend(Backend):
     def build(self, context: BuildContext) -> Built:
         import onnxruntime
 
-        from aitune.torch.tuning.held_memory import measuring, prime_onnxruntime
+        from aitune.torch.backends.held_memory import measuring, prime_onnxruntime
 
         spec = output_spec(context.reference_outputs[0])
         with tempfile.TemporaryDirectory(prefix="aitune-ort-") as directory:  # the session keeps what it loaded

@@ -23,7 +23,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from aitune.suggest.precision import cpu_flags, int8_dot_products
+from aitune.cpuinfo import cpu_flags
+from aitune.suggest.precision import int8_dot_products
 from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
 from aitune.torch.backends.inductor import InductorBackend
 from aitune.torch.precision import precision_unavailable

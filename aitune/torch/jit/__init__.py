@@ -10,9 +10,9 @@ from aitune.torch.jit.interception import (
     print_hierarchy,
     print_history,
 )
-from aitune.torch.jit.patched_module import PatchedModule
+from aitune.torch.jit.patched_module import JitSession, PatchedModule
 from aitune.torch.jit.registration import JITRegistration, register_for_jit_tuning
-from aitune.torch.jit.session import JitSession, active_session, is_clean, reset
+from aitune.torch.jit.session import active_session, is_clean, reset
 from aitune.torch.jit.state import JitState
 from aitune.torch.jit.tuning import InjectedFailure
 

@@ -17,8 +17,9 @@ from torch import nn
 from aitune.errors import TuningError
 from aitune.torch.jit.config import JitConfig
 from aitune.torch.jit.hierarchy import hierarchy_lines, history_lines
+from aitune.torch.jit.patched_module import JitSession
 from aitune.torch.jit.rules import is_interceptable
-from aitune.torch.jit.session import GLOBAL_MODE, PROCESS, JitSession, claim, require_session
+from aitune.torch.jit.session import GLOBAL_MODE, PROCESS, claim, require_session
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 
 

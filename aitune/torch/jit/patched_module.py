@@ -1,4 +1,9 @@
-"""A JIT-patched module: its state, its place in the hierarchy, and how its forward is routed.
+"""A JIT-patched module (its state, its place in the hierarchy, how its forward is routed) and the session of
+them: the two name each other, so they live in one file.
+
+A session owns what the patched modules share: the config, the stack of patched modules executing
+now (per thread), the hierarchy's topmost modules, the names taken and the history. Modules get
+their session passed in; nothing lives on classes.
 
 Only the module's ``forward`` changes (an instance attribute), so ``nn.Module.__call__`` still runs
 the user's hooks exactly once in every state. The router sends each call by state: ``init`` finds
@@ -12,23 +17,28 @@ if it fails, its children become candidates in turn.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+import random
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from torch import nn
 
 from aitune.errors import TuningError
 from aitune.markers import JIT_REGION_KIND
+from aitune.torch.jit.config import JitConfig
+from aitune.torch.jit.hierarchy import fq_name, local_name, unique_name
 from aitune.torch.jit.router import ForwardRouter, install, uninstall
 from aitune.torch.jit.rules import skip_reason
 from aitune.torch.jit.state import JitState
 from aitune.torch.jit.tuning import tune_patched
 from aitune.torch.module.recording import Recording, run_tuned
-from aitune.torch.registry import ManagedModule
+from aitune.torch.registry import ManagedModule, ModuleRegistry
 from aitune.torch.tuning.outcome import RegionOutcome
 from aitune.torch.tuning.tuner import GraphRunner
-
-if TYPE_CHECKING:
-    from aitune.torch.jit.session import JitSession
+from aitune.torch.tuning.verify import Switch
 
 _PENDING = (JitState.INIT, JitState.RECORDING)
 
@@ -83,7 +93,9 @@ class PatchedModule:
                 f"module '{self.fq_name or type(self.module).__name__}' is {self.state.value} with no recorded calls"
                 " to tune from; run it on representative inputs first."
             )
-        outcome = tune_patched(self)
+        session = self.session
+        with originals_restored([self, *self.descendants()]), session.tuning_now(self):
+            outcome = tune_patched(self.fq_name, self.module, self.forward, self.recording, session.config, session.rng)
         self.report = outcome.report
         self.recording.drop_samples()
         if outcome.tuned:
@@ -193,3 +205,97 @@ class PatchedModule:
 
     def _describe(self) -> ManagedModule | None:
         return ManagedModule(JIT_REGION_KIND, self.fq_name, self.module, self.module, self.state.value)
+
+
+class JitSession:
+    """The patched modules of one JIT run and what they share."""
+
+    def __init__(self, config: JitConfig, registry: ModuleRegistry) -> None:
+        self.config = config
+        self.registry = registry
+        self.heads: list[PatchedModule] = []
+        self.history: list[str] = []
+        self.armed = False
+        self.tuning: PatchedModule | None = (
+            None  # the module tuning now; nothing else tunes or is intercepted meanwhile
+        )
+        self.rng = random.Random(config.seed)
+        self._patched: weakref.WeakValueDictionary[int, PatchedModule] = weakref.WeakValueDictionary()
+        self._names: set[str] = set()
+        self._local = threading.local()
+
+    @property
+    def stack(self) -> list[PatchedModule]:
+        """The patched modules executing now in this thread, outermost first."""
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
+
+    @contextmanager
+    def executing(self, patched: PatchedModule) -> Iterator[None]:
+        stack = self.stack
+        stack.append(patched)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    @contextmanager
+    def tuning_now(self, patched: PatchedModule) -> Iterator[None]:
+        self.tuning = patched
+        try:
+            yield
+        finally:
+            self.tuning = None
+
+    def adopt(self, module: nn.Module, name: str | None = None) -> PatchedModule:
+        """Patch ``module``'s forward with a router; its place in the hierarchy is found on its first call.
+
+        ``name`` (a path from the user's root, ``unet``) names it when it runs topmost, instead of its class.
+        """
+        patched = PatchedModule(module, self, name)
+        patched.install()
+        self._patched[id(module)] = patched
+        return patched
+
+    def find(self, module: nn.Module) -> PatchedModule | None:
+        return self._patched.get(id(module))
+
+    def patched(self) -> list[PatchedModule]:
+        """Every live patched module, in adoption order."""
+        return list(self._patched.values())
+
+    def place(self, patched: PatchedModule) -> tuple[PatchedModule | None, str]:
+        """The module's parent (the innermost executing patched module) and its unique fully qualified name."""
+        parent = self.stack[-1] if self.stack else None
+        owner = parent.module if parent is not None else None
+        local = patched.given_name if owner is None and patched.given_name else local_name(patched.module, owner)
+        name = unique_name(fq_name(parent.fq_name if parent is not None else None, local), self._names)
+        self._names.add(name)
+        (parent.children if parent is not None else self.heads).append(patched)
+        return parent, name
+
+    def note(self, entry: str) -> None:
+        self.history.append(entry)
+
+    def detach_all(self) -> None:
+        """Restore every patched module's forward; cached references to it run the original from now on."""
+        for patched in self.patched():
+            patched.detach()
+
+
+@contextmanager
+def originals_restored(patched: list[PatchedModule]) -> Iterator[None]:
+    """Their original forwards back for a while (a backend traces plain modules; a verification runs eager)."""
+    for each in patched:
+        each.uninstall()
+    try:
+        yield
+    finally:
+        for each in patched:
+            each.install()
+
+
+def jit_switch(patched: PatchedModule) -> Switch:
+    """A JIT-tuned module's switch: its forward uninstalled for a while, detached for good."""
+    return Switch(lambda: originals_restored([patched]), patched.detach)

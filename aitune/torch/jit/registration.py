@@ -18,8 +18,8 @@ from torch import nn
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND
 from aitune.torch.jit.config import JitConfig
-from aitune.torch.jit.patched_module import PatchedModule
-from aitune.torch.jit.session import EXPLICIT_MODE, PROCESS, JitSession, claim
+from aitune.torch.jit.patched_module import JitSession, PatchedModule
+from aitune.torch.jit.session import EXPLICIT_MODE, PROCESS, claim
 from aitune.torch.jit.state import JitState
 from aitune.torch.module.paths import module_at
 from aitune.torch.performance.regions import is_transparent_container

@@ -1,8 +1,4 @@
-"""A JIT tuning session, and the one process-wide holder of the active session.
-
-A session owns what the patched modules share: the config, the stack of patched modules executing
-now (per thread), the hierarchy's topmost modules, the names taken and the history. Modules get
-their session passed in; nothing lives on classes.
+"""The one process-wide holder of the active JIT session (`aitune.torch.jit.patched_module.JitSession`).
 
 Process-global state cannot be avoided entirely: interception patches ``nn.Module.__init__``, which
 every module built anywhere in the process runs, so the active session and the process's JIT mode
@@ -12,92 +8,14 @@ every module built anywhere in the process runs, so the active session and the p
 
 from __future__ import annotations
 
-import random
-import threading
-import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from torch import nn
-
 from aitune.errors import TuningError
-from aitune.torch.jit.config import JitConfig
-from aitune.torch.jit.hierarchy import fq_name, local_name, unique_name
-from aitune.torch.jit.patched_module import PatchedModule
-from aitune.torch.registry import ModuleRegistry
+from aitune.torch.jit.patched_module import JitSession
 
 GLOBAL_MODE = "global interception"
 EXPLICIT_MODE = "explicit registration"
-
-
-class JitSession:
-    """The patched modules of one JIT run and what they share."""
-
-    def __init__(self, config: JitConfig, registry: ModuleRegistry) -> None:
-        self.config = config
-        self.registry = registry
-        self.heads: list[PatchedModule] = []
-        self.history: list[str] = []
-        self.armed = False
-        self.tuning: PatchedModule | None = (
-            None  # the module tuning now; nothing else tunes or is intercepted meanwhile
-        )
-        self.rng = random.Random(config.seed)
-        self._patched: weakref.WeakValueDictionary[int, PatchedModule] = weakref.WeakValueDictionary()
-        self._names: set[str] = set()
-        self._local = threading.local()
-
-    @property
-    def stack(self) -> list[PatchedModule]:
-        """The patched modules executing now in this thread, outermost first."""
-        if not hasattr(self._local, "stack"):
-            self._local.stack = []
-        return self._local.stack
-
-    @contextmanager
-    def executing(self, patched: PatchedModule) -> Iterator[None]:
-        stack = self.stack
-        stack.append(patched)
-        try:
-            yield
-        finally:
-            stack.pop()
-
-    def adopt(self, module: nn.Module, name: str | None = None) -> PatchedModule:
-        """Patch ``module``'s forward with a router; its place in the hierarchy is found on its first call.
-
-        ``name`` (a path from the user's root, ``unet``) names it when it runs topmost, instead of its class.
-        """
-        patched = PatchedModule(module, self, name)
-        patched.install()
-        self._patched[id(module)] = patched
-        return patched
-
-    def find(self, module: nn.Module) -> PatchedModule | None:
-        return self._patched.get(id(module))
-
-    def patched(self) -> list[PatchedModule]:
-        """Every live patched module, in adoption order."""
-        return list(self._patched.values())
-
-    def place(self, patched: PatchedModule) -> tuple[PatchedModule | None, str]:
-        """The module's parent (the innermost executing patched module) and its unique fully qualified name."""
-        parent = self.stack[-1] if self.stack else None
-        owner = parent.module if parent is not None else None
-        local = patched.given_name if owner is None and patched.given_name else local_name(patched.module, owner)
-        name = unique_name(fq_name(parent.fq_name if parent is not None else None, local), self._names)
-        self._names.add(name)
-        (parent.children if parent is not None else self.heads).append(patched)
-        return parent, name
-
-    def note(self, entry: str) -> None:
-        self.history.append(entry)
-
-    def detach_all(self) -> None:
-        """Restore every patched module's forward; cached references to it run the original from now on."""
-        for patched in self.patched():
-            patched.detach()
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Tuning one patched module with the AOT engine (``tune_graphs``), and what JIT adds around it.
 
-While a module tunes, it and its patched descendants have their original forwards back, so
-backends trace and export plain modules and the reference outputs record nothing. A failure is
+While a module tunes, it and its patched descendants have their original forwards back (the patched
+module sees to that), so backends trace and export plain modules and the reference outputs record nothing. A failure is
 logged, its traceback written to the module's cache folder, and the module runs eager; a full disk
 (``OSError(ENOSPC)``) is never turned into a fallback. Hooks a backend added to the module are moved
 before the application's, so the application's hooks see the backend's effects.
@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import traceback
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from random import Random
+from typing import Any
 
 import torch
 from torch import nn
@@ -24,14 +24,13 @@ from torch import nn
 from aitune.errors import TuningError, is_out_of_disk
 from aitune.markers import JIT_REGION_KIND
 from aitune.torch.devices import module_device
+from aitune.torch.jit.config import JitConfig
+from aitune.torch.module.recording import Recording
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.outcome import RegionOutcome
 from aitune.torch.tuning.report import module_entry
 from aitune.torch.tuning.strategies import default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, tune_graphs
-
-if TYPE_CHECKING:
-    from aitune.torch.jit.patched_module import PatchedModule
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +51,18 @@ class TuneOutcome:
     reason: str  # which backends won, or why it runs eager
 
 
-def tune_patched(patched: PatchedModule) -> TuneOutcome:
-    """Tune the module's recorded graphs; never raises except for out-of-disk (and what is not an ``Exception``)."""
-    module = patched.module
+def tune_patched(
+    name: str, module: nn.Module, forward: Callable[..., Any], recording: Recording, config: JitConfig, rng: Random
+) -> TuneOutcome:
+    """Tune the module's recorded graphs (its and its patched descendants' original forwards in place, as the
+    caller sees to); never raises except for out-of-disk (and what is not an ``Exception``)."""
     hooks_before = _hook_keys(module)
     try:
-        with _originals_restored([patched, *patched.descendants()]), _tuning(patched):
-            runners, report = _run(patched)
+        runners, report = _run(name, module, forward, recording, config, rng)
     except Exception as error:
         if is_out_of_disk(error):
             raise
-        return _failed(patched, error)
+        return _failed(name, module, config, error)
     finally:
         _put_new_hooks_first(module, hooks_before)
     winners = sorted({graph.winner for graph in report.graphs if graph.won})
@@ -71,19 +71,20 @@ def tune_patched(patched: PatchedModule) -> TuneOutcome:
     return TuneOutcome(False, runners, report, reason=_no_winner_reason(report))
 
 
-def _run(patched: PatchedModule) -> tuple[dict[str, GraphRunner], RegionOutcome]:
-    config, module = patched.session.config, patched.module
-    if config.dry_run and patched.session.rng.random() < config.dry_run_failure_probability:
+def _run(
+    name: str, module: nn.Module, forward: Callable[..., Any], recording: Recording, config: JitConfig, rng: Random
+) -> tuple[dict[str, GraphRunner], RegionOutcome]:
+    if config.dry_run and rng.random() < config.dry_run_failure_probability:
         raise InjectedFailure(
-            f"dry run: failure injected with probability {config.dry_run_failure_probability:g} into {patched.fq_name}"
+            f"dry run: failure injected with probability {config.dry_run_failure_probability:g} into {name}"
         )
-    graphs = list(patched.recording.graphs.values())
+    graphs = list(recording.graphs.values())
     target = TuneTarget(
-        name=patched.fq_name,
+        name=name,
         module=module,
-        forward=patched.forward,
+        forward=forward,
         graphs=graphs,
-        samples=patched.recording.samples,
+        samples=recording.samples,
         device=torch.device(config.device) if config.device is not None else module_device(module),
         kind=JIT_REGION_KIND,
     )
@@ -91,18 +92,17 @@ def _run(patched: PatchedModule) -> tuple[dict[str, GraphRunner], RegionOutcome]
     return tune_graphs(target, {spec.graph_id: strategy for spec in graphs}, keep=not config.dry_run)
 
 
-def _failed(patched: PatchedModule, error: Exception) -> TuneOutcome:
+def _failed(name: str, module: nn.Module, config: JitConfig, error: Exception) -> TuneOutcome:
     summary = f"{type(error).__name__}: {error}"
-    log = write_error_log(patched.session.config.cache_dir / patched.fq_name, error)
+    log = write_error_log(config.cache_dir / name, error)
     logger.warning(
         "aitune: JIT tuning of '%s' failed (%s); it runs eager%s",
-        patched.fq_name,
+        name,
         summary,
         f", traceback in {log}" if log else "",
     )
-    module = patched.module
     report = replace(
-        module_entry(patched.fq_name, qualified_type(module), str(module_device(module)), [], JIT_REGION_KIND),
+        module_entry(name, qualified_type(module), str(module_device(module)), [], JIT_REGION_KIND),
         error=summary,
         error_log=str(log) if log else None,
     )
@@ -129,26 +129,6 @@ def write_error_log(folder: Path, error: BaseException) -> Path | None:
 def _no_winner_reason(report: RegionOutcome) -> str:
     tried = [f"{c.backend}: {c.reason}" for graph in report.graphs for c in graph.candidates]
     return "no backend won" + (f" ({'; '.join(tried)})" if tried else "")
-
-
-@contextmanager
-def _originals_restored(patched: list[PatchedModule]) -> Iterator[None]:
-    for each in patched:
-        each.uninstall()
-    try:
-        yield
-    finally:
-        for each in patched:
-            each.install()
-
-
-@contextmanager
-def _tuning(patched: PatchedModule) -> Iterator[None]:
-    patched.session.tuning = patched
-    try:
-        yield
-    finally:
-        patched.session.tuning = None
 
 
 def _hook_keys(module: nn.Module) -> tuple[set[int], set[int]]:

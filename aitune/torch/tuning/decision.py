@@ -2,8 +2,8 @@
 
 Eager and the candidate are timed in turns, so round i of each saw the same machine. The rule works on
 the per-round ratios ``eager_i / candidate_i``: their median is the speedup, and a distribution-free
-interval for that median (order statistics of the ratios, sign-test coverage) says how sure it is.
-No normality is assumed: one preempted round moves one ratio, not the interval's ends.
+interval for that median at the one confidence every stage states
+(`aitune.analysis.statistics.paired_speedup_figure`, 95%) says how sure it is.
 
 A candidate is ``faster`` when the interval's lower end clears ``1 / (1 - margin)``, ``not_faster`` when
 its upper end stays below it, and ``undecided`` otherwise — more rounds, or at the end "no significant
@@ -12,14 +12,11 @@ difference", which keeps eager.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CONFIDENCE = 0.90
-"""Two-sided coverage of the interval: each end is a one-sided 95% bound."""
+from aitune.analysis.statistics import CONFIDENCE, paired_speedup_figure
 
 FASTER, NOT_FASTER, UNDECIDED = "faster", "not_faster", "undecided"
 
@@ -66,28 +63,19 @@ def needed_speedup(margin: float) -> float:
     return 1.0 / (1.0 - margin)
 
 
-def paired_speedup(
-    eager_us: Sequence[float], candidate_us: Sequence[float], confidence: float = CONFIDENCE
-) -> SpeedupInterval | None:
-    """The median of ``eager_i / candidate_i`` with its order-statistic interval; None with too few rounds.
-
-    Rounds with a non-positive time on either side are dropped. The interval is ``[r_(k), r_(n+1-k)]`` of
-    the sorted ratios, with the largest ``k`` whose sign-test tail ``P(Bin(n, ½) < k)`` is at most
-    ``(1 - confidence) / 2``; with fewer rounds than that needs (5 at 90%), there is no interval.
-    """
-    ratios = sorted(e / c for e, c in zip(eager_us, candidate_us, strict=False) if e > 0 and c > 0)
-    k = _order_index(len(ratios), (1.0 - confidence) / 2.0)
-    if k == 0:
+def paired_speedup(eager_us: Sequence[float], candidate_us: Sequence[float]) -> SpeedupInterval | None:
+    """The median of ``eager_i / candidate_i`` with its `CONFIDENCE` interval; None with too few rounds for one
+    (rounds with a non-positive time on either side dropped; 6 rounds are the fewest at 95%)."""
+    figure = paired_speedup_figure(eager_us, candidate_us)
+    if figure is None or not figure.at_confidence:
         return None
-    return SpeedupInterval(statistics.median(ratios), ratios[k - 1], ratios[-k], len(ratios), confidence)
+    return SpeedupInterval(figure.median, figure.low, figure.high, figure.rounds, CONFIDENCE)
 
 
-def decide(
-    eager_us: Sequence[float], candidate_us: Sequence[float], margin: float, confidence: float = CONFIDENCE
-) -> Decision:
+def decide(eager_us: Sequence[float], candidate_us: Sequence[float], margin: float) -> Decision:
     """The verdict on paired timings: ``faster`` only when the interval's lower end exceeds ``1 / (1 - margin)``."""
     needed = needed_speedup(margin)
-    interval = paired_speedup(eager_us, candidate_us, confidence)
+    interval = paired_speedup(eager_us, candidate_us)
     if interval is None:
         return Decision(UNDECIDED, needed, None)
     if interval.low > needed:
@@ -95,14 +83,3 @@ def decide(
     if interval.high < needed:
         return Decision(NOT_FASTER, needed, interval)
     return Decision(UNDECIDED, needed, interval)
-
-
-def _order_index(n: int, tail: float) -> int:
-    """The largest k ≥ 1 with ``P(Bin(n, ½) ≤ k - 1) ≤ tail`` (k ≤ n/2), or 0 when even k = 1 fails."""
-    k, cumulative = 0, 0.0
-    while k < n // 2:
-        cumulative += math.comb(n, k) / 2.0**n
-        if cumulative > tail:
-            break
-        k += 1
-    return k

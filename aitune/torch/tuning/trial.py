@@ -18,10 +18,10 @@ import torch.utils._pytree as pytree
 
 from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
+from aitune.torch.backends.held_memory import HeldMemory, measuring
 from aitune.torch.backends.threads import same_threads
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_calls
 from aitune.torch.tuning.decision import Decision, decide
-from aitune.torch.tuning.held_memory import HeldMemory, measuring
 from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -10,15 +10,14 @@ Every region runs tuned again after each timed run, whatever happened.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from aitune.compare.verification import Verification, VerifyConfig, verify_regions
-from aitune.torch.jit.patched_module import PatchedModule
 from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.inputs import normalize_input
 
@@ -34,11 +33,6 @@ class Switch:
 def aot_switch(wrapper: Module, put_back: Callable[[], None]) -> Switch:
     """An AOT wrapper's switch; ``put_back`` removes it from its parent (``aitune.torch.unwrap``)."""
     return Switch(wrapper.original_forward, put_back)
-
-
-def jit_switch(patched: PatchedModule) -> Switch:
-    """A JIT-tuned module's switch: its forward uninstalled for a while, detached for good."""
-    return Switch(lambda: _uninstalled(patched), patched.detach)
 
 
 def verify_tuned(
@@ -90,15 +84,6 @@ def _timer(
         return times
 
     return run
-
-
-@contextmanager
-def _uninstalled(patched: PatchedModule) -> Iterator[None]:
-    patched.uninstall()
-    try:
-        yield
-    finally:
-        patched.install()
 
 
 def _nothing() -> None:
