@@ -184,6 +184,7 @@ def recipe_lines(result: LoopResult) -> list[str]:
     if not settings or not result.tuned:
         return []
     from aitune.torch.decoder_recipe import RECIPE  # a loop result exists: torch is loaded
+
     shown = ", ".join(f"{key}={value!r}" for key, value in settings.items())
     return [
         f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.{shown}; "

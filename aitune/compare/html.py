@@ -127,4 +127,3 @@ def _cells(change: Change) -> tuple[str, str, str]:
 
 def _pair_text(change: Change) -> str:
     return f"{ms(change.before_us)} → {ms(change.after_us)} ms"
-

@@ -63,9 +63,11 @@ def compare_report(
     slowdowns: Sequence[Slowdown] = (),
     precision: str = "fp32",
     task_gate: TaskJudgment | None = None,
+    ranks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The compare report (`COMPARE_REPORT`): the diff, the end-to-end speedup (before ÷ after) and the gain
-    per tuned region, with the whole model's weighing, the verification and the task gate where they ran."""
+    per tuned region, with the whole model's weighing, the verification and the task gate where they ran, and
+    under torchrun each rank's and the job's figures (``ranks``, `aitune.compare.ranks.rank_figures`)."""
     value, low, high = speedup(diff.run_time)
     return {
         **diff.to_dict(),
@@ -77,6 +79,7 @@ def compare_report(
         "untuned_slowdowns": [asdict(slowdown) for slowdown in slowdowns],
         "precision": precision,
         "task_gate": task_gate.to_dict() if task_gate is not None else None,
+        **({"ranks": dict(ranks)} if ranks is not None else {}),
     }
 
 

@@ -22,17 +22,22 @@ Without a process group of more than one rank, `active` is None and every hook r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
+from aitune.compare.ranks import rank_figures, run_times
 from aitune.errors import TuningError
+from aitune.report.merge import RankProfile, merge_profiles
 from aitune.torch.performance.distributed import RankSession, rank_session
 
-_ACTIVE: list[JobCollective] = []  # the job joined by the innermost `joined` block, if any
+_ACTIVE: list[JobCollective] = []
+_Result = TypeVar("_Result")  # the job joined by the innermost `joined` block, if any
 
 
 class JobCollective:
@@ -102,6 +107,42 @@ def joined() -> Iterator[JobCollective | None]:
             yield _ACTIVE[-1]
         finally:
             _ACTIVE.pop()
+
+
+def together(function: Callable[..., _Result]) -> Callable[..., _Result]:
+    """``function`` run inside `joined`: the tuning entry points (`aitune.torch.optimize`, `aitune.torch.tune`)."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> _Result:
+        with joined():
+            return function(*args, **kwargs)
+
+    return run
+
+
+def world_size() -> int:
+    """How many ranks tune together: 1 outside a job."""
+    job = active()
+    return job.world_size if job is not None else 1
+
+
+def job_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Under torchrun, every rank's capture merged into the job's document (`aitune.report.merge`: each step its
+    slowest rank's, stragglers named), the same on every rank; else ``doc`` itself."""
+    job = active()
+    if job is None:
+        return doc
+    docs = job.gather(doc, "gathering of the captures")
+    return merge_profiles(RankProfile(rank, Path(f"rank{rank}/profile.json"), each) for rank, each in enumerate(docs))
+
+
+def job_figures(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Under torchrun, each rank's median run before and after tuning and the job's (`rank_figures`); else None."""
+    job = active()
+    if job is None:
+        return None
+    runs = job.gather((run_times(before), run_times(after)), "gathering of the run times")
+    return rank_figures([side[0] for side in runs], [side[1] for side in runs])
 
 
 def agreed_refusal(reason: str | None, what: str) -> str | None:
