@@ -43,6 +43,7 @@ def rank_lines(figures: Mapping[str, Any] | None) -> list[str]:
         f"rank {row['rank']}: {ms(row['before_us'])} → {ms(row['after_us'])} ms median run, {factor(row['speedup'])}"
         for row in figures["ranks"]
     ]
+    lines += [f"straggler before tuning: {message}" for message in figures.get("stragglers", [])]
     job = figures["job"]
     lines.append(
         f"the job ({figures['world_size']} ranks, each step as long as its slowest rank; slowest after tuning: rank "

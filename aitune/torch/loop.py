@@ -231,7 +231,7 @@ def optimize(
             tuning = _put_back_whole(tuning, loss)
             after = capture(traces[1], phase("capture after, everything put back", _calls(config)))
             job_after = job_document(after)
-        ranks = job_figures(before, after)
+        ranks = job_figures(before, after, job_before)
     except BaseException:
         tuning.undo()
         raise

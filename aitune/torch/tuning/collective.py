@@ -36,6 +36,7 @@ from aitune.errors import TuningError
 from aitune.report.merge import RankProfile, merge_profiles
 from aitune.torch.performance.distributed import RankSession, rank_session
 
+STRAGGLER = "RANK_STRAGGLER"  # the merge's warning code for a rank slower than the others (`rank_straggler`)
 _ACTIVE: list[JobCollective] = []
 _Result = TypeVar("_Result")  # the job joined by the innermost `joined` block, if any
 
@@ -136,13 +137,17 @@ def job_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return merge_profiles(RankProfile(rank, Path(f"rank{rank}/profile.json"), each) for rank, each in enumerate(docs))
 
 
-def job_figures(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Under torchrun, each rank's median run before and after tuning and the job's (`rank_figures`); else None."""
+def job_figures(
+    before: Mapping[str, Any], after: Mapping[str, Any], job_before: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Under torchrun, each rank's median run before and after tuning, the job's (`rank_figures`) and the
+    stragglers the merged capture before tuning (``job_before``) named; else None."""
     job = active()
     if job is None:
         return None
     runs = job.gather((run_times(before), run_times(after)), "gathering of the run times")
-    return rank_figures([side[0] for side in runs], [side[1] for side in runs])
+    named = [item["message"] for item in job_before.get("warnings", []) if item.get("code") == STRAGGLER]
+    return {**rank_figures([side[0] for side in runs], [side[1] for side in runs]), "stragglers": named}
 
 
 def agreed_refusal(reason: str | None, what: str) -> str | None:
