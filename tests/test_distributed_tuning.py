@@ -60,8 +60,8 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], Pat
     out = tmp_path_factory.mktemp("two")
     written, _, log = tune_job(out, 2, SLOW)
     assert len(written) == 2, log
-    plan = out / "plan.json"
-    plan.write_text(json.dumps(written[0]["plan"]))
+    plan = out / "plan.json"  # its regions left out: they name the app's own backend, which plans cannot
+    plan.write_text(json.dumps({**written[0]["plan"], "regions": []}))
     return written, plan
 
 
@@ -117,12 +117,13 @@ def test_a_rank_whose_gate_rejects_rejects_the_backend_for_all(tmp_path):
 
 
 def test_a_rank_killed_mid_tuning_ends_the_others_within_the_timeout(tmp_path):
-    written, seconds, log = tune_job(tmp_path, 2, {**SLOW, "AITUNE_TEST_KILL_RANK": "1"})
+    written, seconds, _ = tune_job(tmp_path, 2, {**SLOW, "AITUNE_TEST_KILL_RANK": "1"})
 
     assert seconds < TIMEOUT_S + 60  # start-up and imports, then no wait beyond the timeout
-    assert written == [] or all("error" in rank for rank in written)
-    assert "rank 0" in log and ("stopped tuning" in log or "launcher stopped rank 0 (SIGTERM)" in log or written)
-    assert not (tmp_path / "plan.json").exists()
+    # rank 0 ends with one sentence: its collective lost rank 1, or torchrun's SIGTERM stopped it first
+    (survivor,) = written
+    assert survivor["rank"] == 0
+    assert "rank 0 stopped tuning" in survivor["error"] or "launcher stopped rank 0 (SIGTERM)" in survivor["error"]
 
 
 def test_a_plan_replayed_at_another_world_size_is_refused_before_anything(two_ranks):

@@ -50,7 +50,7 @@ class ColumnParallelLinear(nn.Module):
         self.pause_s = float(os.environ.get("AITUNE_TEST_SLOW_MS", "0")) / 1000 if straggle else 0.0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.pause_s and RANK == _rank_of("AITUNE_TEST_SLOW_RANK"):
+        if self.pause_s and _rank_of("AITUNE_TEST_SLOW_RANK") == RANK:
             time.sleep(self.pause_s)
         return functional.linear(x, self.weight, self.bias)
 
@@ -99,9 +99,9 @@ class DirectBackend(Backend):
         return None if isinstance(module, ColumnParallelLinear) else "not a column-parallel shard"
 
     def build(self, context: BuildContext) -> Built:
-        if RANK == _rank_of("AITUNE_TEST_KILL_RANK"):
+        if _rank_of("AITUNE_TEST_KILL_RANK") == RANK:
             os.kill(os.getpid(), signal.SIGKILL)
-        module, wrong = context.module, RANK == _rank_of("AITUNE_TEST_WRONG_RANK")
+        module, wrong = context.module, _rank_of("AITUNE_TEST_WRONG_RANK") == RANK
         return Built(run=lambda x: functional.linear(x, module.weight, module.bias) + (1.0 if wrong else 0.0))
 
 
