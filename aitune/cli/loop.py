@@ -3,14 +3,15 @@
 The folder: ``before/`` and ``after/`` (profile.json, profile.md, trace.json.gz), ``suggestions.json``,
 ``tuning.json``, ``compare.json`` and ``plan.json`` (only the regions the end-to-end verification kept).
 Under torchrun each rank writes its files into ``rank<r>/`` of the folder, except the plan: the job has
-one, the same on every rank, and rank 0 alone writes it, atomically, into the folder itself.
+one, the same on every rank. Rank 0 alone writes the job's folder, the folder itself: the ranks' merged
+captures as ``before/`` and ``after/`` (what `merge` writes), the reports and the plan.
 torch is imported inside the functions, so the other commands never load it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +95,16 @@ def tune_entry_into(
                     on_phase=on_phase,
                     obj_name=entry.root_name,
                 )
-        return result, write_loop(folder, result, traces, plan_folder)
+        files = write_loop(folder, result, traces, None if result.job_sides else plan_folder)
+        if result.job_sides is not None and plan_folder is not None:  # rank 0 lists the job's files
+            files = write_loop(plan_folder, _the_job_s(result), None, plan_folder)
+        return result, files
+
+
+def _the_job_s(result: LoopResult) -> LoopResult:
+    """``result`` with the ranks' merged captures as its sides (their traces stay in the rank folders)."""
+    before, after = ({k: v for k, v in doc.items() if k != "trace_file"} for doc in result.job_sides)
+    return replace(result, before=before, after=after)
 
 
 def loop_files(folder: Path) -> list[Path]:

@@ -129,6 +129,7 @@ class LoopResult:
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
     precision_choices: list[PrecisionChoice] = field(default_factory=list)  # reduced precision: each region's level
     ranks: dict[str, Any] | None = None  # under torchrun: each rank's and the job's figures (`rank_figures`)
+    job_sides: tuple[ProfileDoc, ProfileDoc] | None = None  # under torchrun: the ranks' merged captures, before/after
 
     @property
     def end_to_end(self) -> EndToEnd:
@@ -273,6 +274,7 @@ def optimize(
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, judgment, choices, ranks,
+        (job_before, job_after) if ranks is not None else None,
     )  # fmt: skip
 
 
