@@ -17,18 +17,21 @@ from pathlib import Path
 import pytest
 from cli_helpers import APPS, ROOT
 
+from aitune.compare.loop_report import read_loop_report
 from aitune.compare.ranks import rank_figures, rank_lines
-from aitune.errors import TuningError
+from aitune.errors import ProfileError, TuningError
 from aitune.torch.tuning.plan import check_world_size, load_plan
+from aitune.viewer import overview
+from aitune.viewer.store import ProfileStore
 
 APP = APPS / "tp_tune.py"
+EXAMPLE = ROOT / "examples" / "tensor_parallel_app.py"
 TIMEOUT_S = 20  # AITUNE_DISTRIBUTED_TIMEOUT_S for these jobs: a lost rank must end the others within it
 SLOW = {"AITUNE_TEST_SLOW_RANK": "1", "AITUNE_TEST_SLOW_MS": "20"}  # far beyond a loaded machine's noise
 
 
-def tune_job(out: Path, ranks: int, env: dict[str, str], plan: Path | None = None) -> tuple[list[dict], float, str]:
-    """``torchrun --nproc-per-node ranks tp_tune.py out [plan]``: what each rank wrote (rank order), the wall time
-    and the launcher's output."""
+def torchrun(ranks: int, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``torchrun --nproc-per-node ranks args...`` on a free port, the worktree first on the path, one thread each."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -42,15 +45,15 @@ def tune_job(out: Path, ranks: int, env: dict[str, str], plan: Path | None = Non
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         child_env.pop(name, None)
     launcher = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={ranks}", f"--master-port={port}"]
+    return subprocess.run([*launcher, *args], capture_output=True, text=True, env={**child_env, **env}, timeout=300)
+
+
+def tune_job(out: Path, ranks: int, env: dict[str, str], plan: Path | None = None) -> tuple[list[dict], float, str]:
+    """``torchrun --nproc-per-node ranks tp_tune.py out [plan]``: what each rank wrote (rank order), the wall time
+    and the launcher's output."""
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    done = subprocess.run(
-        [*launcher, str(APP), str(out), *([str(plan)] if plan else [])],
-        capture_output=True,
-        text=True,
-        env={**child_env, **env},
-        timeout=300,
-    )
+    done = torchrun(ranks, [str(APP), str(out), *([str(plan)] if plan else [])], env)
     written = [json.loads(path.read_text()) for path in sorted(out.glob("rank*.json"))]
     return written, time.monotonic() - start, done.stdout + done.stderr
 
@@ -124,6 +127,47 @@ def test_a_rank_killed_mid_tuning_ends_the_others_within_the_timeout(tmp_path):
     (survivor,) = written
     assert survivor["rank"] == 0
     assert "rank 0 stopped tuning" in survivor["error"] or "launcher stopped rank 0 (SIGTERM)" in survivor["error"]
+
+
+def test_tune_on_the_command_line_writes_one_job_folder_that_the_viewer_reads(tmp_path):
+    out = tmp_path / "tp"
+    args = ["-m", "aitune.cli", "tune", f"{EXAMPLE}:infer", "--targets", "blocks.0.up,blocks.1.up"]
+    args += ["--backends", "onnxruntime", "--warmup", "1", "--runs", "5", "--no-trace", "--out", str(out)]
+
+    done = torchrun(2, args, {"AITUNE_EXAMPLE_SLOW_RANK": "1", "AITUNE_EXAMPLE_SLOW_MS": "20"})
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the job (2 ranks, each step as long as its slowest rank" in done.stdout
+    # one plan, rank 0's, in the job's folder; each rank's own files in its folder
+    assert load_plan(out / "plan.json")["distributed"]["world_size"] == 2
+    assert not list(out.glob("rank*/plan.json"))
+    assert all((out / f"rank{rank}" / "after" / "profile.json").is_file() for rank in (0, 1))
+    # the job's before and after are the ranks' merged captures: the viewer's ranks page shows every rank
+    store = ProfileStore(runs_dir=out)
+    assert store.open_names("before/profile.json", "after/profile.json"), store.problem
+    assert store.has_ranks()
+    assert sorted(set(zip(store.rank_table()["side"], store.rank_table()["rank"], strict=True))) == [
+        ("after", 0), ("after", 1), ("before", 0), ("before", 1),
+    ]  # fmt: skip
+    report = store.tune_report()
+    assert report.ranks == json.loads((out / "compare.json").read_text())["ranks"]
+    assert "rank 1: " in overview.tuned_line(report) and "the job (2 ranks" in overview.tuned_line(report)
+
+
+def test_a_compare_report_s_ranks_are_checked_when_read():
+    figures = rank_figures([[10.0], [20.0]], [[5.0], [8.0]])
+    report = {
+        "domain": "cpu",
+        "tuned_regions": [],
+        "speedup": {"value": 2.5, "ci_low": 2.0, "ci_high": 3.0},
+        "captures_speedup": {"value": 2.5, "ci_low": 2.0, "ci_high": 3.0},
+    }
+
+    assert read_loop_report({**report, "ranks": figures}, "compare.json").ranks == {**figures, "stragglers": []}
+    assert read_loop_report(report, "compare.json").ranks is None
+    broken = {**figures, "job": {"before_us": "fast", "after_us": 1.0, "speedup": 1.0}}
+    with pytest.raises(ProfileError, match=r"ranks\.job\.before_us is not a time"):
+        read_loop_report({**report, "ranks": broken}, "compare.json")
 
 
 def test_a_plan_replayed_at_another_world_size_is_refused_before_anything(two_ranks):
