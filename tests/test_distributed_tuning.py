@@ -27,7 +27,7 @@ from aitune.viewer.store import ProfileStore
 APP = APPS / "tp_tune.py"
 EXAMPLE = ROOT / "examples" / "tensor_parallel_app.py"
 TIMEOUT_S = 20  # AITUNE_DISTRIBUTED_TIMEOUT_S for these jobs: a lost rank must end the others within it
-SLOW = {"AITUNE_TEST_SLOW_RANK": "1", "AITUNE_TEST_SLOW_MS": "20"}  # far beyond a loaded machine's noise
+SLOW = {"AITUNE_EXAMPLE_SLOW_RANK": "1", "AITUNE_EXAMPLE_SLOW_MS": "20"}  # far beyond a loaded machine's noise
 
 
 def torchrun(ranks: int, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -35,7 +35,7 @@ def torchrun(ranks: int, args: list[str], env: dict[str, str]) -> subprocess.Com
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    path = os.pathsep.join(filter(None, (str(ROOT), str(APPS), os.environ.get("PYTHONPATH"))))
+    path = os.pathsep.join(filter(None, (str(ROOT), str(APPS), str(EXAMPLE.parent), os.environ.get("PYTHONPATH"))))
     child_env = {
         **os.environ,
         "PYTHONPATH": path,
@@ -134,7 +134,7 @@ def test_tune_on_the_command_line_writes_one_job_folder_that_the_viewer_reads(tm
     args = ["-m", "aitune.cli", "tune", f"{EXAMPLE}:infer", "--targets", "blocks.0.up,blocks.1.up"]
     args += ["--backends", "onnxruntime", "--warmup", "1", "--runs", "5", "--no-trace", "--out", str(out)]
 
-    done = torchrun(2, args, {"AITUNE_EXAMPLE_SLOW_RANK": "1", "AITUNE_EXAMPLE_SLOW_MS": "20"})
+    done = torchrun(2, args, SLOW)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the job (2 ranks, each step as long as its slowest rank" in done.stdout
