@@ -2,13 +2,16 @@
 
 The folder: ``before/`` and ``after/`` (profile.json, profile.md, trace.json.gz), ``suggestions.json``,
 ``tuning.json``, ``compare.json`` and ``plan.json`` (only the regions the end-to-end verification kept).
+Under torchrun each rank writes its files into ``rank<r>/`` of the folder, except the plan: the job has
+one, the same on every rank. Rank 0 alone writes the job's folder, the folder itself: the ranks' merged
+captures as ``before/`` and ``after/`` (what `merge` writes), the reports and the plan.
 torch is imported inside the functions, so the other commands never load it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +19,11 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aitune.cli.outputs import TRACE_NAME, Written, output_folder, profile_files, write_profile
+from aitune.cli.outputs import TRACE_NAME, Written, output_folder, profile_files, rank_folder, write_profile
 from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import slowdown_line, speedup
 from aitune.compare.loop_report import AFTER_FOLDER, BEFORE_FOLDER, REPORT_FILES
+from aitune.compare.ranks import rank_lines
 from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
 from aitune.report.formatting import factor, ms
@@ -70,6 +74,8 @@ def tune_entry_into(
     from aitune.torch.loop import optimize
     from aitune.torch.performance.entry import loaded_entry
 
+    job_folder, folder = folder, rank_folder(folder)
+    plan_folder = job_folder if folder == job_folder or folder.name == "rank0" else None
     traces = (folder / BEFORE_FOLDER / TRACE_NAME, folder / AFTER_FOLDER / TRACE_NAME) if keep_traces else None
     with output_folder(folder, exclusive=True):
         with without_profiler_lines() as stderr, PhaseBars(stderr) as on_phase:
@@ -89,7 +95,16 @@ def tune_entry_into(
                     on_phase=on_phase,
                     obj_name=entry.root_name,
                 )
-        return result, write_loop(folder, result, traces)
+        files = write_loop(folder, result, traces, None if result.job_sides else plan_folder)
+        if result.job_sides is not None and plan_folder is not None:  # rank 0 lists the job's files
+            files = write_loop(plan_folder, _the_job_s(result), None, plan_folder)
+        return result, files
+
+
+def _the_job_s(result: LoopResult) -> LoopResult:
+    """``result`` with the ranks' merged captures as its sides (their traces stay in the rank folders)."""
+    before, after = ({k: v for k, v in doc.items() if k != "trace_file"} for doc in result.job_sides)
+    return replace(result, before=before, after=after)
 
 
 def loop_files(folder: Path) -> list[Path]:
@@ -100,8 +115,11 @@ def loop_files(folder: Path) -> list[Path]:
     ]
 
 
-def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | None) -> LoopFiles:
-    """Both profiles and the four reports of ``result`` into ``folder``."""
+def write_loop(
+    folder: Path, result: LoopResult, traces: tuple[Path, Path] | None, plan_folder: Path | None
+) -> LoopFiles:
+    """Both profiles and the reports of ``result`` into ``folder``, the plan into ``plan_folder`` (None: not
+    written, as on a rank other than 0 under torchrun)."""
     before = write_profile(folder / BEFORE_FOLDER, result.before, trace=traces[0] if traces else None)
     after = write_profile(folder / AFTER_FOLDER, result.after, trace=traces[1] if traces else None)
     contents = {
@@ -110,10 +128,11 @@ def write_loop(folder: Path, result: LoopResult, traces: tuple[Path, Path] | Non
         "compare.json": result.comparison(),
         "plan.json": result.plan,
     }
+    places = {name: folder for name in REPORT_FILES} | {"plan.json": plan_folder}
     reports = {}
     for name in REPORT_FILES:
-        if contents[name] is not None:
-            reports[name] = write_atomic(folder / name, dumps(contents[name]))
+        if contents[name] is not None and places[name] is not None:
+            reports[name] = write_atomic(places[name] / name, dumps(contents[name]))
     return LoopFiles(folder, before, after, reports)
 
 
@@ -168,7 +187,8 @@ def loop_view(result: LoopResult) -> Group:
             *(factor(value) for value in gain.realised_shown),  # an untouched region's change is noise
             terminal_text(gain.note),
         )
-    lines = [*verification_lines(result), *end_to_end_lines(result), *precision_lines(result), *recipe_lines(result)]
+    lines = [*verification_lines(result), *end_to_end_lines(result), *rank_lines(result.ranks)]
+    lines += [*precision_lines(result), *recipe_lines(result)]
     if result.whole_model is not None:
         verdict = "tuned first" if result.whole_model.chosen else "not tuned"
         lines.insert(0, f"whole model {verdict}: {result.whole_model.reason}")

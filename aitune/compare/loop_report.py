@@ -21,6 +21,7 @@ from aitune.compare.diff import ProfileDiff
 from aitune.compare.end_to_end import EndToEnd, end_to_end, read_end_to_end
 from aitune.compare.gains import RegionGain, Slowdown, WholeModel, speedup
 from aitune.compare.quality import TaskJudgment
+from aitune.compare.ranks import read_rank_figures
 from aitune.compare.verification import RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
@@ -47,6 +48,7 @@ class LoopReport:
     captures: tuple[float | None, float | None, float | None]  # the captures' speedup and interval
     regions: list[RegionGain]
     task_gate: TaskJudgment | None = None  # the task gate's verdict at a reduced precision; None: none ran
+    ranks: dict[str, Any] | None = None  # under torchrun: each rank's and the job's figures (`rank_figures`)
 
     def gate_verdict(self, path: str) -> str | None:
         """The task gate's verdict on the region at ``path`` (`TaskJudgment.verdict`), None where it judged none."""
@@ -63,9 +65,11 @@ def compare_report(
     slowdowns: Sequence[Slowdown] = (),
     precision: str = "fp32",
     task_gate: TaskJudgment | None = None,
+    ranks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The compare report (`COMPARE_REPORT`): the diff, the end-to-end speedup (before ÷ after) and the gain
-    per tuned region, with the whole model's weighing, the verification and the task gate where they ran."""
+    per tuned region, with the whole model's weighing, the verification and the task gate where they ran, and
+    under torchrun each rank's and the job's figures (``ranks``, `aitune.compare.ranks.rank_figures`)."""
     value, low, high = speedup(diff.run_time)
     return {
         **diff.to_dict(),
@@ -77,6 +81,7 @@ def compare_report(
         "untuned_slowdowns": [asdict(slowdown) for slowdown in slowdowns],
         "precision": precision,
         "task_gate": task_gate.to_dict() if task_gate is not None else None,
+        **({"ranks": dict(ranks)} if ranks is not None else {}),
     }
 
 
@@ -106,7 +111,11 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
     judgment = TaskJudgment.from_dict(gate) if gate is not None else None
     if gate is not None and judgment is None:
         raise _bad(name, f"task_gate {_quoted(gate)} is not a task gate verdict (precision, metric, minimum, value)")
-    return LoopReport(raw["domain"], figure, (value, low, high), regions, judgment)
+    try:
+        ranks = read_rank_figures(raw["ranks"]) if raw.get("ranks") is not None else None
+    except ValueError as problem:
+        raise _bad(name, str(problem)) from None
+    return LoopReport(raw["domain"], figure, (value, low, high), regions, judgment, ranks)
 
 
 @dataclass(frozen=True)

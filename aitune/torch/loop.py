@@ -73,9 +73,18 @@ from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.calibrate import calibrate
+from aitune.torch.tuning.collective import agreed_refusal, job_document, job_figures, together, world_size
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
-from aitune.torch.tuning.plan import TunedRegion, apply_plan, check_fits, load_plan, make_plan, replayed_plan
+from aitune.torch.tuning.plan import (
+    TunedRegion,
+    apply_plan,
+    check_fits,
+    check_world_size,
+    load_plan,
+    make_plan,
+    replayed_plan,
+)
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
@@ -124,6 +133,8 @@ class LoopResult:
     precision: str = "fp32"
     task_gate: TaskJudgment | None = None  # the task gate's verdict on the reduced-precision regions; None: none ran
     precision_choices: list[PrecisionChoice] = field(default_factory=list)  # reduced precision: each region's level
+    ranks: dict[str, Any] | None = None  # under torchrun: each rank's and the job's figures (`rank_figures`)
+    job_sides: tuple[ProfileDoc, ProfileDoc] | None = None  # under torchrun: the ranks' merged captures, before/after
 
     @property
     def end_to_end(self) -> EndToEnd:
@@ -141,6 +152,7 @@ class LoopResult:
             slowdowns=self.slowdowns,
             precision=self.precision,
             task_gate=self.task_gate,
+            ranks=self.ranks,
         )
 
     def restore(self) -> None:
@@ -149,6 +161,7 @@ class LoopResult:
         self.undo, self.tuned = (lambda: None), []
 
 
+@together  # under torchrun: one decision for the job (`aitune.torch.tuning.collective`)
 def optimize(
     obj: Any,
     input_data: Any = None,
@@ -169,7 +182,9 @@ def optimize(
     wrappers stay in ``obj`` (call ``result.restore()`` to take them out); ``trace_files`` keeps
     the before and after Chrome traces; ``obj_name`` names ``obj`` in them as ``profile`` does.
     Whatever was tuned (searched or from the plan) is verified end to end first, and what does not
-    make the run faster beyond noise is put back; ``deadline`` (a `time.monotonic` value) cuts the
+    make the run faster beyond noise is put back. Under torchrun every rank calls it at the same point:
+    suggest reads the ranks' merged capture, each decision is the job's (its slowest rank's), every rank
+    ends with the same regions tuned, and the diff is the job's; ``deadline`` (a `time.monotonic` value) cuts the
     verification's extra rounds short. At a reduced precision, the task gate judges the output on
     ``input`` and on each of ``eval_inputs`` (each in the same form as ``input``).
 
@@ -212,6 +227,7 @@ def _optimize(
     checked = None
     if plan is not None:  # a bad plan, or one that does not fit obj, is refused before anything runs
         checked = load_plan(plan)
+        check_world_size(checked, world_size())
         check_fits(obj, checked)
     precision = _precision(obj, config, checked)
     verify = functools.partial(
@@ -231,18 +247,22 @@ def _optimize(
     _refuse_training_mode(before)
     if calibration is not None:
         before.setdefault("environment", {})["gain_calibration"] = calibration.to_dict()
+    job_before = job_document(before)  # under torchrun, the ranks' captures merged: every rank reads the same
     rss_before = process_rss_bytes()
     if checked is not None:
         phase("apply plan", None)
         suggestions, whole, tuning = None, None, verify(_applied(obj, checked))
     else:
-        suggestions, whole, tuning = _search(obj, function, input_data, before, config, phase, verify)
+        suggestions, whole, tuning = _search(obj, function, input_data, job_before, config, phase, verify)
     memory = process_memory(rss_before, process_rss_bytes())  # what tuning left in the process, measured
     try:
         after = capture(traces[1], phase("capture after", _calls(config)))
-        if config.verification is not None and (loss := _captured_loss(before, after, tuning)) is not None:
+        job_after = job_document(after)
+        if config.verification is not None and (loss := _captured_loss(job_before, job_after, tuning)) is not None:
             tuning = _put_back_whole(tuning, loss)
             after = capture(traces[1], phase("capture after, everything put back", _calls(config)))
+            job_after = job_document(after)
+        ranks = job_figures(before, after, job_before)
     except BaseException:
         tuning.undo()
         raise
@@ -252,11 +272,13 @@ def _optimize(
         tolerance = config.tolerance.to_dict()
         saved = make_plan(
             qualified_type(obj), tuning.tuned, tolerance, precision=precision, task_gate=judgment,
-            process_memory=memory, generation=tuning.generation if tuning.tuned else None,
+            process_memory=memory, generation=tuning.generation if tuning.tuned else None, distributed=ranks,
         )  # fmt: skip
     else:
-        saved = replayed_plan(qualified_type(obj), tuning.tuned, checked, task_gate=judgment, process_memory=memory)
-    diff = compare_profiles(before, after)
+        saved = replayed_plan(
+            qualified_type(obj), tuning.tuned, checked, task_gate=judgment, process_memory=memory, distributed=ranks
+        )
+    diff = compare_profiles(job_before, job_after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
     forecasts = suggestions.forecasts() if suggestions is not None else {}
@@ -276,11 +298,13 @@ def _optimize(
                 "weight_memory": weight_memory(tuning.tuned),
                 # resident bytes before and after tuning, measured
                 **({"process_memory": memory} if memory is not None else {}),
+                **({"ranks": ranks} if ranks is not None else {}),
             },
         )
     return LoopResult(
         before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
-        verification, slowdowns, precision, judgment, choices,
+        verification, slowdowns, precision, judgment, choices, ranks,
+        (job_before, job_after) if ranks is not None else None,
     )  # fmt: skip
 
 
@@ -474,7 +498,8 @@ def _judged(
         tuning.undo()
         raise
     tick()
-    kept = set(judgment.regions) if judgment.passed else set()
+    refused = agreed_refusal(None if judgment.passed else judgment.line(), "task gate")  # any rank's refuses for all
+    kept = set(judgment.regions) if refused is None else set()
     dropped = [path for path in reduced if path not in kept]
     refusals = {path: f"{tuning.outcomes[path][0]} put back by the {judgment.line()}" for path in dropped}
     outcomes = {

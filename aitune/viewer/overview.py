@@ -10,6 +10,7 @@ from aitune.compare import Change, ProfileDiff
 from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import speedup
 from aitune.compare.loop_report import LoopReport
+from aitune.compare.ranks import rank_lines
 from aitune.report.formatting import MISSING, factor, ms, ms_spread, percent
 from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import tables
@@ -133,6 +134,7 @@ def tuned_line(report: LoopReport) -> str:
         [
             f"Tuned by aitune-profile tune: end to end {report.end_to_end.shown()} ({report.domain}, 95% CI);",
             f"the two captures: {factor(*report.captures)}{f'; {differ}' if differ else ''}.",
+            *(line.rstrip(".") + "." for line in rank_lines(report.ranks)),  # under torchrun: ranks, then the job
             "Per tuned region, the gain suggest predicted and the gain measured (realised: verified in alternating "
             "rounds; region: its own speedup in the captures).",
         ]

@@ -129,8 +129,9 @@ class RankSession:
     the rank that failed first.
     """
 
-    def __init__(self, timeout: float | None = None) -> None:
+    def __init__(self, timeout: float | None = None, activity: str = "capture") -> None:
         self.timeout = timedelta(seconds=timeout if timeout is not None else timeout_s())
+        self.activity = activity  # what a failure stops, in its sentence: "capture" or "tuning"
         self.owns_group = False
         self.info: dict[str, Any] = {}
         self._group: Any = None
@@ -198,6 +199,11 @@ class RankSession:
     def rank(self) -> int:
         return self.info["rank"]
 
+    @property
+    def group(self) -> Any:
+        """aitune's own gloo group of the job, every collective on it bounded by ``timeout``."""
+        return self._group
+
     def barrier(self, before: str) -> float:
         """Wait until every rank is here; the wait in µs. ``before`` names what follows, for the error."""
         start = time.perf_counter_ns()
@@ -228,7 +234,9 @@ class RankSession:
         other = self._other_note()
         if other is not None:
             failed, note = other
-            raise CaptureError(f"rank {failed} failed ({note}); rank {self.rank} stopped its capture too.") from None
+            raise CaptureError(
+                f"rank {failed} failed ({note}); rank {self.rank} stopped its {self.activity} too."
+            ) from None
         if self._peer_failed or isinstance(error, LauncherStopped):  # their sentences already say what happened
             return
         lost = _peer_lost(error)
@@ -272,17 +280,17 @@ class RankSession:
 
 
 @contextmanager
-def rank_session() -> Iterator[RankSession | None]:
-    """A `RankSession` when this capture is distributed, else None; SIGTERM ends the block as an error."""
+def rank_session(activity: str = "capture") -> Iterator[RankSession | None]:
+    """A `RankSession` when this capture (or tuning) is distributed, else None; SIGTERM ends the block as an error."""
     if not is_distributed():
         yield None
         return
-    with stopped_by_sigterm(), RankSession() as session:
+    with stopped_by_sigterm(activity), RankSession(activity=activity) as session:
         yield session
 
 
 @contextmanager
-def stopped_by_sigterm() -> Iterator[None]:
+def stopped_by_sigterm(activity: str = "capture") -> Iterator[None]:
     """SIGTERM raises `LauncherStopped` in the block (main thread only), so every ``finally`` and restore runs;
     it leaves the block as one sentence (`CaptureError`)."""
     if threading.current_thread() is not threading.main_thread():
@@ -299,7 +307,7 @@ def stopped_by_sigterm() -> Iterator[None]:
         launched = launched_rank()
         which = f"rank {launched.rank}" if launched is not None else "this process"
         raise CaptureError(
-            f"the launcher stopped {which} (SIGTERM) before its capture finished; "
+            f"the launcher stopped {which} (SIGTERM) before its {activity} finished; "
             "another rank failed first: see that rank's error."
         ) from None
     finally:

@@ -14,10 +14,12 @@ from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
+from aitune.torch.tuning.collective import together
 from aitune.torch.tuning.report import save_tuning_report, tuning_report
 from aitune.torch.tuning.strategies import TuneStrategy
 
 
+@together  # under torchrun: one decision for the job (`aitune.torch.tuning.collective`)
 def tune(
     inference_function: Callable[..., Any],
     dataset: Iterable[Any],

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from aitune.torch.tuning.collective import job_round
+
 
 @dataclass(frozen=True)
 class MeasureConfig:
@@ -34,6 +36,7 @@ class Latency:
     cv: float
     repeats: int
     times_us: tuple[float, ...] = ()
+    rank_medians_us: tuple[float, ...] = ()  # under torchrun: each rank's own median; the figures above are the job's
 
 
 def measure(call: Callable[[], object], config: MeasureConfig, device: torch.device) -> Latency:
@@ -54,11 +57,14 @@ def measure_interleaved(
     """Time several calls taking turns, so that machine drift hits each alike; one `Latency` per call.
 
     Stops once ``settled`` says so (default: every call's CV is at most ``target_cv``) after
-    ``min_repeats`` rounds, or at the time cap or ``max_repeats`` rounds.
+    ``min_repeats`` rounds, or at the time cap or ``max_repeats`` rounds. Under torchrun each round is the
+    job's (`aitune.torch.tuning.collective.job_round`): every rank goes on with the slowest rank's times,
+    so the ranks stop after the same round with the same figures.
     """
     settled = settled or (lambda times: all(cv(series) <= config.target_cv for series in times))
     synchronize = torch.cuda.synchronize if device.type == "cuda" else _nothing
     times: list[list[float]] = [[] for _ in calls]
+    ranks: list[list[list[float]]] = []  # under torchrun, each round's rows by rank
     with torch.no_grad():
         for call in calls:
             for _ in range(config.warmup):
@@ -66,17 +72,36 @@ def measure_interleaved(
         synchronize()
         deadline = time.perf_counter() + config.max_seconds
         for round_index in range(1, config.max_repeats + 1):
-            for call, series in zip(calls, times, strict=True):
+            row = []
+            for call in calls:
                 start = time.perf_counter()
                 call()
                 synchronize()
-                series.append((time.perf_counter() - start) * 1e6)
-            if round_index >= config.min_repeats and (settled(times) or time.perf_counter() > deadline):
+                row.append((time.perf_counter() - start) * 1e6)
+            row, past, rows = job_round(row, time.perf_counter() > deadline)
+            for series, value in zip(times, row, strict=True):
+                series.append(value)
+            if rows is not None:
+                ranks.append(rows)
+            if round_index >= config.min_repeats and (settled(times) or past):
                 break
     return [
-        Latency(median_us=statistics.median(series), cv=cv(series), repeats=len(series), times_us=tuple(series))
-        for series in times
+        Latency(
+            median_us=statistics.median(series),
+            cv=cv(series),
+            repeats=len(series),
+            times_us=tuple(series),
+            rank_medians_us=_rank_medians(ranks, index),
+        )
+        for index, series in enumerate(times)
     ]
+
+
+def _rank_medians(rounds: list[list[list[float]]], call: int) -> tuple[float, ...]:
+    """Each rank's median time of ``call`` over the ``rounds`` (rows by rank); empty when there are none."""
+    if not rounds:
+        return ()
+    return tuple(statistics.median(rows[rank][call] for rows in rounds) for rank in range(len(rounds[0])))
 
 
 def cv(times: list[float]) -> float:

@@ -122,13 +122,15 @@ def make_plan(
     task_gate: TaskJudgment | None = None,
     process_memory: Mapping[str, Any] | None = None,
     generation: Mapping[str, str] | None = None,
+    distributed: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of the ``tuned`` regions; a region whose every graph kept eager is left out. ``precision`` is the
     level tuned at, ``task_gate`` the verdict that admitted its reduced-precision regions (the figure kept),
     ``generation`` the ``generate`` settings the regions were tuned under (`aitune.torch.decoder_recipe`).
 
     Each region's ``held_memory`` is what its winning backends were measured to hold beside its module
-    (`region_held_memory`); ``process_memory`` the process's resident bytes before and after tuning.
+    (`region_held_memory`); ``process_memory`` the process's resident bytes before and after tuning;
+    ``distributed`` the job's world size and per-rank figures under torchrun (`aitune.compare.ranks.rank_figures`).
     """
     regions = [
         {
@@ -157,6 +159,7 @@ def make_plan(
         # The gain model's calibration belongs to profiles (suggest reads it there), not to a plan.
         "environment": environment(),
         **({"process_memory": dict(process_memory)} if process_memory else {}),
+        **({"distributed": dict(distributed)} if distributed else {}),
         "regions": regions,
     }
 
@@ -201,6 +204,7 @@ def normalised(plan: Mapping[str, Any]) -> dict[str, Any]:
         **({"generation": dict(plan["generation"])} if plan.get("generation") else {}),
         "environment": dict(plan.get("environment", {})),
         **({"process_memory": dict(plan["process_memory"])} if "process_memory" in plan else {}),
+        **({"distributed": dict(plan["distributed"])} if "distributed" in plan else {}),
         "regions": [_normalised_region(region) for region in plan["regions"]],
     }
 
@@ -212,6 +216,7 @@ def replayed_plan(
     *,
     task_gate: TaskJudgment | None = None,
     process_memory: Mapping[str, Any] | None = None,
+    distributed: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of a run that applied the checked plan ``applied``: made from the wrappers now in place
     (never a copy of the file), with the tolerance, precision and speedups ``applied`` gave, the task
@@ -224,6 +229,7 @@ def replayed_plan(
         task_gate=task_gate,
         process_memory=process_memory,
         generation=applied.get("generation") if tuned else None,
+        distributed=distributed,
     )
     claimed = {region["path"]: region.get("speedup_vs_eager") for region in applied["regions"]}
     for region in made["regions"]:
@@ -505,6 +511,23 @@ def check_fits(obj: Any, plan: Mapping[str, Any]) -> None:
     unwrapped module of the type the plan was made on."""
     for entry in plan["regions"]:
         _check_matches(obj, entry["path"], entry)
+
+
+def check_world_size(plan: Mapping[str, Any], world_size: int) -> None:
+    """`TuningError` unless the checked ``plan`` was tuned for a job of ``world_size`` ranks (1: one process).
+
+    Each rank's shard was timed and gated as it is at that size: at another, the shards differ.
+    """
+    made = plan.get("distributed", {}).get("world_size", 1)
+    if made != world_size:
+        raise TuningError(
+            f"the plan was tuned for {_processes(made)} but this job runs {_processes(world_size)}; replay it under "
+            f"the world size it was tuned for, or tune again at this one."
+        )
+
+
+def _processes(world_size: int) -> str:
+    return "one process" if world_size == 1 else f"{world_size} ranks"
 
 
 def environment_differences(made: Mapping[str, Any], here: Mapping[str, Any]) -> list[str]:

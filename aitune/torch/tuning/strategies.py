@@ -15,6 +15,7 @@ from aitune.compare.quality import check_precision
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, Backend, precision_backends
 from aitune.torch.tuning.budget import TimeBudget
+from aitune.torch.tuning.collective import agreed_refusal
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.decision import FASTER, NOT_FASTER, Decision
 from aitune.torch.tuning.measure import MeasureConfig
@@ -70,8 +71,8 @@ class TuneStrategy(ABC):
     def _try(self, trial: Trial, backend: Backend, margin: float | None = None) -> Candidate:
         """Evaluate ``backend`` unless it is not offered or does not fit the budget (then skipped, with why)."""
         reason = trial.not_offered(backend)
-        if reason is None and self.budget is not None:
-            reason = self.budget.why_not(trial.region, backend.name)
+        if reason is None and self.budget is not None:  # each rank reads its own clock: under torchrun they agree
+            reason = agreed_refusal(self.budget.why_not(trial.region, backend.name), f"time budget of {backend.name}")
         if reason is not None:
             return trial.skip(backend, reason)
         if self.budget is None:

@@ -20,6 +20,7 @@ from aitune.errors import is_out_of_disk
 from aitune.torch.backends import Backend, BuildContext, Built
 from aitune.torch.backends.held_memory import HeldMemory, measuring
 from aitune.torch.backends.threads import same_threads
+from aitune.torch.tuning.collective import agreed_refusal
 from aitune.torch.tuning.correctness import Agreement, Tolerance, check_calls
 from aitune.torch.tuning.decision import Decision, decide
 from aitune.torch.tuning.measure import Latency, MeasureConfig, Settled, measure_interleaved
@@ -132,16 +133,20 @@ class Trial:
             _raise_if_out_of_disk(error, candidate)
             candidate.build_s = time.perf_counter() - start
             candidate.reject(f"build failed: {_describe(error)}")
-            return candidate
-        candidate.build_s = time.perf_counter() - start
-        candidate.build_details = candidate.built.details
-        candidate.held = candidate.built.held or held  # the backend's narrower measure when it made one
-        self._check_and_time(candidate)
+        else:
+            candidate.build_s = time.perf_counter() - start
+            candidate.build_details = candidate.built.details
+            candidate.held = candidate.built.held or held  # the backend's narrower measure when it made one
+            self._check(candidate)
+        self._agree(candidate)
+        if candidate.passed and self.timed:
+            self._time(candidate)
         if margin is not None and candidate.latency is not None and candidate.eager is not None:
             candidate.decision = decide(candidate.eager.times_us, candidate.latency.times_us, margin)
         return candidate
 
-    def _check_and_time(self, candidate: Candidate) -> None:
+    def _check(self, candidate: Candidate) -> None:
+        """Run the candidate on every sample and gate its outputs; a failure or disagreement rejects it."""
         run = candidate.built.run
         try:
             with torch.no_grad():
@@ -156,13 +161,21 @@ class Trial:
         del outputs
         if not candidate.agreement.passed:
             candidate.reject(f"outside tolerance: {candidate.agreement.problem}")
-        elif self.timed:
-            try:
-                candidate.eager, candidate.latency = self._measure(self.context.forward, run)
-                self._eager = self._eager or candidate.eager
-            except Exception as error:  # a failure while timed rejects the candidate like any run failure
-                _raise_if_out_of_disk(error, candidate)
-                candidate.reject(f"run failed while timed: {_describe(error)}")
+
+    def _agree(self, candidate: Candidate) -> None:
+        """Under torchrun, a candidate any rank's gate rejected is rejected on every rank, with that rank's reason."""
+        reason = None if candidate.passed else candidate.reason
+        agreed = agreed_refusal(reason, f"correctness gate of {candidate.backend.name} for '{self.region}'")
+        if agreed is not None and agreed != reason:
+            candidate.reject(agreed)
+
+    def _time(self, candidate: Candidate) -> None:
+        try:
+            candidate.eager, candidate.latency = self._measure(self.context.forward, candidate.built.run)
+            self._eager = self._eager or candidate.eager
+        except Exception as error:  # a failure while timed rejects the candidate like any run failure
+            _raise_if_out_of_disk(error, candidate)
+            candidate.reject(f"run failed while timed: {_describe(error)}")
 
     def _measure(self, *runs: Any) -> list[Latency]:
         """Each of ``runs`` timed over the timed samples, taking turns."""

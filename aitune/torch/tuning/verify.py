@@ -20,6 +20,7 @@ import torch
 from aitune.compare.verification import Verification, VerifyConfig, verify_regions
 from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.inputs import normalize_input
+from aitune.torch.tuning.collective import job_clock, job_measure
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ def verify_tuned(
     called after every timed run (a progress bar).
     """
     calls = config.cycle if config is not None else 1
-    verification = verify_regions(list(switches), _timer(function, input_data, switches, tick, calls), config, deadline)
+    # Under torchrun every rank goes on with the slowest rank's times, so all keep and put back the same regions.
+    measure = job_measure(_timer(function, input_data, switches, tick, calls))
+    verification = verify_regions(list(switches), measure, config, deadline, job_clock(time.monotonic, deadline))
     for path in verification.put_back:
         switches[path].put_back()
     return verification

@@ -1,0 +1,109 @@
+"""Before and after tuning, per rank and for the job (no torch): what a tuning under torchrun reports.
+
+Run *i* is the same step on every rank (the capture's barrier aligns them), and a step ends when its
+slowest rank ends: the job's time of step *i* is the largest of the ranks' run *i* times, and the job's
+figure is the median of those, before ÷ after. Each rank's own figure is the median of its own runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aitune.report.formatting import factor, ms
+
+
+def run_times(doc: Mapping[str, Any]) -> list[float]:
+    """The host time of each measured run of a profile document, in µs."""
+    return [float(run["timing"]["cpu_time_us"]) for run in doc.get("runs", [])]
+
+
+def rank_figures(before: Sequence[Sequence[float]], after: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Per rank (by index) and for the job: the median run before and after tuning and the speedup.
+
+    >>> figures = rank_figures([[10.0, 12.0], [20.0, 22.0]], [[5.0, 6.0], [10.0, 12.0]])
+    >>> figures["job"], figures["slowest_rank"]
+    ({'before_us': 21.0, 'after_us': 11.0, 'speedup': 1.9091}, 1)
+    """
+    ranks = [
+        {"rank": rank, **_figure(statistics.median(times_before), statistics.median(times_after))}
+        for rank, (times_before, times_after) in enumerate(zip(before, after, strict=True))
+    ]
+    job = _figure(statistics.median(_steps(before)), statistics.median(_steps(after)))
+    slowest = max(ranks, key=lambda row: row["after_us"])["rank"]
+    return {"world_size": len(ranks), "ranks": ranks, "job": job, "slowest_rank": slowest}
+
+
+def read_rank_figures(raw: Any) -> dict[str, Any]:
+    """``raw`` (a report's ``ranks``, read from a file) as `rank_figures` writes it, rebuilt from the known keys;
+    ValueError naming the first field that is not."""
+    if not isinstance(raw, dict):
+        raise ValueError("ranks is not an object")
+    rows = raw.get("ranks")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("ranks.ranks is not a list of ranks")
+    figures = {
+        "world_size": _count(raw.get("world_size"), "ranks.world_size"),
+        "ranks": [
+            {"rank": _count(row.get("rank"), f"{where}.rank"), **_read_figure(row, where)}
+            for index, row in enumerate(_objects(rows, "ranks.ranks"))
+            for where in [f"ranks.ranks[{index}]"]
+        ],
+        "job": _read_figure(raw.get("job"), "ranks.job"),
+        "slowest_rank": _count(raw.get("slowest_rank"), "ranks.slowest_rank"),
+    }
+    stragglers = raw.get("stragglers", [])
+    if not isinstance(stragglers, list) or not all(isinstance(text, str) for text in stragglers):
+        raise ValueError("ranks.stragglers is not a list of sentences")
+    return {**figures, "stragglers": list(stragglers)}
+
+
+def rank_lines(figures: Mapping[str, Any] | None) -> list[str]:
+    """The terminal's lines: each rank's median run before → after, then the job's (its slowest rank's) figure."""
+    if not figures:
+        return []
+    lines = [
+        f"rank {row['rank']}: {ms(row['before_us'])} → {ms(row['after_us'])} ms median run, {factor(row['speedup'])}"
+        for row in figures["ranks"]
+    ]
+    lines += [f"straggler before tuning: {message}" for message in figures.get("stragglers", [])]
+    job = figures["job"]
+    lines.append(
+        f"the job ({figures['world_size']} ranks, each step as long as its slowest rank; slowest after tuning: rank "
+        f"{figures['slowest_rank']}): {ms(job['before_us'])} → {ms(job['after_us'])} ms, {factor(job['speedup'])}"
+    )
+    return lines
+
+
+def _objects(items: list[Any], where: str) -> list[dict[str, Any]]:
+    if not all(isinstance(item, dict) for item in items):
+        raise ValueError(f"{where} holds something other than objects")
+    return items
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where} is not a whole number of at least 0")
+    return value
+
+
+def _read_figure(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} is not an object")
+    for key in ("before_us", "after_us", "speedup"):
+        value = raw.get(key)
+        allowed = value is None and key == "speedup"
+        if not allowed and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e15):
+            raise ValueError(f"{where}.{key} is not a time (µs) or ratio of at least 0")
+    return {key: raw.get(key) for key in ("before_us", "after_us", "speedup")}
+
+
+def _steps(ranks: Sequence[Sequence[float]]) -> list[float]:
+    """Each step's time for the job: its slowest rank's (every rank has the same runs)."""
+    return [max(step) for step in zip(*ranks, strict=True)]
+
+
+def _figure(before_us: float, after_us: float) -> dict[str, Any]:
+    speedup = round(before_us / after_us, 4) if after_us > 0 else None
+    return {"before_us": round(before_us, 3), "after_us": round(after_us, 3), "speedup": speedup}
