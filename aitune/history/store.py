@@ -282,6 +282,15 @@ class HistoryStore:
             for run, row in sorted(zip(stored, rows, strict=True), key=lambda pair: pair[0].id):
                 yield run, unpacked(row["document"], f"{self.where} run {row['id']}")
 
+    def document(self, run_id: int) -> bytes | None:
+        """The stored profile of one run as stored (gzipped: its reader unpacks it within its own bounds); None
+        when no such run is stored."""
+        with self.reading() as connection:
+            found = connection.execute(select(schema.runs.c.document).where(schema.runs.c.id == run_id)).scalar()
+            if found is not None and not isinstance(found, bytes):
+                raise TypeError(f"run {run_id}'s profile is not bytes")
+        return found
+
     def count(self) -> int:
         with self.reading() as connection:
             return int(connection.execute(select(func.count()).select_from(schema.runs)).scalar_one())
