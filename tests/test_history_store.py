@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from documents import pipeline_doc
-from run_locks import HEAVY_HISTORY_TESTS, one_at_a_time
 from sqlalchemy import inspect
 
 from aitune.errors import HistoryError
@@ -92,18 +91,17 @@ with open_store(sys.argv[1]) as store:
 """
 
 
-def test_two_processes_adding_200_runs_each_lose_none(url, tmp_path, tmp_path_factory):
+def test_two_processes_adding_200_runs_each_lose_none(url, tmp_path):
     profile = save(doc(), tmp_path / "profile.json")
     with open_store(url):
         pass  # created once here: the race under test is between writers, not creators
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
 
-    with one_at_a_time(tmp_path_factory, HEAVY_HISTORY_TESTS):
-        writers = [
-            subprocess.Popen([sys.executable, "-c", WRITER, url, str(profile), name], env=env, stderr=subprocess.PIPE)
-            for name in ("first", "second")
-        ]
-        errors = [writer.communicate(timeout=600)[1].decode() for writer in writers]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, url, str(profile), name], env=env, stderr=subprocess.PIPE)
+        for name in ("first", "second")
+    ]
+    errors = [writer.communicate(timeout=600)[1].decode() for writer in writers]
 
     assert [writer.returncode for writer in writers] == [0, 0], errors
     with open_store(url) as store:
