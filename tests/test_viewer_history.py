@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import invoke_cli
 from documents import HOSTILE
-from viewer_server import CHROMIUM, PAGE_TIMEOUT_MS, open_page, page_text, serve_viewer, warm_up
+from viewer_server import CHROMIUM, expecting, open_page, page_text, serve_viewer, warm_up
 
 from aitune import compare
 from aitune.history.database import open_store
@@ -49,13 +49,6 @@ def server(runs_dir, browser):
     with serve_viewer(runs_dir) as url:
         warm_up(browser, f"{url}?before=plain.profile.json")
         yield url
-
-
-def _expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    return expect
 
 
 _TREND_POINTS = """() => {
@@ -115,7 +108,7 @@ def test_two_points_clicked_open_their_runs_as_the_pair(server, browser, runs_di
         page.evaluate(_CLICK, 2)
         page.evaluate(_CLICK, 1)  # the order clicked does not matter: the older run is before
 
-        expect = _expect()
+        expect = expecting()
         expect(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 1 vs {HISTORY} run 2")
         diff = compare.compare_profiles(load(BEFORE), load(AFTER), domain="cpu")
         expect(page.locator(".overview-before")).to_have_text(overview.format_ms(diff.run_time.before_us))
@@ -130,18 +123,18 @@ def test_two_runs_picked_open_as_the_pair(server, browser):
         page.locator(".history-after select").select_option(label=_label_of(page, "run 3"))
         page.locator(".history-open button").click()
 
-        _expect()(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 2 vs {HISTORY} run 3")
+        expecting()(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 2 vs {HISTORY} run 3")
 
 
 def test_a_file_that_is_not_a_history_is_one_sentence(server, browser):
     with open_page(browser, f"{server}?history=not-a-history.db") as page:
-        _expect()(page.locator(".history-problem")).to_contain_text("not-a-history.db: the database refused")
+        expecting()(page.locator(".history-problem")).to_contain_text("not-a-history.db: the database refused")
         assert "Traceback" not in page_text(page)
 
 
 def test_a_history_outside_the_runs_folder_is_refused(server, browser):
     with open_page(browser, f"{server}?history=../{HISTORY}") as page:
-        _expect()(page.locator(".history-problem")).to_have_text(
+        expecting()(page.locator(".history-problem")).to_have_text(
             f"'../{HISTORY}' is outside the runs folder; name a file listed in the runs folder."
         )
 

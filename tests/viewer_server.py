@@ -113,6 +113,14 @@ def open_page(browser, url: str):
         page.close()
 
 
+def expecting():
+    """Playwright's ``expect``, waiting as long as a page may take (`PAGE_TIMEOUT_MS`)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    return expect
+
+
 def page_text(page) -> str:
     """All text on the page, shadow roots included (Bokeh renders every component in one)."""
     return page.evaluate(_TEXT_WALK)
