@@ -63,19 +63,6 @@ _TREND_POINTS = """() => {
 }"""
 """The drawn points as [run id, row, ms], read from the chart's own data source in the page."""
 
-_CLICK = """(run) => {
-  for (const doc of window.Bokeh.documents) {
-    const renderer = doc.get_model_by_name("trend-points");
-    if (renderer) {
-      const index = Array.from(renderer.data_source.data.run).indexOf(run);
-      renderer.data_source.selected.indices = [index];
-      return index;
-    }
-  }
-  return -1;
-}"""
-"""Select the first point of a run on the chart, as a click with the tap tool does."""
-
 
 def _stored_points(runs_dir: Path) -> list[list]:
     with open_store(runs_dir / HISTORY) as history:
@@ -102,20 +89,6 @@ def test_the_trend_draws_run_time_and_the_largest_regions_of_every_stored_run(se
         assert page.evaluate("window.__pwned") is None  # the commit that is markup stayed text
 
 
-def test_two_points_clicked_open_their_runs_as_the_pair(server, browser, runs_dir):
-    with open_page(browser, f"{server}?history={HISTORY}") as page:
-        _wait_for_points(page)
-        page.evaluate(_CLICK, 2)
-        page.evaluate(_CLICK, 1)  # the order clicked does not matter: the older run is before
-
-        expect = expecting()
-        expect(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 1 vs {HISTORY} run 2")
-        diff = compare.compare_profiles(load(BEFORE), load(AFTER), domain="cpu")
-        expect(page.locator(".overview-before")).to_have_text(overview.format_ms(diff.run_time.before_us))
-        expect(page.locator(".overview-after")).to_have_text(overview.format_ms(diff.run_time.after_us))
-        expect(page.locator(".bk-tab.bk-active")).to_have_text("Regions")
-
-
 def test_two_runs_picked_open_as_the_pair(server, browser):
     with open_page(browser, f"{server}?history={HISTORY}") as page:
         _wait_for_points(page)
@@ -123,7 +96,12 @@ def test_two_runs_picked_open_as_the_pair(server, browser):
         page.locator(".history-after select").select_option(label=_label_of(page, "run 3"))
         page.locator(".history-open button").click()
 
-        expecting()(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 2 vs {HISTORY} run 3")
+        expect = expecting()
+        expect(page.locator(".aitune-names")).to_have_text(f"{HISTORY} run 2 vs {HISTORY} run 3")
+        diff = compare.compare_profiles(load(AFTER), load(BEFORE), domain="cpu")  # run 2 is after's, 3 before's
+        expect(page.locator(".overview-before")).to_have_text(overview.format_ms(diff.run_time.before_us))
+        expect(page.locator(".overview-after")).to_have_text(overview.format_ms(diff.run_time.after_us))
+        expect(page.locator(".bk-tab.bk-active")).to_have_text("Regions")
 
 
 def test_a_file_that_is_not_a_history_is_one_sentence(server, browser):

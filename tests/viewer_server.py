@@ -107,8 +107,8 @@ def open_page(browser, url: str):
     try:
         yield page
         assert "Traceback" not in page_text(page)
-        assert errors == []
-        assert outside == []
+        assert errors == [], (errors, outside)
+        assert outside == [], outside
     finally:
         page.close()
 

@@ -313,6 +313,7 @@ def trend_lines(trend: pd.DataFrame) -> figure:
         plot.xaxis.ticker = sorted(positions)
         plot.xaxis.major_label_overrides = {int(x): chart_text(commit) for x, commit in positions.items()}
         plot.xaxis.major_label_orientation = 0.8
-    plot.legend.location = "top_left"
+    plot.x_range.range_padding = 0.05  # the first and last runs' points clear of the frame's edges
     plot.legend.click_policy = "hide"
+    plot.add_layout(plot.legend[0], "right")  # beside the frame: over it, the legend would take a point's clicks
     return plot

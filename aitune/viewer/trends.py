@@ -34,6 +34,8 @@ TREND_ROWS = 5
 """Rows drawn besides the run time: the largest in the latest run (as `history show --top`)."""
 NONE = "(none)"
 TREND_COLUMNS = ["position", "run_id", "commit", "recorded", "path", "ms"]
+PICKED_CLASS = "aitune-text history-picked"
+PICK_TWO = "Click two points (or pick two runs) to open them as a pair in the other tabs, the older as before."
 
 
 def trend_frame(points: Sequence[TrendPoint], top: int = TREND_ROWS) -> pd.DataFrame:
@@ -117,22 +119,24 @@ class HistoryTrends(pn.viewable.Viewer):
         button = pn.widgets.Button(label="Open pair", color="primary", css_classes=["history-open"])
         button.on_click(lambda _: self.open_pair(before.value, after.value))
 
+        picked = text_block(PICK_TWO, PICKED_CLASS)
+
         def clicked(_attr: str, _old: list[int], new: list[int]) -> None:
             if new:
-                self._pick(int(source.data["run"][new[-1]]))
+                picked.object = text_block(self._pick(int(source.data["run"][new[-1]])), PICKED_CLASS).object
 
         source.selected.on_change("indices", clicked)
-        note = text_block(
-            "Click two points (or pick two runs) to open them as a pair in the other tabs, the older as before."
-        )
-        return [note, pn.pane.Bokeh(plot, sizing_mode="stretch_width"), pn.Row(before, after, button)]
+        return [picked, pn.pane.Bokeh(plot, sizing_mode="stretch_width"), pn.Row(before, after, button)]
 
-    def _pick(self, run_id: int) -> None:
+    def _pick(self, run_id: int) -> str:
+        """Count a clicked run; the second opens the pair. What the page says next."""
         self._picked = [*[run for run in self._picked if run != run_id], run_id][-2:]
-        if len(self._picked) == 2:
-            first, second = self._picked
-            self._picked = []
-            self.open_pair(first, second)
+        if len(self._picked) < 2:
+            return f"Run {run_id} picked: click a second point to open the two as a pair."
+        first, second = self._picked
+        self._picked = []
+        self.open_pair(first, second)
+        return PICK_TWO
 
     def open_pair(self, first: int | None, second: int | None) -> None:
         """Open two stored runs as the store's pair, the older (smaller id) as before; ``problem`` on failure."""
