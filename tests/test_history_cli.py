@@ -40,6 +40,15 @@ def test_a_folder_of_captures_is_added_and_shown_as_sparklines(tmp_path):
     assert rows["text_encoder"] == "▁▁▁"
 
 
+def test_adding_many_profiles_reports_progress_in_a_log_at_each_tenth(tmp_path):
+    profiles(tmp_path / "captures", [100.0 + index for index in range(20)])
+
+    added = history(tmp_path, "add", str(tmp_path / "captures"))
+
+    assert added.returncode == 0, added.stderr
+    assert added.stderr.splitlines() == [f"adding {done}/20" for done in range(2, 21, 2)]
+
+
 def test_a_tune_folder_fills_the_ledger(tmp_path):
     added = history(tmp_path, "add", str(TUNE_FOLDER))
     shown = history(tmp_path, "ledger", "--json")

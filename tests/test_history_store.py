@@ -16,16 +16,15 @@ from pathlib import Path
 
 import pytest
 from documents import pipeline_doc
-from run_locks import HEAVY_HISTORY_TESTS, one_at_a_time
 from sqlalchemy import inspect
 
 from aitune.errors import HistoryError
 from aitune.history import schema
-from aitune.history.database import open_store
+from aitune.history.database import open_read_only, open_store
 from aitune.history.exchange import MANIFEST, export_history, import_history
 from aitune.history.ledger import Prediction
 from aitune.history.record import record_of
-from aitune.report.io import dumps, save
+from aitune.report.io import dumps, save, unpacked
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE_TAG = "x'); DROP TABLE aitune_runs; --"
@@ -83,7 +82,7 @@ def test_reopening_a_history_migrates_nothing_twice(url):
 WRITER = """
 import sys
 from aitune.history.record import record_of
-from aitune.history.database import open_store
+from aitune.history.database import open_read_only, open_store
 from aitune.report.io import load
 document = load(sys.argv[2])
 with open_store(sys.argv[1]) as store:
@@ -92,18 +91,17 @@ with open_store(sys.argv[1]) as store:
 """
 
 
-def test_two_processes_adding_200_runs_each_lose_none(url, tmp_path, tmp_path_factory):
+def test_two_processes_adding_200_runs_each_lose_none(url, tmp_path):
     profile = save(doc(), tmp_path / "profile.json")
     with open_store(url):
         pass  # created once here: the race under test is between writers, not creators
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
 
-    with one_at_a_time(tmp_path_factory, HEAVY_HISTORY_TESTS):
-        writers = [
-            subprocess.Popen([sys.executable, "-c", WRITER, url, str(profile), name], env=env, stderr=subprocess.PIPE)
-            for name in ("first", "second")
-        ]
-        errors = [writer.communicate(timeout=600)[1].decode() for writer in writers]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, url, str(profile), name], env=env, stderr=subprocess.PIPE)
+        for name in ("first", "second")
+    ]
+    errors = [writer.communicate(timeout=600)[1].decode() for writer in writers]
 
     assert [writer.returncode for writer in writers] == [0, 0], errors
     with open_store(url) as store:
@@ -227,6 +225,35 @@ def test_a_sqlite_database_of_another_program_is_refused_untouched(tmp_path):
 
     with sqlite3.connect(path) as connection:
         assert connection.execute("SELECT name FROM sqlite_master").fetchall() == [("users",)]
+
+
+def test_a_history_opened_read_only_is_read_and_never_written(tmp_path):
+    path = tmp_path / "history.db"
+    with open_store(path) as store:
+        run_id = store.add(record_of(doc()), doc())
+
+    with open_read_only(path, "history.db") as history:
+        (workload,) = history.workloads()
+        stored = history.document(run_id)
+        with pytest.raises(HistoryError, match="attempt to write a readonly database"), history.writing() as write:
+            write.execute(schema.runs.delete())
+        assert len(history.trend(workload.workload, workload.machine, 10)) == 1
+
+    assert stored is not None and unpacked(stored, "run") == dumps(doc())
+
+
+@pytest.mark.parametrize("content", ["", "users"], ids=["empty-file", "another-programs-database"])
+def test_a_file_opened_read_only_that_is_no_history_is_refused_untouched(tmp_path, content):
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as connection:
+        if content:
+            connection.execute(f"CREATE TABLE {content} (name TEXT)")
+    before = path.read_bytes()
+
+    with pytest.raises(HistoryError, match="no aitune history"):
+        open_read_only(path, "other.db")
+
+    assert path.read_bytes() == before
 
 
 def test_a_history_of_a_newer_schema_is_refused(url):

@@ -13,7 +13,7 @@ import pytest
 from documents import HOSTILE, pipeline_doc, with_warning
 from hostile.make_corpus import OPERATOR_KEY
 from ranks import merged
-from viewer_server import ARTIFACTS, CHROMIUM, PAGE_TIMEOUT_MS, open_page, page_text, serve_viewer, warm_up
+from viewer_server import ARTIFACTS, CHROMIUM, expecting, open_page, page_text, serve_viewer, warm_up
 
 from aitune import compare
 from aitune.compare.loop_report import read_loop_report
@@ -56,20 +56,13 @@ def server(runs_dir, browser):
         yield url
 
 
-def _expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    return expect
-
-
 def test_the_sample_pair_shows_compares_numbers_charts_and_operator_rows(server, browser):
     with open_page(browser, f"{server}?before={BEFORE}&after={AFTER}") as page:
         page.wait_for_selector("canvas")
         diff = compare.compare_profiles(load(SAMPLES / BEFORE), load(SAMPLES / AFTER), domain="cpu")
 
         # The overview fills in when the page's own compare finishes, after the charts: wait for it.
-        expect = _expect()
+        expect = expecting()
         expect(page.locator(".overview-before")).to_have_text(overview.format_ms(diff.run_time.before_us))
         expect(page.locator(".overview-after")).to_have_text(overview.format_ms(diff.run_time.after_us))
         expect(page.locator(".overview-speedup")).to_have_text(overview.format_speedup(diff.run_time))
@@ -85,7 +78,7 @@ def test_the_tune_folders_pair_shows_its_gains_and_what_to_tune_next(server, bro
         report = read_loop_report(orjson.loads((SAMPLES / TUNED / "compare.json").read_bytes()), "compare.json")
         found = suggest(load(SAMPLES / AFTER), domain="cpu")
 
-        expect = _expect()
+        expect = expecting()
         expect(page.locator(".gain-table .tabulator-row")).to_have_count(len(report.regions))
         expect(page.locator(".tuned-speedup")).to_contain_text(report.end_to_end.shown())
         page.locator(".bk-tab", has_text="Suggestions").click()
@@ -115,7 +108,7 @@ def test_the_region_tree_lists_nested_regions_of_both_sides(server, browser):
 def test_a_merged_profile_shows_a_chart_per_rank_and_a_rank_picker(server, browser):
     with open_page(browser, f"{server}?before=merged.profile.json") as page:
         page.locator(".bk-tab", has_text="Ranks").click()
-        expect = _expect()
+        expect = expecting()
         expect(page.locator(".rank-table .tabulator-row")).to_have_count(2)
         page.locator(".rank-pick select").select_option("rank 1")
 
@@ -167,7 +160,7 @@ def test_an_operator_rows_extra_key_is_a_column_title_shown_as_text_and_its_scri
         page.locator(".bk-tab", has_text="Operators").click()
         header = page.locator(".operator-table .tabulator-col-title", has_text="onerror")
 
-        expect = _expect()
+        expect = expecting()
         expect(header).to_have_text(OPERATOR_KEY)
         expect(page.locator(".operator-table .tabulator-cell", has_text="onerror")).to_have_text(OPERATOR_KEY)
         header.hover()  # Tabulator repeats a title in a tooltip, written as HTML too
@@ -178,7 +171,7 @@ def test_an_operator_rows_extra_key_is_a_column_title_shown_as_text_and_its_scri
 
 def test_a_url_outside_the_runs_folder_is_refused_in_one_sentence(server, browser):
     with open_page(browser, f"{server}?before=../../etc/passwd") as page:
-        _expect()(page.locator(".aitune-problem")).to_have_text(
+        expecting()(page.locator(".aitune-problem")).to_have_text(
             "'../../etc/passwd' is outside the runs folder; name a file listed in the runs folder."
         )
 
@@ -203,7 +196,7 @@ def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_
         page.wait_for_selector("canvas")
         page.locator(".profile-upload input[type=file]").set_input_files(str(deep))
 
-        _expect()(page.locator(".aitune-problem")).to_have_text(
+        expecting()(page.locator(".aitune-problem")).to_have_text(
             "deep.json: JSON nested deeper than 64 levels is refused; no profile or trace nests that deep."
         )
 
@@ -219,7 +212,7 @@ def test_a_deeply_nested_upload_is_refused_in_one_sentence(server, browser, tmp_
 )
 def test_a_url_value_no_file_can_have_is_one_sentence_on_a_working_page(server, browser, query, sentence):
     with open_page(browser, f"{server}?before={query}") as page:
-        _expect()(page.locator(".aitune-problem")).to_have_text(sentence)
+        expecting()(page.locator(".aitune-problem")).to_have_text(sentence)
 
         assert page.locator(".profile-upload input[type=file]").count() == 1  # the page is built, not blank
 
@@ -229,7 +222,7 @@ def test_a_broken_trace_is_one_sentence_in_the_timeline_and_the_other_tabs_work(
         page.wait_for_selector("canvas")
         page.locator(".bk-tab", has_text="Timeline").click()
 
-        expect = _expect()
+        expect = expecting()
         expect(page.locator(".timeline-problem")).to_have_text(
             f"{BROKEN_TRACE}: traceEvents[10] is malformed ('ts' is str 'soon'); fix or drop it."
         )

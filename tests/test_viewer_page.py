@@ -194,3 +194,24 @@ def test_every_chart_tooltip_lists_fields_that_bokeh_escapes_never_an_html_templ
     tooltips = [tool.tooltips for plot in plots for tool in plot.tools if isinstance(tool, HoverTool)]
     assert len(tooltips) == len(plots) and all(isinstance(fields, list) for fields in tooltips)
     assert not any("{safe}" in value for fields in tooltips for _, value in fields)
+
+
+def test_two_runs_clicked_on_the_history_trend_open_as_a_pair_the_older_as_before(tmp_path):
+    from aitune.history.database import open_store
+    from aitune.history.record import record_of
+    from aitune.viewer.trends import PICK_TWO, HistoryTrends
+
+    with open_store(tmp_path / "history.db") as history:
+        documents = [pipeline_doc(100.0), pipeline_doc(130.0)]
+        ids = [history.add(record_of(doc, commit=f"c{index}"), doc) for index, doc in enumerate(documents)]
+    opened = []
+    trends = HistoryTrends(store=ProfileStore(runs_dir=tmp_path), history="history.db", opened=lambda: opened.append(1))
+
+    first = trends._pick(ids[1])
+    second = trends._pick(ids[0])
+
+    assert first == f"Run {ids[1]} picked: click a second point to open the two as a pair."
+    assert second == PICK_TWO and opened == [1]
+    names = (trends.store.before.name, trends.store.after.name)
+    assert names == (f"history.db run {ids[0]}", f"history.db run {ids[1]}")
+    assert trends.store.after.doc["runs"] == pipeline_doc(130.0)["runs"]

@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import shutil
 from pathlib import Path
 
 import orjson
@@ -30,6 +31,19 @@ def test_the_runs_folder_lists_profiles_and_not_traces_or_a_tune_folders_reports
         (tmp_path / name).write_text("{}")
 
     assert sources.list_profiles(tmp_path) == ["a.profile.json", "run1/profile.json"]
+
+
+def test_the_runs_folder_lists_history_databases_inside_it(tmp_path):
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "outside.db").write_text("")
+    for name in ("history.db", "ci/nightly.sqlite", "a.profile.json", "notes.md"):
+        (tmp_path / name).write_text("")
+    runs = tmp_path / "runs"
+    shutil.copytree(tmp_path / "ci", runs / "ci")
+    (runs / "history.db").write_text("")
+    (runs / "secret.db").symlink_to(tmp_path / "outside.db")
+
+    assert sources.list_histories(runs) == ["ci/nightly.sqlite", "history.db"]
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "sub/../../outside.json"])

@@ -107,10 +107,18 @@ def open_page(browser, url: str):
     try:
         yield page
         assert "Traceback" not in page_text(page)
-        assert errors == []
-        assert outside == []
+        assert errors == [], (errors, outside)
+        assert outside == [], outside
     finally:
         page.close()
+
+
+def expecting():
+    """Playwright's ``expect``, waiting as long as a page may take (`PAGE_TIMEOUT_MS`)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    return expect
 
 
 def page_text(page) -> str:

@@ -348,21 +348,31 @@ def _check_count(flag: str, value: int | None, least: int = 1) -> None:
 
 
 class _Progress:
-    """A progress bar on stderr for `PROGRESS_FROM` items or more; ``advance()`` counts one."""
+    """Progress on stderr for `PROGRESS_FROM` items or more; ``advance()`` counts one. A terminal gets a bar; a
+    log (a CI job's stderr is no terminal, where a bar draws nothing until it ends) a line at each tenth."""
 
     def __init__(self, total: int, verb: str) -> None:
-        self.total, self.verb, self.bar = total, verb, None
+        self.total, self.verb, self.bar, self.done = total, verb, None, 0
 
     def __enter__(self) -> Any:
         if self.total < PROGRESS_FROM:
             return lambda: None
         from rich.console import Console
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            return self._line
         from rich.progress import Progress
 
-        self.bar = Progress(console=Console(stderr=True), transient=True)
+        self.bar = Progress(console=console, transient=True)
         self.bar.start()
         task = self.bar.add_task(self.verb, total=self.total)
         return lambda: self.bar.advance(task)  # type: ignore[union-attr]
+
+    def _line(self) -> None:
+        self.done += 1
+        if self.done % max(1, self.total // 10) == 0 or self.done == self.total:
+            print(f"{self.verb} {self.done}/{self.total}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

@@ -7,12 +7,10 @@ from collections.abc import Sequence
 
 from aitune.history.record import RUN_TIME
 from aitune.history.store import TrendPoint, Workload
-from aitune.history.trend import top_paths, values_of
+from aitune.history.trend import SHORT_COMMIT, top_paths, values_of
 from aitune.report.formatting import MISSING, ms
 from aitune.report.html import Html, Section, paragraph, render_page, table
 from aitune.report.svg import sparkline_svg
-
-SHORT_COMMIT = 10
 
 
 def trend_section(workload: Workload, points: Sequence[TrendPoint], top: int) -> Section:

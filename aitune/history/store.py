@@ -148,7 +148,7 @@ class HistoryStore:
         self, workload: str, machine: str | None, limit: int, branch: str | None = None, before_id: int | None = None
     ) -> list[StoredRun]:
         """The last ``limit`` runs of ``workload`` (on ``machine``, ``branch``, before ``before_id``), oldest first."""
-        query = select(schema.runs).where(schema.runs.c.workload == workload)
+        query = select(*_RECORD_COLUMNS).where(schema.runs.c.workload == workload)
         if machine is not None:
             query = query.where(schema.runs.c.machine == machine)
         if branch is not None:
@@ -164,17 +164,19 @@ class HistoryStore:
             return [_stored(row, found.get(row["id"], ()), labels.get(row["id"], ())) for row in reversed(rows)]
 
     def workloads(self) -> list[Workload]:
-        """Every workload and machine kind with its run count, most recently recorded first."""
+        """Every workload and machine kind with its run count, most recently recorded first (labelled as its
+        latest run is). The counts come from the (workload, machine, id) index alone, and one row per group is
+        read: a scan of the runs themselves would read every stored profile's pages."""
+        runs = schema.runs
+        groups = (
+            select(runs.c.workload, runs.c.machine, func.count().label("runs"), func.max(runs.c.id).label("latest"))
+            .group_by(runs.c.workload, runs.c.machine)
+            .subquery()
+        )
         query = (
-            select(
-                schema.runs.c.workload,
-                func.max(schema.runs.c.workload_label),
-                schema.runs.c.machine,
-                func.count(),
-                func.max(schema.runs.c.recorded_at),
-            )
-            .group_by(schema.runs.c.workload, schema.runs.c.machine)
-            .order_by(func.max(schema.runs.c.id).desc())
+            select(groups.c.workload, runs.c.workload_label, groups.c.machine, groups.c.runs, runs.c.recorded_at)
+            .join(runs, runs.c.id == groups.c.latest)
+            .order_by(groups.c.latest.desc())
         )
         with self.reading() as connection:
             return [Workload(*row) for row in connection.execute(query)]
@@ -282,9 +284,22 @@ class HistoryStore:
             for run, row in sorted(zip(stored, rows, strict=True), key=lambda pair: pair[0].id):
                 yield run, unpacked(row["document"], f"{self.where} run {row['id']}")
 
+    def document(self, run_id: int) -> bytes | None:
+        """The stored profile of one run as stored (gzipped: its reader unpacks it within its own bounds); None
+        when no such run is stored."""
+        with self.reading() as connection:
+            found = connection.execute(select(schema.runs.c.document).where(schema.runs.c.id == run_id)).scalar()
+            if found is not None and not isinstance(found, bytes):
+                raise TypeError(f"run {run_id}'s profile is not bytes")
+        return found
+
     def count(self) -> int:
         with self.reading() as connection:
             return int(connection.execute(select(func.count()).select_from(schema.runs)).scalar_one())
+
+
+_RECORD_COLUMNS = [column for column in schema.runs.c if column.name != "document"]
+"""What a run's record needs: every column but the stored profile, which only export and the viewer's pair read."""
 
 
 def _text(value: Any) -> str | None:

@@ -11,6 +11,8 @@ if TYPE_CHECKING:  # the sparkline needs no database layer
     from aitune.history.store import TrendPoint
 
 BARS = "▁▂▃▄▅▆▇█"
+SHORT_COMMIT = 10
+"""Characters of a commit a trend shows (a git hash's first ten tell runs apart)."""
 GAP = " "
 
 

@@ -19,6 +19,7 @@ from aitune.viewer.selection import Selection
 from aitune.viewer.sources import MAX_FILE_BYTES
 from aitune.viewer.store import SIDES, ProfileStore
 from aitune.viewer.targets import TuningTargets
+from aitune.viewer.trends import HistoryTrends
 
 RUNS_DIR_ENV = "AITUNE_VIEWER_RUNS_DIR"
 NONE = "(none)"
@@ -71,7 +72,8 @@ def _side_of(name: str) -> str | None:
 
 
 def open_initial(store: ProfileStore, args: Mapping[str, Sequence[bytes | str]]) -> None:
-    """Open the URL's ``?before=&after=`` names when given (refusing names outside the runs folder), else a default."""
+    """Open the URL's ``?before=&after=`` names when given (refusing names outside the runs folder), else a default.
+    (``?history=NAME`` opens the History tab on that database of the runs folder: `aitune.viewer.trends`.)"""
     before, after = query_value(args, "before"), query_value(args, "after")
     if before is None and after is None:
         before, after = default_pair(store.available())
@@ -156,6 +158,7 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
     open_initial(store, args)
     domain = pn.widgets.RadioButtonGroup.from_param(selection.param.domain, color="light")
     context = {"store": store, "selection": selection}
+    history = HistoryTrends(store=store, history=query_value(args, "history"))
     tabs = pn.Tabs(
         ("Regions", views.RegionShares(**context)),
         ("Suggestions", TuningTargets(**context)),
@@ -168,9 +171,13 @@ def build_page(runs_dir: Path, args: Mapping[str, Sequence[bytes | str]]) -> pn.
         ("Efficiency", views.Efficiency(**context)),
         ("Warnings", views.Warnings(**context)),
         ("Timeline", views.Timeline(**context)),
+        ("History", history),
         dynamic=True,
         sizing_mode="stretch_width",
     )
+    history.opened = lambda: setattr(tabs, "active", 0)  # a pair picked in the history: show its regions
+    if history.history is not None:  # ?history=NAME opens on its trend
+        tabs.active = len(tabs) - 1
     compare_after_load(store, selection)
     sidebar = pn.Column(pickers(store), scenario_picker(store), uploader(store), "**Time domain**", domain, width=320)
     main = pn.Column(

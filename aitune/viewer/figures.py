@@ -259,3 +259,61 @@ def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure
     if plot.legend:
         plot.legend.location = "bottom_right"
     return plot
+
+
+TREND_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+TREND_POINTS = "trend-points"
+"""The name of the trend's point renderer, whose source's selection is the runs a user clicked."""
+MAX_COMMIT_TICKS = 30
+"""Up to this many runs, each gets its commit under the axis; more would overlap (the hover gives each)."""
+
+
+def trend_lines(trend: pd.DataFrame) -> figure:
+    """Run time and the largest rows over stored runs, oldest left (`aitune.viewer.trends.trend_frame`'s rows):
+    a line per row, a point per run and row that a click selects (the renderer named `TREND_POINTS`)."""
+    shown = trend.assign(row=trend["path"].map(chart_text))
+    plot = figure(
+        height=360,
+        sizing_mode="stretch_width",
+        title="Run time and the largest rows over stored runs (median of each run)",
+        x_axis_label="stored run, oldest first (commit)",
+        y_axis_label="ms per run",
+        tools=f"{_TOOLS},tap",
+        name="history-trend",
+    )
+    colors = dict(zip(dict.fromkeys(shown["row"]), TREND_COLORS * 8, strict=False))
+    for row, group in shown.groupby("row", sort=False):
+        plot.line(group["position"].tolist(), group["ms"].tolist(), color=colors[row], line_width=2, legend_label=row)
+    source = ColumnDataSource(
+        {
+            "x": shown["position"].tolist(),
+            "ms": shown["ms"].tolist(),
+            "run": shown["run_id"].tolist(),
+            "commit": shown["commit"].map(shown_name).tolist(),
+            "recorded": shown["recorded"].tolist(),
+            "row": shown["row"].tolist(),
+            "color": [colors[row] for row in shown["row"]],
+        }
+    )
+    points = plot.scatter("x", "ms", source=source, size=10, color="color", name=TREND_POINTS)
+    plot.add_tools(
+        HoverTool(
+            renderers=[points],
+            tooltips=[
+                ("run", "@run"),
+                ("commit", "@commit"),
+                ("recorded", "@recorded"),
+                ("row", "@row"),
+                ("time", "@ms{0.000} ms"),
+            ],
+        )
+    )
+    positions = dict(zip(shown["position"], shown["commit"], strict=False))
+    if len(positions) <= MAX_COMMIT_TICKS:
+        plot.xaxis.ticker = sorted(positions)
+        plot.xaxis.major_label_overrides = {int(x): chart_text(commit) for x, commit in positions.items()}
+        plot.xaxis.major_label_orientation = 0.8
+    plot.x_range.range_padding = 0.05  # the first and last runs' points clear of the frame's edges
+    plot.legend.click_policy = "hide"
+    plot.add_layout(plot.legend[0], "right")  # beside the frame: over it, the legend would take a point's clicks
+    return plot

@@ -9,7 +9,7 @@ to find or read a file is one sentence, never an `OSError` or `ValueError` from 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -58,17 +58,30 @@ class Loaded:
         return Loaded(self.name, doc, self.scenario_traces.get(name), self.scenario_traces, self.path)
 
 
+HISTORY_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""The files the History tab offers as history databases (`aitune-profile history --db` writes any name)."""
+
+
 def list_profiles(root: Path) -> list[str]:
     """Names (relative to ``root``, with ``/``) of the profile JSON files under it, sorted; traces excluded,
     and so are the reports a tune folder holds beside its profiles, and links that lead out of ``root``
     (they would be refused when opened)."""
+    return _listed(root, "*.json", lambda path: "trace" not in path.name and path.name not in REPORT_FILES)
+
+
+def list_histories(root: Path) -> list[str]:
+    """Names of the history databases (`HISTORY_SUFFIXES`) under ``root``, listed as `list_profiles` lists."""
+    return _listed(root, "*", lambda path: path.suffix in HISTORY_SUFFIXES)
+
+
+def _listed(root: Path, pattern: str, wanted: Callable[[Path], bool]) -> list[str]:
     if not root.is_dir():
         return []
     base = root.resolve()
     names = sorted(
         path.relative_to(root).as_posix()
-        for path in root.rglob("*.json")
-        if "trace" not in path.name and path.name not in REPORT_FILES and _is_file_inside(base, path)
+        for path in root.rglob(pattern)
+        if wanted(path) and _is_file_inside(base, path)
     )
     return names[:MAX_LISTED]
 
