@@ -358,25 +358,17 @@ def _too_deep(name: str, limit: int = MAX_JSON_DEPTH) -> str:
 
 def load(path: str | Path) -> ProfileDoc:
     """Read and validate a profile document, ours or AITune's; `ProfileError` names the file and the field."""
-    return load_bytes(read_regular(path), str(path))
+    return checked_profile(read_json(path, max_items=MAX_PROFILE_ITEMS), str(path))
 
 
-def load_bytes(data: bytes, name: str, hint: bool = True) -> ProfileDoc:
-    """The profile document in the JSON ``data`` (gzipped or not), read with `parse_json`'s bounds and
-    validated by decoding the same bytes into the typed model; `ProfileError` naming ``name``."""
-    data = unpacked(data, name)
-    return checked_profile(parse_json(data, name, max_items=MAX_PROFILE_ITEMS), name, hint, data)
-
-
-def checked_profile(raw: Any, name: str, hint: bool = True, data: bytes | None = None) -> ProfileDoc:
-    """``raw`` when it is a valid profile document: header, typed model, and the cross-checks no type can say
+def checked_profile(raw: Any, name: str, hint: bool = True) -> ProfileDoc:
+    """``raw`` when it is a valid profile document: header, schema, and the cross-checks no schema can say
     (a merged document's ranks, `aitune.report.ranks.check_ranks`); `ProfileError` naming ``name``.
 
-    ``hint``: point at ``aitune-profile validate`` when there are more problems than the first; ``data``: the
-    JSON bytes ``raw`` was parsed from, decoded directly by the model (see `aitune.report.validate.validate`).
+    ``hint``: point at ``aitune-profile validate`` when there are more problems than the first.
     """
     check_profile_header(raw, name)
-    problems = validate(raw, data)
+    problems = validate(raw)
     if problems:
         more = (
             f" (and {len(problems) - 1} more: `aitune-profile validate {name}` lists all)"

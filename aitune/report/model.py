@@ -256,8 +256,9 @@ class TimePerToken(Record):
         Annotated[
             Rate,
             Meta(
-                description="The later half of the decode tokens' median time ÷ the earlier half's: 1 steady, above 1 a "
-                "cost per token that grows with the sequence (a growing cache). Present with two decode tokens or more."
+                description="The later half of the decode tokens' median time ÷ the earlier half's: 1 steady, above 1 "
+                "a cost per token that grows with the sequence (a growing cache). Present with two decode tokens "
+                "or more."
             ),
         ]
         | UnsetType
@@ -360,9 +361,9 @@ class RegionMeta(Record):
                 ge=0,
                 le=1_000_000,
                 description="Least host µs, over the first calls of the capture's shape-recording run, of taking a "
-                "call's arguments apart into tensors and building its output again from them: what a tuned wrapper pays "
-                "per call on top of its graph (a Hugging Face ModelOutput costs tens of µs). The gain model adds it to a "
-                "tuned call.",
+                "call's arguments apart into tensors and building its output again from them: what a tuned wrapper "
+                "pays per call on top of its graph (a Hugging Face ModelOutput costs tens of µs). The gain model adds "
+                "it to a tuned call.",
             ),
         ]
         | UnsetType
@@ -371,9 +372,9 @@ class RegionMeta(Record):
         Annotated[
             Literal[True],
             Meta(
-                description="Set on a region whose every call, in the capture's shape-recording run, came from the root "
-                "module's entry method outside the root's forward (a generate's encoder): tuning the root module whole "
-                "leaves it eager."
+                description="Set on a region whose every call, in the capture's shape-recording run, came from the "
+                "root module's entry method outside the root's forward (a generate's encoder): tuning the root module "
+                "whole leaves it eager."
             ),
         ]
         | UnsetType
@@ -560,8 +561,8 @@ class MemoryStats(Record):
         Annotated[
             Count,
             Meta(
-                description="The allocator's own count of live bytes at its highest while it ran (CUDA: every live tensor "
-                "of the device; CPU: counted from the profiler session's start) (optional)."
+                description="The allocator's own count of live bytes at its highest while it ran (CUDA: every live "
+                "tensor of the device; CPU: counted from the profiler session's start) (optional)."
             ),
         ]
         | UnsetType

@@ -37,37 +37,26 @@ TIME_RESOLUTION_US = 0.0005
 sum or a difference of clock readings, so it is 0 or at least this; a smaller one would make a rate of
 10³⁰⁰ per second."""
 
-_MAYBE_PAST_MAX_FIGURE = re.compile(rb"[0-9]{19}|[eE]\+?[0-9]{2}")
-"""What any JSON number beyond `MAX_FIGURE` (4.6·10¹⁸) is written with: 19 digits in a row, or a
-positive exponent of two digits. Bytes without either hold no such number, wherever it is."""
 
-
-def validate(doc: Any, data: bytes | None = None) -> list[str]:
-    """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid.
-
-    ``data``: the JSON bytes ``doc`` was parsed from, when there are any: the model then decodes
-    them directly (faster than converting the parsed objects), and the numbers outside the model's
-    fields are walked only when the bytes may hold one too large.
-    """
-    too_large = number_problems(doc) if data is None or _MAYBE_PAST_MAX_FIGURE.search(data) else []
+def validate(doc: Any) -> list[str]:
+    """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
+    too_large = number_problems(doc)
     places = {_path_order(problem) for problem in too_large}  # an integer that large reads as a float: say why
-    problems = too_large + [problem for problem in typed_problems(doc, data) if _path_order(problem) not in places]
+    problems = too_large + [problem for problem in typed_problems(doc) if _path_order(problem) not in places]
     if problems:
         return sorted(problems, key=_path_order)
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
     return [f"{prefix}{problem}" for prefix, section in sections for problem in section_problems(section)]
 
 
-def typed_problems(doc: Any, data: bytes | None = None) -> list[str]:
-    """Every way ``doc`` (parsed from ``data``, when given) is no `Profile`; [] when it decodes.
+def typed_problems(doc: Any) -> list[str]:
+    """Every way ``doc`` is no `Profile`; [] when it converts.
 
-    The decode stops at the first problem; only then is ``doc`` walked field by field for all of them.
+    Converting the parsed document costs less than decoding its bytes again; it stops at the first
+    problem, and only then is ``doc`` walked field by field for all of them.
     """
     try:
-        if data is None:
-            msgspec.convert(doc, Profile)
-        else:
-            msgspec.json.decode(data, type=Profile)
+        msgspec.convert(doc, Profile)
     except msgspec.ValidationError:
         return [f"{json_path(path)}: {message}" for path, message in problems_in(doc, Profile, ())]
     return []
@@ -396,14 +385,16 @@ def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list
 
 
 def number_problems(doc: Any) -> list[str]:
-    """Every number of ``doc`` that is no figure: NaN, ±Infinity (JSON has neither), or larger than `MAX_FIGURE`."""
-    problems = []
-    for path, value in numbers(doc):
-        if isinstance(value, float) and not math.isfinite(value):
-            problems.append(f"{json_path(path)}: {value} is not a finite number")
-        elif abs(value) > MAX_FIGURE:
-            problems.append(f"{json_path(path)}: {too_large_message(value)}")
-    return problems
+    """Every number of ``doc`` that is no figure: NaN, ±Infinity (JSON has neither), or larger than `MAX_FIGURE`.
+
+    The model bounds the numbers it types; this walk finds those outside it too (unknown keys, free-form
+    tables), and only paths of the few it refuses are built.
+    """
+    return [f"{json_path(path)}: {too_large_message(value)}" for path, value in numbers(doc, _no_figure)]
+
+
+def _no_figure(value: float) -> bool:
+    return not -MAX_FIGURE <= value <= MAX_FIGURE  # NaN compares false
 
 
 def too_large_message(value: float) -> str:
@@ -416,19 +407,34 @@ def too_large_message(value: float) -> str:
 
 def non_finite(value: Any) -> Iterator[tuple[tuple[Any, ...], float]]:
     """Every NaN or ±Infinity in a JSON-like value, with its path: JSON has no such numbers."""
-    return ((path, item) for path, item in numbers(value) if isinstance(item, float) and not math.isfinite(item))
+    return numbers(value, lambda item: isinstance(item, float) and not math.isfinite(item))
 
 
-def numbers(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], int | float]]:
-    """Every number (not a boolean) in a JSON-like value, with its path."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from numbers(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from numbers(item, (*path, index))
+def numbers(value: Any, wanted: Any = None) -> Iterator[tuple[tuple[Any, ...], int | float]]:
+    """Every number (not a boolean) in a JSON-like value for which ``wanted`` holds (all, when None), with its path.
+
+    Walked without recursion; a container's path is built only when one of its numbers is wanted.
+    """
+    pending: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while pending:
+        path, container = pending.pop()
+        if isinstance(container, dict):
+            items: Any = container.items()
+        elif isinstance(container, (list, tuple)):
+            items = enumerate(container)
+        else:  # the document itself is a number
+            if (
+                isinstance(container, (int, float))
+                and not isinstance(container, bool)
+                and (wanted is None or wanted(container))
+            ):
+                yield path, container
+            continue
+        for key, item in items:
+            if isinstance(item, (dict, list, tuple)):
+                pending.append(((*path, key), item))
+            elif isinstance(item, (int, float)) and not isinstance(item, bool) and (wanted is None or wanted(item)):
+                yield (*path, key), item
 
 
 def json_path(parts: Any) -> str:
