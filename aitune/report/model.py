@@ -188,13 +188,24 @@ class Work(Record):
     ) = UNSET
 
 
-class RegionShare(DomainTimes, kw_only=True):
+class RegionPart(Record):
+    """What a run holds of a region, at the top level or in its tree: its calls and what ran inside."""
+
     region_id: Name
     calls: Count
     device_busy_time_us: Microseconds | UnsetType = UNSET
     operators: OperatorsInside | UnsetType = UNSET
     communication: Communication | UnsetType = UNSET
     work: Work | UnsetType = UNSET
+
+
+class RegionShare(RegionPart, kw_only=True):
+    """One of a run's topmost regions: its times and its fractions of the run, per domain."""
+
+    cpu_time_us: Microseconds
+    cpu_time_fraction: Fraction
+    device_time_us: Microseconds | UnsetType = UNSET
+    device_time_fraction: Fraction | UnsetType = UNSET
 
 
 class Cause(Record):
@@ -210,11 +221,9 @@ class Residual(DomainTimes):
     communication: Communication | UnsetType = UNSET
 
 
-class TreeNode(Record):
+class TreeNode(RegionPart, kw_only=True):
     """A region entered during a run; children's totals + self = total, per domain."""
 
-    region_id: Name
-    calls: Count
     cpu_time_us: Microseconds
     cpu_self_time_us: Microseconds
     cpu_time_fraction: Fraction
@@ -222,10 +231,6 @@ class TreeNode(Record):
     device_time_us: Microseconds | UnsetType = UNSET
     device_self_time_us: Microseconds | UnsetType = UNSET
     device_time_fraction: Fraction | UnsetType = UNSET
-    device_busy_time_us: Microseconds | UnsetType = UNSET
-    operators: OperatorsInside | UnsetType = UNSET
-    communication: Communication | UnsetType = UNSET
-    work: Work | UnsetType = UNSET
 
 
 class PhaseRegion(Record):
