@@ -10,15 +10,16 @@ from __future__ import annotations
 import copy
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
+import orjson
 import pytest
 
-from aitune.report import compiled_schema
-from aitune.report.validate import schema_problems, schema_text, validate
+from aitune.report.model import Profile
+from aitune.report.validate import problems_in, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = ROOT / "sample_traces" / "tuned-pipeline" / "before" / "profile.json"
@@ -33,14 +34,14 @@ NEVER = (
 stack; pydantic (Typer 0.29 builds a pydantic adapter per option), and what Typer's rich help and
 rich tracebacks import (a Markdown parser, Pygments); the history's database layer, which only ``history`` loads."""
 
-READER_NEVER = (*NEVER, "numpy", "msgspec", "aitune.analysis.events", "aitune.report.builder", "aitune.compare")
+READER_NEVER = (*NEVER, "numpy", "aitune.analysis.events", "aitune.report.builder", "aitune.compare")
 """``report``, ``validate`` and ``suggest`` read one document: no trace analysis, no numpy (only
 ``compare``'s bootstrap intervals need it)."""
 
 COMPARE_NEVER = (*NEVER, "aitune.suggest", "aitune.analysis.events", "aitune.report.builder")
 """``compare`` of two profiles diffs them and draws the table: no gain model, no trace analysis."""
 
-HELP_NEVER = (*READER_NEVER, "rich", "orjson", "fastjsonschema", "aitune.analysis", "aitune.report", "aitune.suggest")
+HELP_NEVER = (*READER_NEVER, "rich", "orjson", "msgspec", "aitune.analysis", "aitune.report", "aitune.suggest")
 """``--help`` parses no document: nothing that reads, checks, analyses or draws one."""
 
 _RUN = """
@@ -60,10 +61,9 @@ with open({out!r}, "w") as file:
 def modules_of(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     """Run ``aitune-profile ARGS`` in a fresh interpreter: its exit code and every module it imported."""
     out = tmp_path / "modules.json"
-    env = {**os.environ, compiled_schema.CACHE_ENV: str(tmp_path / "cache")}
     subprocess.run(
         [sys.executable, "-c", _RUN.format(out=str(out)), json.dumps(args)],
-        env=env,
+        env=os.environ,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         check=True,
@@ -106,7 +106,7 @@ def test_a_torch_free_command_imports_only_what_reading_its_documents_needs(tmp_
     code, modules = modules_of(tmp_path, *(arg.format(tmp=tmp_path) for arg in args))
     assert code in (0, None)
     assert loaded(modules, never) == []
-    assert "fastjsonschema" in modules  # the document was checked, by the compiled validator
+    assert "aitune.report.model" in modules  # the document was checked, by decoding it into the typed model
 
 
 def test_help_imports_nothing_that_reads_a_document(tmp_path):
@@ -169,39 +169,17 @@ def _mutations(doc: dict) -> list[dict]:
     return variants
 
 
-def test_the_compiled_validator_gives_the_verdict_of_the_schema_engine_on_every_mutation():
-    text = schema_text()
+def _decodes(variant: dict) -> bool:
+    try:
+        msgspec.json.decode(orjson.dumps(variant), type=Profile)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+def test_the_decode_gives_the_verdict_of_the_field_by_field_walk_on_every_mutation():
+    """The walk that lists every problem of a refused document finds one exactly when the decode refuses it."""
     doc = json.loads(BEFORE.read_text())
     doc["runs"] = doc["runs"][:1]
-    disagree = [
-        variant
-        for variant in _mutations(doc)
-        if compiled_schema.accepts(text, variant) != (not schema_problems(variant))
-    ]
+    disagree = [variant for variant in _mutations(doc) if _decodes(variant) != (not problems_in(variant, Profile, ()))]
     assert disagree == []
-
-
-def test_the_compiled_schema_is_cached_once_in_a_private_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv(compiled_schema.CACHE_ENV, str(tmp_path / "cache"))
-    assert compiled_schema.cache_folder() == tmp_path / "cache"
-    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
-    compiled_schema.compiled.cache_clear()
-    try:
-        assert compiled_schema.accepts(schema_text(), json.loads(BEFORE.read_text()))
-        assert len(list((tmp_path / "cache").glob("profile_schema_*.bin"))) == 1
-    finally:
-        compiled_schema.compiled.cache_clear()
-
-
-def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    monkeypatch.setenv(compiled_schema.CACHE_ENV, str(shared))
-    assert compiled_schema.cache_folder() is None
-    compiled_schema.compiled.cache_clear()
-    try:
-        assert compiled_schema.accepts(schema_text(), json.loads(BEFORE.read_text()))  # compiled in memory
-        assert list(shared.iterdir()) == []
-    finally:
-        compiled_schema.compiled.cache_clear()

@@ -17,7 +17,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 import aitune.torch as ait
 from aitune.markers import TRACE_KINDS
 from aitune.report import build_profile, check_adds_up, read_trace, validate
-from aitune.report.validate import schema
+from aitune.report.profile_schema import profile_schema
 
 MEASURED_STEPS = 3
 
@@ -180,7 +180,7 @@ def test_an_aitune_capture_is_read_as_ours_though_it_holds_profiler_steps(entry_
 
 
 def test_the_schema_admits_exactly_the_trace_kinds_analysis_writes():
-    assert schema()["$defs"]["profiler"]["properties"]["trace_kind"]["enum"] == list(TRACE_KINDS)
+    assert profile_schema()["$defs"]["Profiler"]["properties"]["trace_kind"]["enum"] == list(TRACE_KINDS)
 
 
 def test_a_trace_without_run_markers_is_one_sentence_and_exit_2(traces):

@@ -1,9 +1,10 @@
-"""Validation of a profile document against the package's JSON Schema, plus the invariants a schema cannot say.
+"""Validation of a profile document: decoded into its typed model, plus the invariants a type cannot say.
 
-The schema file is the one written definition. A valid document (the everyday case) is checked by
-a validator `fastjsonschema` compiles from it, at about the cost of parsing the JSON; the compiled
-code is kept in a private cache folder per schema hash (`aitune.report.compiled_schema`). Only a
-document that fails that check goes through `jsonschema`, imported then, to list every problem.
+`aitune.report.model` is the one written definition. A valid document (the everyday case) is checked by
+decoding it into `Profile`, which checks types, ranges, enums and required fields while it parses; the
+invariants (fractions that add up, children inside their parents, phases consistent) then run once on
+the checked document. Only a document that fails the decode is walked again, field by field, to list
+every problem (`typed_problems`).
 
 Each problem is one line that starts with its JSON path, e.g.
 ``runs[0].residual.cpu_time_fraction: -0.2 is less than the minimum of 0``; a value quoted in it is
@@ -12,17 +13,15 @@ cut to `QUOTED_CHARS` characters, so a wrong table reads as one short line, not 
 
 from __future__ import annotations
 
-import json
 import math
+import re
+import types
 from collections.abc import Iterator, Mapping
-from functools import cache
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from aitune.report import compiled_schema
+import msgspec
 
-if TYPE_CHECKING:
-    import jsonschema
+from aitune.report.model import MAX_FIGURE, Profile
 
 ADDS_UP_TOLERANCE = 1e-3
 """Σ region fractions + residual fraction may differ from 1 by this much (AITune rounds its own)."""
@@ -33,46 +32,131 @@ TREE_TOLERANCE_US = 0.01
 QUOTED_CHARS = 40
 """Longest value quoted in a problem; the JSON path says where the whole value is."""
 
-MAX_FIGURE = 2**62
-"""Largest magnitude of any number in a document (4.6·10¹⁸, the schema's bound on byte counts): as µs it
-is 146,000 years, as FLOPs an hour at an exaFLOP/s. A figure past it is no measurement, prints as a
-number of dozens of digits, and sums and medians of two such figures overflow to infinity."""
-
 TIME_RESOLUTION_US = 0.0005
 """Half the trace's 1 ns clock: a time a reader divides by (a run's, a phase's, counted operators') is a
 sum or a difference of clock readings, so it is 0 or at least this; a smaller one would make a rate of
 10³⁰⁰ per second."""
 
 
-@cache
-def schema_text() -> str:
-    """The profile JSON Schema shipped with the package, as written."""
-    return resources.files("aitune.report").joinpath("profile.schema.json").read_text()
-
-
-@cache
-def schema() -> dict[str, Any]:
-    """The profile JSON Schema shipped with the package."""
-    return json.loads(schema_text())
-
-
-@cache
-def _validator() -> jsonschema.Draft202012Validator:
-    import jsonschema  # only for documents the compiled check refused: its import costs about a second
-
-    return jsonschema.Draft202012Validator(schema())  # built once: building it costs more than a small check
-
-
 def validate(doc: Any) -> list[str]:
     """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
-    problems = [] if compiled_schema.accepts(schema_text(), doc) else schema_problems(doc)
-    problems += number_problems(doc)
-    if isinstance(doc, dict) and isinstance(doc.get("schema_version"), float):  # JSON Schema's const 1 admits 1.0
-        problems.append(f"schema_version: {doc['schema_version']!r} is not an integer; write 1")
+    too_large = number_problems(doc)
+    places = {_path_order(problem) for problem in too_large}  # an integer that large reads as a float: say why
+    problems = too_large + [problem for problem in typed_problems(doc) if _path_order(problem) not in places]
     if problems:
-        return problems
+        return sorted(problems, key=_path_order)
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
     return [f"{prefix}{problem}" for prefix, section in sections for problem in section_problems(section)]
+
+
+def typed_problems(doc: Any) -> list[str]:
+    """Every way ``doc`` is no `Profile`; [] when it converts.
+
+    Converting the parsed document costs less than decoding its bytes again; it stops at the first
+    problem, and only then is ``doc`` walked field by field for all of them.
+    """
+    try:
+        msgspec.convert(doc, Profile)
+    except msgspec.ValidationError:
+        return [f"{json_path(path)}: {message}" for path, message in problems_in(doc, Profile, ())]
+    return []
+
+
+def _path_order(problem: str) -> str:
+    return problem.split(": ", 1)[0]
+
+
+def problems_in(value: Any, kind: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every problem of ``value`` as a ``kind`` (a model type), each with its path under ``path``: the
+    problems of its parts when it has parts, else its own."""
+    try:
+        msgspec.convert(value, kind)
+        return []
+    except msgspec.ValidationError as error:
+        own = str(error)
+    parts = _part_problems(value, _bare(kind), path)
+    return parts or [(path, problem_message(own, value, kind))]
+
+
+def _part_problems(value: Any, kind: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """The problems of ``value``'s fields, items or entries, ``kind`` being the type of the whole."""
+    origin = get_origin(kind)
+    if origin in (Union, types.UnionType):
+        shapes = [member for member in get_args(kind) if _holds(_bare(member), value)]
+        return _part_problems(value, _bare(shapes[0]), path) if len(shapes) == 1 else []
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct) and isinstance(value, dict):
+        problems = []
+        for field in msgspec.structs.fields(kind):
+            if field.encode_name in value:
+                problems += problems_in(value[field.encode_name], field.type, (*path, field.encode_name))
+            elif field.required:
+                problems.append((path, f"{field.encode_name!r} is a required property"))
+        return problems
+    if origin is list and isinstance(value, list):
+        (item,) = get_args(kind)
+        return [problem for index, part in enumerate(value) for problem in problems_in(part, item, (*path, index))]
+    if origin is dict and isinstance(value, dict):
+        key_kind, item = get_args(kind)
+        problems = []
+        for key, part in value.items():
+            problems += [((*path, key), f"the key {message}") for _, message in problems_in(key, key_kind, ())]
+            problems += problems_in(part, item, (*path, key))
+        return problems
+    return []
+
+
+def _bare(kind: Any) -> Any:
+    """``kind`` without its ``Annotated`` constraints."""
+    return get_args(kind)[0] if get_origin(kind) is Annotated else kind
+
+
+def _holds(kind: Any, value: Any) -> bool:
+    """Whether ``kind`` is the JSON shape of ``value`` (an object or an array), so its parts can be checked."""
+    if isinstance(value, dict):
+        return get_origin(kind) is dict or (isinstance(kind, type) and issubclass(kind, msgspec.Struct))
+    return isinstance(value, list) and get_origin(kind) is list
+
+
+_JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean", "null": "null"}
+_EXPECTED = re.compile(r"Expected `([^`]*)`(?:, got `[^`]*`)?(?: (>=|<=|>|<) (\S+))?(?: of length (>=|<=) (\d+))?")
+_BOUND_WORDS = {">=": "is less than the minimum of", "<=": "is greater than the maximum of"}
+
+
+def problem_message(message: str, value: Any, kind: Any) -> str:
+    """msgspec's ``message`` about ``value`` (of model type ``kind``) in the words of a problem line:
+    the value quoted first, shortened, then what is wrong with it (msgspec's own path is left out)."""
+    message = message.split(" - at `", 1)[0]
+    quoted = shortened(repr(value))
+    literal = _bare(kind)
+    if message.startswith("Invalid enum value") and get_origin(literal) is Literal:
+        return f"{quoted} is not one of {', '.join(map(repr, get_args(literal)))}"
+    match = _EXPECTED.fullmatch(message)
+    if match is None:
+        return f"{quoted}: {message[:1].lower()}{message[1:]}"
+    names, bound, limit, length_bound, length = match.groups()
+    if bound and abs(float(limit)) == MAX_FIGURE and isinstance(value, (int, float)):
+        return too_large_message(value)
+    if bound:
+        return f"{quoted} {_BOUND_WORDS.get(bound, bound)} {_number(limit)}"
+    if length_bound:
+        shorter = length_bound == ">="
+        return f"{quoted} is too {'short' if shorter else 'long'} (at {'least' if shorter else 'most'} {length})"
+    wanted = " or ".join(repr(_JSON_TYPES.get(name, name)) for name in names.split(" | "))
+    return f"{quoted} is not of type {wanted}"
+
+
+def _number(text: str) -> str:
+    """``0.0`` → ``0``: a bound as the schema writes it."""
+    return text[:-2] if text.endswith(".0") else text
+
+
+def shortened(text: str, limit: int = QUOTED_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis.
+
+    >>> shortened("{'sort_by': 'cpu_time_total', 'row_limit': 20, 'events': []}", 24)
+    "{'sort_by': 'cpu_time_t…"
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def section_problems(section: Mapping[str, Any]) -> list[str]:
@@ -90,39 +174,13 @@ def section_problems(section: Mapping[str, Any]) -> list[str]:
                 + check_split_level(run, section.get("spanning_regions", []), where)
                 + check_phases_add_up(run, where)
                 + check_times_resolved(run, where)
+                + check_device_pairs(run, where)
             )
-    problems += check_phase_split(section)
+    problems += check_phase_split(section) + check_statistics_regions(section)
     for index, run in enumerate(section["runs"]):
         if "phases" in run and "generation" in run:
             problems += check_generation(run, f"runs[{index}]")
     return problems
-
-
-def schema_problems(doc: Any) -> list[str]:
-    """Every violation of the schema in ``doc``, in JSON-path order (the slow, thorough check)."""
-    errors = _validator().iter_errors(doc)
-    return [schema_problem(error) for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path)))]
-
-
-def schema_problem(error: jsonschema.ValidationError) -> str:
-    """One schema violation as ``<JSON path>: <what is wrong>``, the offending value shortened.
-
-    jsonschema starts most messages with the value's repr (``{...} is not of type 'array'``), which
-    for a table is thousands of characters.
-    """
-    message, quoted = error.message, repr(error.instance)
-    if message.startswith(quoted):
-        message = shortened(quoted) + message[len(quoted) :]
-    return f"{json_path(error.absolute_path)}: {message}"
-
-
-def shortened(text: str, limit: int = QUOTED_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis.
-
-    >>> shortened("{'sort_by': 'cpu_time_total', 'row_limit': 20, 'events': []}", 24)
-    "{'sort_by': 'cpu_time_t…"
-    """
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
@@ -279,6 +337,32 @@ def check_generation(run: Mapping[str, Any], where: str = "runs[0]") -> list[str
     return problems
 
 
+def check_device_pairs(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
+    """A device time comes with its fraction and a fraction with its time, in the residual and every region."""
+    parts = [(f"{where}.residual", run["residual"])]
+    parts += [(f"{where}.regions[{i}]", region) for i, region in enumerate(run["regions"])]
+    return [
+        f"{path}: {present!r} without {missing!r}; write both or neither"
+        for path, part in parts
+        for present, missing in (("device_time_us", "device_time_fraction"), ("device_time_fraction", "device_time_us"))
+        if present in part and missing not in part
+    ]
+
+
+def check_statistics_regions(section: Mapping[str, Any]) -> list[str]:
+    """Each of ``statistics.regions`` names its region by a string ``region_id``; its other keys are summaries."""
+    problems = []
+    for index, entry in enumerate(section.get("statistics", {}).get("regions", ())):
+        if not isinstance(entry.get("region_id"), str):
+            problems.append(f"statistics.regions[{index}]: 'region_id' is a required property (a string)")
+        problems += [
+            f"statistics.regions[{index}].{key}: {shortened(repr(value))} is not of type 'object'"
+            for key, value in entry.items()
+            if key != "region_id" and not isinstance(value, dict)
+        ]
+    return problems
+
+
 def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """The times readers divide by (the run's, its phases', its regions' counted operators') are 0 or at least
     `TIME_RESOLUTION_US`."""
@@ -301,32 +385,56 @@ def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list
 
 
 def number_problems(doc: Any) -> list[str]:
-    """Every number of ``doc`` that is no figure: NaN, ±Infinity (JSON has neither), or larger than `MAX_FIGURE`."""
-    problems = []
-    for path, value in numbers(doc):
-        if isinstance(value, float) and not math.isfinite(value):
-            problems.append(f"{json_path(path)}: {value} is not a finite number")
-        elif abs(value) > MAX_FIGURE:
-            shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {value.bit_length()} bits"
-            problems.append(f"{json_path(path)}: {shown} is larger than any figure a profile holds ({MAX_FIGURE:.2g})")
-    return problems
+    """Every number of ``doc`` that is no figure: NaN, ±Infinity (JSON has neither), or larger than `MAX_FIGURE`.
+
+    The model bounds the numbers it types; this walk finds those outside it too (unknown keys, free-form
+    tables), and only paths of the few it refuses are built.
+    """
+    return [f"{json_path(path)}: {too_large_message(value)}" for path, value in numbers(doc, _no_figure)]
+
+
+def _no_figure(value: float) -> bool:
+    return not -MAX_FIGURE <= value <= MAX_FIGURE  # NaN compares false
+
+
+def too_large_message(value: float) -> str:
+    """What is wrong with a number past `MAX_FIGURE`, the number shown short."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number"
+    shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {value.bit_length()} bits"
+    return f"{shown} is larger than any figure a profile holds ({MAX_FIGURE:.2g})"
 
 
 def non_finite(value: Any) -> Iterator[tuple[tuple[Any, ...], float]]:
     """Every NaN or ±Infinity in a JSON-like value, with its path: JSON has no such numbers."""
-    return ((path, item) for path, item in numbers(value) if isinstance(item, float) and not math.isfinite(item))
+    return numbers(value, lambda item: isinstance(item, float) and not math.isfinite(item))
 
 
-def numbers(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], int | float]]:
-    """Every number (not a boolean) in a JSON-like value, with its path."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from numbers(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from numbers(item, (*path, index))
+def numbers(value: Any, wanted: Any = None) -> Iterator[tuple[tuple[Any, ...], int | float]]:
+    """Every number (not a boolean) in a JSON-like value for which ``wanted`` holds (all, when None), with its path.
+
+    Walked without recursion; a container's path is built only when one of its numbers is wanted.
+    """
+    pending: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while pending:
+        path, container = pending.pop()
+        if isinstance(container, dict):
+            items: Any = container.items()
+        elif isinstance(container, (list, tuple)):
+            items = enumerate(container)
+        else:  # the document itself is a number
+            if (
+                isinstance(container, (int, float))
+                and not isinstance(container, bool)
+                and (wanted is None or wanted(container))
+            ):
+                yield path, container
+            continue
+        for key, item in items:
+            if isinstance(item, (dict, list, tuple)):
+                pending.append(((*path, key), item))
+            elif isinstance(item, (int, float)) and not isinstance(item, bool) and (wanted is None or wanted(item)):
+                yield (*path, key), item
 
 
 def json_path(parts: Any) -> str:

@@ -1,0 +1,61 @@
+"""``profile.schema.json``, the JSON Schema shipped for outside consumers, generated from the typed model.
+
+`aitune.report.model` is the one definition; this file is derived from it by `msgspec.json.schema`,
+with the header a standalone schema file carries (``$schema``, ``$id``, ``title``). aitune itself never
+reads the file: it validates by decoding into the model. ``tests/test_profile_schema.py`` fails when the
+shipped file and the model part; regenerate it with ``python -m aitune.report.profile_schema``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from aitune.report.model import Profile
+
+SCHEMA_FILE = Path(__file__).with_name("profile.schema.json")
+SCHEMA_ID = "https://aitune.invalid/profile.schema.json"
+
+
+def profile_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of `Profile`: its fields at the top, every other Struct under ``$defs``."""
+    generated = _one_line_descriptions(msgspec.json.schema(Profile))
+    definitions = generated["$defs"]
+    root = definitions.pop("Profile")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        **root,
+        "title": "aitune profile document",
+        "$defs": definitions,
+    }
+
+
+def _one_line_descriptions(node: Any) -> Any:
+    """``node`` with each description (a Struct's docstring, wrapped in the source) on one line."""
+    if isinstance(node, dict):
+        return {
+            key: " ".join(value.split()) if key == "description" else _one_line_descriptions(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_one_line_descriptions(item) for item in node]
+    return node
+
+
+def schema_text() -> str:
+    """`profile_schema` as the shipped file holds it: indented, keys in the model's order, one final newline."""
+    return json.dumps(profile_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> None:
+    """Write `SCHEMA_FILE` from the model."""
+    SCHEMA_FILE.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {SCHEMA_FILE.name}")
+
+
+if __name__ == "__main__":
+    main()
