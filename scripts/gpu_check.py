@@ -217,7 +217,7 @@ def closed_loop(device: torch.device, dry_run: bool) -> dict[str, Any]:
         level_change = (pipeline_app.infer(**inputs) - plain).abs().max().item()
         Console(width=120).print(loop_view(result))
         with tempfile.TemporaryDirectory(prefix="gpu-check-loop-") as folder:
-            write_loop(Path(folder), result, None)
+            write_loop(Path(folder), result, None, Path(folder))
             written = sorted(str(path.relative_to(folder)) for path in Path(folder).rglob("*") if path.is_file())
     finally:
         result.restore()

@@ -38,6 +38,7 @@ from postgres_server import postgres_server, postgres_url  # noqa: E402, F401  (
 TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
 NO_TORCH = "needs torch, which is not installed"
 collect_ignore = [] if TORCH_INSTALLED else ["jit", "tuning"]  # every test there tunes a torch module
+collect_ignore.append("apps/tp_tune.py")  # a torchrun rank: importing it joins the process group
 
 
 @pytest.hookimpl(wrapper=True)

@@ -127,7 +127,7 @@ def test_schema_version_one_point_zero_is_not_one():
     doc = orjson.loads(SAMPLE.read_bytes())
     doc["schema_version"] = 1.0
 
-    assert validate(doc) == ["schema_version: 1.0 is not an integer; write 1"]
+    assert validate(doc) == ["schema_version: 1.0 is not of type 'integer'"]
 
 
 # --- writes are whole or absent; failures leave nothing behind ---

@@ -244,6 +244,7 @@ TAB_NAMES = [
     "Efficiency",
     "Warnings",
     "Timeline",
+    "History",
 ]
 HOSTILE_QUERY_VALUES = {
     "nul": b"\x00",
