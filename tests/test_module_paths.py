@@ -101,7 +101,7 @@ def test_tune_on_a_plain_sequential_suggests_its_children_and_tunes_them_by_inde
     plan = json.loads((out / "plan.json").read_text())
     after = load(out / "after" / "profile.json")
 
-    assert suggested["recommended"] and all(path.isdigit() for path in suggested["recommended"])
+    assert suggested["targets"] and all(target["path"].isdigit() for target in suggested["targets"])
     assert [region["path"] for region in plan["regions"]] == ["0", "2"]
     states = {region["id"]: region.get("wrapper_state") for region in after["regions"]}
     assert states["aot_module:0"] == states["aot_module:2"] == "tuned"
@@ -136,21 +136,19 @@ def test_a_plan_of_sequential_children_replays_in_a_fresh_process(tuned_folder, 
 
 
 @pytest.mark.slow
-def test_the_loop_api_suggests_and_tunes_a_plain_sequential_by_its_childrens_indices():
+def test_the_loop_api_tunes_a_plain_sequential_child_by_index_and_suggest_names_the_children_so():
     model, images, classify = sequential_app.sequential_convnet.build()
     eager = classify(images)
 
-    found = optimize(model, images, classify, config=LoopConfig(strategy=ORT_FIRST_WINS, top=2, **FAST))
-    tuned_by_suggest = [region.path for region in found.tuned]
-    found.restore()
     result = optimize(model, images, classify, config=LoopConfig(targets=("2",), strategy=ORT_FIRST_WINS, **FAST))
     try:
         tuned_child, tuned = model[2], classify(images)
     finally:
         result.restore()
 
-    assert found.suggestions.recommended() and all(t.path.isdigit() for t in found.suggestions.recommended())
-    assert tuned_by_suggest  # the whole model (one build where that is predicted no worse) or its children
+    # Whether a child is *worth* tuning is the gain model's call on this machine; that it is named by index is not.
+    suggested = {target.path for target in suggest(result.before).targets}
+    assert {"0", "2", "4"} <= suggested and all(path.isdigit() for path in suggested)
     assert [(gain.path, gain.winner) for gain in result.gains] == [("2", "onnxruntime")]
     assert isinstance(tuned_child, Module) and not isinstance(model[2], Module)
     assert torch.allclose(tuned, eager, rtol=1e-3, atol=1e-4)

@@ -197,7 +197,8 @@ class Wrapped(nn.Module):
 
 def test_runs_and_operator_runs_are_listed_below_the_spanning_regions_both_share(tmp_path):
     trace = tmp_path / "trace.json.gz"
-    prof = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, **RUNS)
+    # Three operator runs: their median share inside `inner` outlasts one run a loaded machine preempts.
+    prof = ait.profile(Wrapped(), torch.ones(1, 4), trace_file=trace, operator_runs=3, **RUNS)
     live = prof.data
     prof.wait_for_trace()
     document = json.loads(gzip.decompress(trace.read_bytes()))
