@@ -215,6 +215,24 @@ def test_a_backend_failing_after_tuning_falls_back_to_eager_for_good(wrapped, ca
     assert wrapper.to_dict()["tuned_backends"][graph_id]["name"] == "eager"
 
 
+def test_a_call_of_sizes_an_export_fixed_runs_eager_once_and_the_build_stays_for_its_sizes(wrapped, caplog):
+    pytest.importorskip("onnxruntime")
+    strategy = ait.OneBackendStrategy(ait.OnnxRuntimeBackend(), measure=FAST_MEASURE)
+    wrapper, graph, _, _ = tune_with(wrapped, strategy, inputs=[torch.randn(2, 8), torch.randn(2, 8)])
+    assert graph["winner"] == "onnxruntime"  # one batch size recorded: the export fixes it at 2
+    eager = tiny_mlp()
+    other, again = torch.randn(5, 8), torch.randn(2, 8)
+
+    with caplog.at_level(logging.WARNING), torch.no_grad():
+        outputs = [wrapper(other), wrapper(other), wrapper(again)]
+
+    assert torch.equal(outputs[0], eager(other)) and torch.equal(outputs[1], eager(other))  # eager, not the build
+    assert torch.allclose(outputs[2], eager(again), atol=1e-5)
+    assert caplog.text.count("takes the sizes it was tuned on only") == 1
+    assert "dimension 0 of input 0 is 5; the export fixed it at 2" in caplog.text
+    assert wrapper.to_dict()["tuned_backends"][graph["graph_id"]]["name"] == "onnxruntime"
+
+
 def test_first_wins_keeps_the_first_passing_backend_and_skips_the_rest(wrapped):
     strategy = ait.FirstWinsStrategy([OffByBackend(), ait.EagerBackend(), BrokenBuildBackend()], measure=FAST_MEASURE)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aitune.errors import TuningError
-from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
+from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built, SizesOutsideBuild
 from aitune.torch.backends.eager import AutocastBackend, EagerBackend
 from aitune.torch.backends.inductor import InductorBackend
 from aitune.torch.backends.onnxruntime import OnnxRuntimeBackend
@@ -75,6 +75,7 @@ __all__ = [
     "InductorBackend",
     "Int8DynamicBackend",
     "OnnxRuntimeBackend",
+    "SizesOutsideBuild",
     "TensorRTBackend",
     "backend_from_dict",
     "default_backends",

@@ -22,6 +22,11 @@ class BackendError(RuntimeError):
     """A backend could not build or run this graph; the tuner records why and moves on."""
 
 
+class SizesOutsideBuild(BackendError):
+    """A call whose tensor sizes the build cannot take (an export fixed them), raised before anything runs:
+    that call runs eager and the build stays for the sizes it takes."""
+
+
 @dataclass
 class BuildContext:
     """Everything a backend may use to build one graph of a module."""

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built
+from aitune.torch.backends.base import Backend, BackendError, BuildContext, Built, SizesOutsideBuild
 from aitune.torch.backends.onnx_export import export_onnx, output_spec, tensor_inputs
 from aitune.torch.backends.threads import ThreadBudget, torch_threads
 
@@ -67,6 +67,7 @@ class OnnxRuntimeBackend(Backend):
                     str(exported), self._options(onnxruntime), providers=_providers(context.device)
                 )
         names = [node.name for node in session.get_inputs()]
+        fixed = [fixed_sizes(node.shape) for node in session.get_inputs()]
         device = context.device
         used = session.get_session_options()
 
@@ -74,6 +75,9 @@ class OnnxRuntimeBackend(Backend):
             tensors = tensor_inputs(args, kwargs)
             if len(tensors) != len(names):
                 raise BackendError(f"the exported graph takes {len(names)} tensors, the call passed {len(tensors)}")
+            outside = sizes_outside(fixed, [tuple(t.shape) for t in tensors])
+            if outside is not None:
+                raise SizesOutsideBuild(outside)
             feed = {name: t.detach().cpu().contiguous().numpy() for name, t in zip(names, tensors, strict=True)}
             outputs = [torch.from_numpy(array).to(device) for array in session.run(None, feed)]
             return pytree.tree_unflatten(outputs, spec)
@@ -95,6 +99,22 @@ class OnnxRuntimeBackend(Backend):
         for key, value in _NO_SPINNING.items():
             options.add_session_config_entry(key, value)
         return options
+
+
+def fixed_sizes(shape: list[Any]) -> tuple[int | None, ...]:
+    """An ONNX input's shape with its dynamic dimensions (named, or unknown) as None."""
+    return tuple(dim if isinstance(dim, int) else None for dim in shape)
+
+
+def sizes_outside(fixed: list[tuple[int | None, ...]], sizes: list[tuple[int, ...]]) -> str | None:
+    """Why a call's tensor sizes are not the ones the export fixed (the first that differs), or None if they are."""
+    for index, (wanted, given) in enumerate(zip(fixed, sizes, strict=True)):
+        if len(wanted) != len(given):
+            return f"input {index} has {len(given)} dimensions; the export has {len(wanted)}"
+        for dim, (size, actual) in enumerate(zip(wanted, given, strict=True)):
+            if size is not None and size != actual:
+                return f"dimension {dim} of input {index} is {actual}; the export fixed it at {size}"
+    return None
 
 
 def _providers(device: torch.device) -> list[Any]:

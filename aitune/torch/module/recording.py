@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aitune.torch.backends import SizesOutsideBuild
 from aitune.torch.module.graph_spec import GraphSpec, Sample, SnapshotError, graph_key
 from aitune.torch.tuning.tuner import GraphRunner
 
@@ -58,6 +59,8 @@ def run_tuned(
 
     A backend failing at run time never breaks the user's model: the call runs ``forward`` and the
     graph runs eager from then on (a user error raises from ``forward`` and leaves the backend in place).
+    A call of sizes the build was not made for (an export that fixed them) runs ``forward``, and the build
+    stays for the sizes it takes.
     """
     runner = runners.get(graph_key(args, kwargs)[0])
     if runner is None or runner.is_eager:
@@ -66,6 +69,9 @@ def run_tuned(
         return runner.record_then_build(forward, args, kwargs)
     try:
         return runner(*args, **kwargs)
+    except SizesOutsideBuild as outside:
+        runner.note_sizes_outside(name, str(outside))
+        return forward(*args, **kwargs)
     except Exception as error:
         result = forward(*args, **kwargs)
         logger.warning("aitune: %s backend of '%s' failed (%s); running eager from now on", runner.backend, name, error)

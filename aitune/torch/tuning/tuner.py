@@ -52,6 +52,7 @@ class GraphRunner:
         self._backend = backend
         self._built = built
         self._deferred = deferred
+        self._said_sizes_outside = False
 
     @classmethod
     def eager(cls) -> GraphRunner:
@@ -97,6 +98,18 @@ class GraphRunner:
             if self._built is None:
                 self._backend = EagerBackend()
         return output
+
+    def note_sizes_outside(self, region: str, why: str) -> None:
+        """Say once that calls of sizes the build does not take run eager, and how to tune for them."""
+        if not self._said_sizes_outside:
+            self._said_sizes_outside = True
+            logger.warning(
+                "aitune: the %s build of '%s' takes the sizes it was tuned on only (%s); calls of other sizes run "
+                "eager: tune on calls of every size it will see, so the export keeps those dimensions dynamic",
+                self.backend,
+                region,
+                why,
+            )
 
     def fall_back(self) -> None:
         """Switch this graph to eager for good (its backend failed at run time)."""
