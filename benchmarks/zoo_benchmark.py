@@ -125,8 +125,9 @@ def predicted(result: Any) -> float | None:
     if not result.suggestions:
         return None
     kept = [gain for gain in result.gains if gain.tuned]
-    if any(not gain.path for gain in kept) and result.whole_model is not None:
-        return result.whole_model.predicted_speedup
+    whole = [gain for gain in kept if not gain.path]  # the whole model, weighed or tuned by the decoder recipe
+    if whole:
+        return whole[0].predicted_speedup
     found = suggest(result.before)  # the same suggestions the loop read: suggest is a function of the document
     targets = {target.path: target for target in found.targets}
     picked = [targets[gain.path] for gain in kept if gain.path in targets]

@@ -187,6 +187,14 @@ class WholeModel:
     reason: str
 
 
+def whole_model_forecast(found: Suggestions) -> float | None:
+    """Suggest's end-to-end forecast for one build of the root module: its outermost targets combined, less those
+    the entry method runs beside the root's forward; None when it has none."""
+    top = outermost([target for target in found.targets if target.predicted_region_speedup])
+    covered = [target for target in top if not target.outside_root]
+    return found.combined(covered)[0] if covered else None
+
+
 def weigh_whole_model(found: Suggestions, paths: Sequence[str]) -> WholeModel | None:
     """How tuning the root module whole compares with tuning ``paths`` (suggest's choice among ``found``);
     None when one path was chosen. The caller knows whether the root is a module."""
@@ -194,8 +202,7 @@ def weigh_whole_model(found: Suggestions, paths: Sequence[str]) -> WholeModel | 
         return None
     targets = [target for target in found.targets if target.predicted_region_speedup]
     top, chosen_targets = outermost(targets), [target for target in targets if target.path in paths]
-    covered = [target for target in top if not target.outside_root]
-    whole = found.combined(covered)[0] if covered else None
+    whole = whole_model_forecast(found)
     separate = found.combined(chosen_targets)[0] if chosen_targets else None
     chosen = whole is not None and (separate is None or whole >= separate)
     figures = f"{factor(whole or 0)} predicted whole, {factor(separate or 0)} for {', '.join(paths)}"

@@ -36,6 +36,7 @@ from aitune.compare.gains import (
     region_gains,
     untuned_slowdowns,
     weigh_whole_model,
+    whole_model_forecast,
 )
 from aitune.compare.loop_report import compare_report
 from aitune.compare.quality import QualityBar, TaskJudgment, check_precision
@@ -282,7 +283,9 @@ def _optimize(
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
     forecasts = suggestions.forecasts() if suggestions is not None else {}
-    gains = region_gains(forecasts, diff, tuning.outcomes, whole.predicted_speedup if whole else None, checks)
+    # The whole model is also tuned by the decoder recipe, which weighs nothing: its forecast is suggest's all the same.
+    whole_predicted = whole_model_forecast(suggestions) if suggestions is not None else None
+    gains = region_gains(forecasts, diff, tuning.outcomes, whole_predicted, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
     report = None
     choices = _precision_choices(tuning, precision)

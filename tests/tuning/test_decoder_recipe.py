@@ -11,6 +11,7 @@ import torch
 from hf_models import llama_decoder, llama_generate
 from torch import nn
 
+from aitune.compare.gains import whole_model_forecast
 from aitune.compare.verification import VerifyConfig
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, InductorBackend
@@ -57,6 +58,9 @@ def test_a_kept_recipe_generates_with_a_static_cache_and_its_plan_sets_it_again(
         result.restore()
 
     assert tuned == [""] and during == "static"
+    whole = next(gain for gain in result.gains if gain.path == "")
+    assert whole.predicted_speedup == whole_model_forecast(result.suggestions)  # forecast, though nothing was weighed
+    assert whole.predicted_speedup is not None and result.whole_model is None
     assert torch.equal(tokens, expected)
     assert result.plan["generation"] == {"cache_implementation": "static"}
     assert model.generation_config.cache_implementation is None  # restore puts the setting back too
