@@ -18,6 +18,7 @@ from aitune.compare.loop_report import read_loop_report
 from aitune.compare.verification import (
     CONTRIBUTION,
     END_TO_END,
+    OUTRUN,
     PairedSpeedup,
     RegionCheck,
     VerifyConfig,
@@ -177,6 +178,15 @@ def test_the_verification_of_each_region_reads_back_from_the_compare_report():
     assert not gain.tuned and gain.realised_shown == (None, None)
     assert gain.note == "put back: end to end 0.73× [0.63, 0.92] over 12 rounds"
     assert check.line(gain.winner) == "encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds"
+
+
+def test_a_region_outrun_by_the_other_candidate_shows_its_own_figure_labelled_as_its_own():
+    check = RegionCheck("", False, OUTRUN, PairedSpeedup(9, 1.11, 1.05, 1.17))
+
+    assert check.line("inductor") == (
+        "(whole model): inductor put back: outrun by the other candidate, which ran faster end to end"
+        " (this one 1.11× [1.05, 1.17] over 9 rounds)"
+    )
 
 
 def test_a_compare_report_with_a_malformed_check_is_refused_with_the_field():

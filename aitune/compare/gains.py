@@ -51,8 +51,7 @@ class RegionGain:
         """Why it was kept as it was (the reason no backend won, or the verification that put it back);
         for a verified region, its figures; empty for a tuned, unverified one."""
         if self.check is not None and self.winner != "eager":
-            verdict = "kept" if self.check.kept else "put back"
-            return f"{verdict}: {self.check.compared} {self.check.speedup.shown()}"
+            return self.check.judged()
         return self.reason or ("" if self.tuned else "kept as it was")
 
     @property
