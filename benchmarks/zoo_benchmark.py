@@ -261,9 +261,10 @@ def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
 
 
 def not_tuned(result: Any) -> dict[str, str]:
-    """Why each region the loop tried was left as it was (its gain's reason), by path."""
+    """Why each region the loop tried was left as it was (its gain's note: the check that put it back, or the reason
+    no backend won), by path."""
     gains = result.gains if result is not None else []
-    return {gain.path or "(whole)": gain.reason for gain in gains if not gain.tuned and gain.reason}
+    return {gain.path or "(whole)": gain.note for gain in gains if not gain.tuned and gain.note}
 
 
 def task_gate(result: Any) -> str:
