@@ -180,6 +180,14 @@ def test_the_verification_of_each_region_reads_back_from_the_compare_report():
     assert check.line(gain.winner) == "encoder: onnxruntime put back: end to end 0.73× [0.63, 0.92] over 12 rounds"
 
 
+def test_one_figure_outruns_another_only_when_their_intervals_do_not_overlap():
+    recipe = PairedSpeedup(9, 1.11, 1.05, 1.17)
+
+    assert PairedSpeedup(9, 1.25, 1.18, 1.31).outruns(recipe)
+    assert not PairedSpeedup(9, 1.25, 1.15, 1.31).outruns(recipe)  # a higher median within the noise of both
+    assert not recipe.outruns(PairedSpeedup(9, 1.25, 1.15, 1.31))
+
+
 def test_a_region_outrun_by_the_other_candidate_shows_its_own_figure_labelled_as_its_own():
     check = RegionCheck("", False, OUTRUN, PairedSpeedup(9, 1.11, 1.05, 1.17))
 

@@ -72,6 +72,11 @@ class PairedSpeedup:
         """True when more rounds cannot change the verdict much: a win, or an interval below ``1 + margin``."""
         return self.faster(margin) or self.ci_high < 1 + margin
 
+    def outruns(self, other: PairedSpeedup) -> bool:
+        """True when this interval lies wholly above ``other``'s: faster than it beyond the noise of both (two
+        figures each measured against eager, one after the other, are compared no closer than that)."""
+        return self.ci_low > other.ci_high
+
     def shown(self) -> str:
         """``0.73× [0.63, 0.92] over 12 rounds``."""
         return f"{factor(self.median, self.ci_low, self.ci_high)} over {self.rounds} rounds"
