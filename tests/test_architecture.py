@@ -274,6 +274,12 @@ def test_every_import_between_the_parts_of_torch_points_down_its_layers():
     assert not offenders, f"imports that run back up inside torch/ (move what both need below them): {offenders}"
 
 
+def test_capture_and_the_calibration_service_sit_below_tuning_so_capture_never_needs_it():
+    order = map_order(MAP.read_text(encoding="utf-8"), "aitune/torch/")
+
+    assert order["calibration"] < order["performance"] < order["tuning"]
+
+
 def test_the_torch_free_folders_never_import_torch_not_even_lazily():
     offenders = [
         f"{module} imports {target}"
