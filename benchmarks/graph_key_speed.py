@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from aitune.torch.module import graph_spec
-from aitune.torch.module.graph_spec import Sample, graph_key
+from aitune.torch.graphs import graph_spec
+from aitune.torch.graphs.graph_spec import Sample, graph_key
 
 
 def per_call_us(call: Callable[[], Any], calls: int, repeats: int) -> float:

@@ -20,7 +20,7 @@ from torch import nn
 
 import aitune
 from aitune.torch.backends import BuildContext, OnnxRuntimeBackend
-from aitune.torch.module.graph_spec import Sample
+from aitune.torch.graphs.graph_spec import Sample
 from aitune.torch.tuning.decision import paired_speedup
 from aitune.torch.tuning.measure import MeasureConfig, measure_interleaved
 

@@ -1,4 +1,5 @@
-"""The house stays in order: no import circles, every file on the map (docs/architecture.md), torch only in torch/.
+"""The house stays in order: no import circles, every file on the map (docs/architecture.md), imports pointing
+down its layers (the map's order), torch only in torch/.
 
 Imports are read from the source with `ast`, at every level: a function-level (lazy) import and one under
 ``TYPE_CHECKING`` are arrows too, since each makes one file depend on the other.
@@ -128,6 +129,49 @@ def mapped_files(text: str) -> set[str]:
     return found
 
 
+def map_order(text: str, folder: str) -> dict[str, int]:
+    """The parts of ``folder`` (``aitune/``, ``aitune/torch/``) by the row of the map's tree that names them, the
+    lowest layer first: a child folder by its own line, child files by the line that lists them (files on one line
+    share a layer); lines indented deeper than the children describe, and name no part."""
+    tree = text.split("```text\n", 1)[1].split("```", 1)[0]
+    folders: list[tuple[int, str]] = []
+    order: dict[str, int] = {}
+    child_indent = None
+    for line in tree.splitlines():
+        indent = len(line) - len(line.lstrip())
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        first = line.split()[0] if line.strip() else ""
+        if "".join(name for _, name in folders) == folder and child_indent in (None, indent):
+            child_indent = indent
+            names = [first] if first.endswith("/") else re.findall(r"\b\w+\.py\b", line)
+            layer = max(order.values(), default=-1) + 1
+            order |= {name.removesuffix("/").removesuffix(".py"): layer for name in names}
+        if first.endswith("/"):
+            folders.append((indent, first))
+    return order
+
+
+def upward_imports(graph: dict[str, set[str]], package: str, order: dict[str, int]) -> list[str]:
+    """Imports between two parts of ``package`` (``aitune.torch``) that run to a part the map places above the
+    importer (a higher layer), and parts the map does not place; the package's own face re-exports and is skipped."""
+
+    def part(module: str) -> str | None:
+        return module.removeprefix(package + ".").split(".")[0] if module.startswith(package + ".") else None
+
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            low, high = part(module), part(target)
+            if low is None or high is None or low == high:
+                continue
+            if low not in order or high not in order:
+                found.append(f"{module} imports {target}: place {low if low not in order else high} on the map")
+            elif order[high] > order[low]:
+                found.append(f"{module} imports {target}, which the map places above it")
+    return found
+
+
 def test_no_module_of_the_package_imports_itself_back_through_others():
     found = circles(import_graph())
 
@@ -184,6 +228,56 @@ def test_every_file_of_the_package_is_on_the_map():
     assert not missing, f"name these files in docs/architecture.md, each with its one idea: {missing}"
     stale = sorted(path for path in named - files if path.startswith("aitune/"))
     assert not stale, f"docs/architecture.md names files that do not exist: {stale}"
+
+
+def test_the_map_orders_a_folders_parts_by_their_lines_and_sees_an_import_running_up_it():
+    text = """```text
+aitune/
+  torch/         torch
+    devices.py precision.py                  foundations, described at length
+                                             over two lines that mention loop.py
+    graphs/      records
+      graph_spec.py
+    tuning/      the engine
+    loop.py
+```
+"""
+
+    order = map_order(text, "aitune/torch/")
+    graph = {
+        "aitune.torch.loop": {"aitune.torch.tuning.api", "aitune.torch.devices"},
+        "aitune.torch.precision": {"aitune.torch.devices"},
+        "aitune.torch.graphs.graph_spec": {"aitune.torch.tuning.tuner", "aitune.torch.jit.session"},
+        "aitune.torch": {"aitune.torch.loop"},
+    }
+
+    assert order == {"devices": 0, "precision": 0, "graphs": 1, "tuning": 2, "loop": 3}
+    assert upward_imports(graph, "aitune.torch", order) == [
+        "aitune.torch.graphs.graph_spec imports aitune.torch.jit.session: place jit on the map",
+        "aitune.torch.graphs.graph_spec imports aitune.torch.tuning.tuner, which the map places above it",
+    ]
+
+
+def test_every_import_between_the_top_level_stages_points_down_the_layers_of_the_map():
+    order = map_order(MAP.read_text(encoding="utf-8"), "aitune/")
+
+    offenders = upward_imports(import_graph(), "aitune", order)
+
+    assert not offenders, f"imports that run back up (move what both need below them): {offenders}"
+
+
+def test_every_import_between_the_parts_of_torch_points_down_its_layers():
+    order = map_order(MAP.read_text(encoding="utf-8"), "aitune/torch/")
+
+    offenders = upward_imports(import_graph(), "aitune.torch", order)
+
+    assert not offenders, f"imports that run back up inside torch/ (move what both need below them): {offenders}"
+
+
+def test_capture_and_the_calibration_service_sit_below_tuning_so_capture_never_needs_it():
+    order = map_order(MAP.read_text(encoding="utf-8"), "aitune/torch/")
+
+    assert order["calibration"] < order["performance"] < order["tuning"]
 
 
 def test_the_torch_free_folders_never_import_torch_not_even_lazily():

@@ -27,9 +27,9 @@ from aitune.compare.verification import VerifyConfig
 from aitune.report.formatting import factor
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.module.wrapper import Module
 from aitune.torch.tuning.strategies import OneBackendStrategy, named_strategy
 from aitune.torch.tuning.verify import Switch, verify_tuned
+from aitune.torch.tuning.wrapper import Module
 
 pytestmark = pytest.mark.slow
 

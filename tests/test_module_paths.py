@@ -22,10 +22,10 @@ from aitune.markers import MAX_MODULE_PATH_CHARS, MODULE_PATH_PATTERN, is_module
 from aitune.report import load
 from aitune.suggest import suggest
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.module.paths import module_at, wrap
-from aitune.torch.module.wrapper import Module
+from aitune.torch.tuning.paths import module_at, wrap
 from aitune.torch.tuning.plan import plan_schema
 from aitune.torch.tuning.strategies import named_strategy
+from aitune.torch.tuning.wrapper import Module
 from aitune.viewer.sources import Loaded
 from aitune.viewer.store import ProfileStore
 

@@ -10,17 +10,20 @@ from aitune.torch.backends import (
     OnnxRuntimeBackend,
     TensorRTBackend,
 )
+from aitune.torch.graphs.graph_spec import GraphSpec
 from aitune.torch.jit import JitConfig, JITRegistration, register_for_jit_tuning
 from aitune.torch.loop import LoopConfig, LoopResult, optimize
-from aitune.torch.module import GraphSpec, Module, ModuleState, unwrap, wrap
 from aitune.torch.performance.profile import PerformanceProfile, Scenario, analyze_trace, profile
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
 from aitune.torch.tuning.api import tune
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
+from aitune.torch.tuning.paths import unwrap, wrap
 from aitune.torch.tuning.plan import apply_plan
 from aitune.torch.tuning.report import save_tuning_report
+from aitune.torch.tuning.state import ModuleState
 from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy, OneBackendStrategy, TuneStrategy
+from aitune.torch.tuning.wrapper import Module
 
 __all__ = [
     "MODULE_REGISTRY",

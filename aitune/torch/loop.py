@@ -61,8 +61,6 @@ from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.patched_module import jit_switch
 from aitune.torch.jit.state import JitState
 from aitune.torch.model_state import KeptState
-from aitune.torch.module.paths import WHOLE, unwrap, wrap
-from aitune.torch.module.wrapper import saved_form
 from aitune.torch.performance.capture import planned_calls, resolve_operator_runs
 from aitune.torch.performance.entry import counted
 from aitune.torch.performance.environment import environment
@@ -77,6 +75,7 @@ from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.collective import agreed_refusal, job_document, job_figures, together, world_size
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
+from aitune.torch.tuning.paths import WHOLE, unwrap, wrap
 from aitune.torch.tuning.plan import (
     TunedRegion,
     apply_plan,
@@ -91,6 +90,7 @@ from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.task_gate import judge_task
 from aitune.torch.tuning.verify import Switch, aot_switch, verify_tuned
+from aitune.torch.tuning.wrapper import saved_form
 
 Tick = Callable[[], None]
 PhaseHook = Callable[[str, int | None], Tick]

@@ -14,7 +14,7 @@ import aitune.torch as ait
 from aitune.torch.backends import BackendError, BuildContext, default_backends
 from aitune.torch.backends.inductor import owned_outputs
 from aitune.torch.backends.tensorrt import torch_dtype
-from aitune.torch.module.graph_spec import Sample
+from aitune.torch.graphs.graph_spec import Sample
 
 from .conftest import FAST_MEASURE, tiny_mlp
 

@@ -11,7 +11,7 @@ import torch
 
 import aitune.torch as ait
 from aitune.torch.backends.base import Backend, BuildContext, Built
-from aitune.torch.module.graph_spec import Sample
+from aitune.torch.graphs.graph_spec import Sample
 from aitune.torch.tuning.correctness import check_outputs
 from aitune.torch.tuning.trial import Trial
 

@@ -13,8 +13,8 @@ import aitune.torch as ait
 from aitune.errors import TuningError
 from aitune.torch.backends import BuildContext
 from aitune.torch.backends.held_memory import process_memory, process_rss_bytes
-from aitune.torch.module.graph_spec import Sample
-from aitune.torch.module.paths import unwrap
+from aitune.torch.graphs.graph_spec import Sample
+from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import load_plan, make_plan, schema_problems
 from tuning.conftest import onnxruntime_encoder
 

@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from aitune.cli.app import app
 from aitune.errors import TuningError
 from aitune.report import dumps
-from aitune.torch.module.paths import unwrap
 from aitune.torch.registry import MODULE_REGISTRY
+from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import MAX_PLAN_BYTES, apply_plan
 
 CORPUS = ROOT / "tests" / "hostile" / "plans"

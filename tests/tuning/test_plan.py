@@ -13,7 +13,7 @@ from cli_helpers import ROOT
 import aitune.torch as ait
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, AutocastBackend
-from aitune.torch.module.paths import WHOLE, unwrap
+from aitune.torch.tuning.paths import WHOLE, unwrap
 from aitune.torch.tuning.plan import (
     MAX_EXAMPLE_ELEMENTS,
     MAX_GRAPHS,

@@ -11,7 +11,7 @@ import pytest
 from hf_models import llama_decoder, llama_generate
 
 from aitune.torch.backends import BACKENDS
-from aitune.torch.module.graph_spec import parse_structure
+from aitune.torch.graphs.graph_spec import parse_structure
 
 from .test_stateful_inputs import ForwardAgain, write_inductor_plan
 

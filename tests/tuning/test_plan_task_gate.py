@@ -12,10 +12,10 @@ import torch
 
 from aitune.errors import TuningError
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.module.paths import unwrap
-from aitune.torch.module.wrapper import Module
+from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan
 from aitune.torch.tuning.strategies import named_strategy
+from aitune.torch.tuning.wrapper import Module
 
 pytestmark = pytest.mark.slow
 

@@ -22,12 +22,12 @@ from torch import nn
 from aitune.compare.quality import TaskJudgment, parse_bar
 from aitune.errors import TuningError
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.module.paths import unwrap
-from aitune.torch.module.wrapper import Module
 from aitune.torch.precision import precision_unavailable
+from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan
 from aitune.torch.tuning.strategies import MinLatencyStrategy, named_strategy
 from aitune.torch.tuning.task_gate import output_metric, psnr_db, token_agreement
+from aitune.torch.tuning.wrapper import Module
 
 pytestmark = pytest.mark.slow
 

@@ -26,8 +26,8 @@ from torch import nn
 from aitune.torch.backends import Backend, BuildContext, Built, InductorBackend, Int8DynamicBackend, precision_backends
 from aitune.torch.backends import default_backends as fp32_defaults
 from aitune.torch.loop import LoopConfig, optimize
-from aitune.torch.module.paths import unwrap
 from aitune.torch.tuning.outcome import CandidateResult, GraphResult, RegionOutcome
+from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan, load_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy

@@ -20,8 +20,8 @@ from torch import nn
 import aitune.torch as ait
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
-from aitune.torch.module.graph_spec import GraphSpec, parse_structure
-from aitune.torch.module.structure import structure_id
+from aitune.torch.graphs.graph_spec import GraphSpec, parse_structure
+from aitune.torch.graphs.structure import structure_id
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import check_outputs
 from aitune.torch.tuning.plan import TunedRegion, make_plan

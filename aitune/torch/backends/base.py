@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:  # the module package imports the tuner, which imports backends
-    from aitune.torch.module.graph_spec import Sample
+    from aitune.torch.graphs.graph_spec import Sample
 
 
 class BackendError(RuntimeError):

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from torch import nn
 
-from aitune.torch.module.wrapper import sanitize_name
+from aitune.torch.tuning.wrapper import sanitize_name
 
 
 class Node(Protocol):

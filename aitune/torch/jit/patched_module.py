@@ -34,9 +34,9 @@ from aitune.torch.jit.router import ForwardRouter, install, uninstall
 from aitune.torch.jit.rules import skip_reason
 from aitune.torch.jit.state import JitState
 from aitune.torch.jit.tuning import tune_patched
-from aitune.torch.module.recording import Recording, run_tuned
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 from aitune.torch.tuning.outcome import RegionOutcome
+from aitune.torch.tuning.recording import Recording, run_tuned
 from aitune.torch.tuning.tuner import GraphRunner
 from aitune.torch.tuning.verify import Switch
 

@@ -21,9 +21,9 @@ from aitune.torch.jit.config import JitConfig
 from aitune.torch.jit.patched_module import JitSession, PatchedModule
 from aitune.torch.jit.session import EXPLICIT_MODE, PROCESS, claim
 from aitune.torch.jit.state import JitState
-from aitune.torch.module.paths import module_at
 from aitune.torch.performance.regions import is_transparent_container
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
+from aitune.torch.tuning.paths import module_at
 
 
 class JITRegistration:

@@ -25,9 +25,9 @@ from aitune.errors import TuningError, is_out_of_disk
 from aitune.markers import JIT_REGION_KIND
 from aitune.torch.devices import module_device
 from aitune.torch.jit.config import JitConfig
-from aitune.torch.module.recording import Recording
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.outcome import RegionOutcome
+from aitune.torch.tuning.recording import Recording
 from aitune.torch.tuning.report import module_entry
 from aitune.torch.tuning.strategies import default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, tune_graphs

@@ -9,14 +9,14 @@ from typing import Any
 import torch
 
 from aitune.errors import TuningError
-from aitune.torch.module.state import ModuleState
-from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.registry import MODULE_REGISTRY, ModuleRegistry
 from aitune.torch.tuning.collective import together
 from aitune.torch.tuning.report import save_tuning_report, tuning_report
+from aitune.torch.tuning.state import ModuleState
 from aitune.torch.tuning.strategies import TuneStrategy
+from aitune.torch.tuning.wrapper import Module
 
 
 @together  # under torchrun: one decision for the job (`aitune.torch.tuning.collective`)

@@ -134,8 +134,8 @@ class _Probe:
         """What aitune's wrapper adds to each call of a tuned module (inputs matched to a graph, outputs
         rebuilt): a tiny module wrapped and tuned with the eager backend, against the module alone."""
         from aitune.torch.backends import EagerBackend
-        from aitune.torch.module.paths import unwrap, wrap
         from aitune.torch.tuning.api import record, tune_recorded
+        from aitune.torch.tuning.paths import unwrap, wrap
         from aitune.torch.tuning.strategies import OneBackendStrategy
 
         holder, x = nn.Sequential(nn.Linear(TINY, TINY)).eval().to(self.device), self.tensor(1, TINY)

@@ -38,13 +38,13 @@ from aitune.report.io import read_json
 from aitune.report.validate import json_path, non_finite, shortened
 from aitune.torch.backends import BACKENDS
 from aitune.torch.decoder_recipe import swap_generation
-from aitune.torch.module.graph_spec import check_graph
-from aitune.torch.module.paths import module_at, replace_modules
-from aitune.torch.module.wrapper import Module, check_restorable
+from aitune.torch.graphs.graph_spec import check_graph
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.outcome import RegionOutcome
+from aitune.torch.tuning.paths import module_at, replace_modules
+from aitune.torch.tuning.wrapper import Module, check_restorable
 
 PLAN_KIND = "aitune-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -366,7 +366,7 @@ def _shape_problems(graph: Mapping[str, Any], where: str) -> list[str]:
 
 
 def _structure_problems(graph: Mapping[str, Any], where: str) -> list[str]:
-    """The structure parsed by `aitune.torch.module.graph_spec.check_graph` (never a loader that can
+    """The structure parsed by `aitune.torch.graphs.graph_spec.check_graph` (never a loader that can
     import), its id and its leaves against the shapes; its sentence, when it refuses."""
     try:
         check_graph(graph, where)

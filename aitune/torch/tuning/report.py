@@ -18,7 +18,7 @@ import orjson
 import aitune
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.backends.threads import torch_threads
-from aitune.torch.module.graph_spec import GraphSpec
+from aitune.torch.graphs.graph_spec import GraphSpec
 from aitune.torch.tuning.outcome import EAGER, CandidateResult, GraphResult, RegionOutcome
 from aitune.torch.tuning.trial import Candidate, Trial
 

@@ -17,7 +17,7 @@ import torch
 from aitune.markers import AOT_REGION_KIND
 from aitune.torch.backends import Backend, BuildContext, Built, EagerBackend, backend_from_dict
 from aitune.torch.devices import module_device
-from aitune.torch.module.graph_spec import GraphSpec, Sample, SnapshotError
+from aitune.torch.graphs.graph_spec import GraphSpec, Sample, SnapshotError
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 
 from aitune.compare.verification import Verification, VerifyConfig, verify_regions
-from aitune.torch.module.wrapper import Module
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.collective import job_clock, job_measure
+from aitune.torch.tuning.wrapper import Module
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Recorded samples and graph specs: which distinct input structures a wrapped module was called with.
 
-A graph is one input structure (`aitune.torch.module.structure`): the layout of ``(args, kwargs)``,
+A graph is one input structure (`aitune.torch.graphs.structure`): the layout of ``(args, kwargs)``,
 each tensor's rank and dtype, every JSON scalar's value and every other object's type. Calls of one
 graph may differ in shapes only; the spec keeps the min and max size of every tensor dimension
 across the recorded samples.
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from aitune.errors import TuningError
-from aitune.torch.module.structure import (
+from aitune.torch.graphs.structure import (
     DTYPES,
     Structure,
     encode,
@@ -133,7 +133,7 @@ class GraphSpec:
     """
 
     graph_id: str
-    structure: dict[str, Any]  # the JSON structure (aitune.torch.module.structure)
+    structure: dict[str, Any]  # the JSON structure (aitune.torch.graphs.structure)
     min_shapes: list[list[int] | None]  # per leaf; None for a non-tensor leaf
     max_shapes: list[list[int] | None]
     sample_count: int = 0

@@ -21,11 +21,11 @@ from torch import nn
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND
 from aitune.torch.devices import module_device
-from aitune.torch.module.graph_spec import GraphSpec
-from aitune.torch.module.recording import Recording, run_tuned
-from aitune.torch.module.state import ModuleState, check_leave_tuned
+from aitune.torch.graphs.graph_spec import GraphSpec
 from aitune.torch.registry import MODULE_REGISTRY, ManagedModule, ModuleRegistry
 from aitune.torch.tuning.outcome import RegionOutcome
+from aitune.torch.tuning.recording import Recording, run_tuned
+from aitune.torch.tuning.state import ModuleState, check_leave_tuned
 from aitune.torch.tuning.strategies import TuneStrategy, default_strategy
 from aitune.torch.tuning.tuner import GraphRunner, TuneTarget, restore_graphs, tune_graphs
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aitune.torch.backends import SizesOutsideBuild
-from aitune.torch.module.graph_spec import GraphSpec, Sample, SnapshotError, graph_key
+from aitune.torch.graphs.graph_spec import GraphSpec, Sample, SnapshotError, graph_key
 from aitune.torch.tuning.tuner import GraphRunner
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from torch import nn
 
 from aitune.errors import TuningError
 from aitune.markers import is_module_path
-from aitune.torch.module.wrapper import Module
+from aitune.torch.tuning.wrapper import Module
 
 WHOLE = ""
 """The path of the object itself."""
