@@ -417,7 +417,7 @@ def tune(
     from aitune.cli.loop import loop_files, loop_view, tune_entry_into
     from aitune.compare.quality import check_precision, parse_bar
     from aitune.compare.verification import MAX_CYCLE, VerifyConfig
-    from aitune.torch.loop import LoopConfig
+    from aitune.torch import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
     from aitune.torch.tuning.plan import load_plan
     from aitune.torch.tuning.strategies import named_strategy

@@ -21,7 +21,7 @@ from torch import nn
 
 from aitune.compare.quality import TaskJudgment, parse_bar
 from aitune.errors import TuningError
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.module.paths import unwrap
 from aitune.torch.module.wrapper import Module
 from aitune.torch.precision import precision_unavailable
