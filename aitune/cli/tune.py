@@ -68,10 +68,9 @@ def tune_target(target: str, flags: TuneFlags, *, keep: bool, history_db: str | 
         fail(f"tune needs an entry function: write {target}:infer (the function that runs one inference).")
     config = loop_config(flags, budget)
     folder = flags.out or outputs.default_folder(source, f"{function}-tuned")
-    outputs.refuse_overwriting_inputs({"--out": loop_files(folder)}, [flags.plan, Path(source)])
-    checked = (
-        load_plan(flags.plan) if flags.plan is not None else None
-    )  # refused before the app is loaded or --out made
+    plan = flags.plan
+    outputs.refuse_overwriting_inputs({"--out": loop_files(folder)}, [plan, Path(source)])
+    checked = load_plan(plan) if plan is not None else None  # refused before the app is loaded or --out made
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         result, files = tune_entry_into(
             folder,
