@@ -6,7 +6,6 @@ from pathlib import Path
 
 from aitune.cli.console import console
 from aitune.cli.edge import fail
-from aitune.cli.outputs import emit, refuse_overwriting_inputs
 
 
 def report_profile(profile: Path, *, output_format: str, output: Path | None) -> None:
@@ -18,22 +17,27 @@ def report_profile(profile: Path, *, output_format: str, output: Path | None) ->
     if output_format == "text" and output is not None:
         fail("-o writes md, json or html; drop -o to see the text report, or add --format html.")
     if output is not None:
+        from aitune.cli.outputs import refuse_overwriting_inputs
+
         refuse_overwriting_inputs({"-o": output}, [profile])
     doc = load(profile)
+    if output_format == "text":
+        from aitune.cli.render import profile_view
+
+        console.print(profile_view(doc))
+        return
+    from aitune.cli.outputs import emit  # what writes files is not loaded to print the text report
+
     if output_format == "md":
         from aitune.report import render_markdown
 
         emit(render_markdown(doc).encode(), output)
     elif output_format == "json":
         emit(dumps(doc), output)
-    elif output_format == "html":
+    else:
         from aitune.cli.pages import profile_page
 
         emit(profile_page(doc).encode(), output)
-    else:
-        from aitune.cli.render import profile_view
-
-        console.print(profile_view(doc))
 
 
 def validate_profile(profile: Path, *, as_json: bool) -> bool:
