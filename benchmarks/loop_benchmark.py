@@ -32,7 +32,7 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="aitune
 import torch
 from tuning_benchmark import machine_line, wall_ms
 
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import decoder_app

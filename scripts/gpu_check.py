@@ -39,7 +39,7 @@ from aitune.analysis.statistics import summarize  # noqa: E402
 from aitune.cli.loop import loop_view, write_loop  # noqa: E402
 from aitune.report import headline_rows, validate  # noqa: E402
 from aitune.report.markdown import table  # noqa: E402
-from aitune.torch.loop import LoopConfig  # noqa: E402
+from aitune.torch import LoopConfig  # noqa: E402
 from aitune.torch.performance.environment import environment  # noqa: E402
 from aitune.torch.tuning.strategies import named_strategy  # noqa: E402
 

@@ -25,8 +25,8 @@ import aitune.torch.jit as jit
 from aitune.cli.loop import end_to_end_lines, loop_view, verification_lines
 from aitune.compare.verification import VerifyConfig
 from aitune.report.formatting import factor
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import BACKENDS, Backend, BuildContext, Built
-from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.tuning.strategies import OneBackendStrategy, named_strategy
 from aitune.torch.tuning.verify import Switch, verify_tuned
 from aitune.torch.tuning.wrapper import Module
@@ -474,13 +474,15 @@ class Translator(nn.Module):
 
 
 def test_a_root_whose_forward_never_runs_is_not_tuned_whole_and_its_parts_are():
-    from aitune.torch.loop import _silent, _tune_aot, _tune_whole_first
+    from aitune.torch.loop.config import silent
+    from aitune.torch.loop.search import tune_whole_first
+    from aitune.torch.loop.ways import tune_aot
 
     model = Translator().eval()
     config = LoopConfig(strategy=SKIP_OR_STALL, **UNVERIFIED)
 
     paths = ["encoder", "decoder"]
-    tuning = _tune_whole_first(model, model.translate, X8, paths, config, _silent, _tune_aot, lambda tuned: tuned)
+    tuning = tune_whole_first(model, model.translate, X8, paths, config, silent, tune_aot, lambda tuned: tuned)
     tuning.undo()
 
     assert "never reached" in tuning.outcomes[""][1]

@@ -21,7 +21,7 @@ from aitune.errors import TuningError
 from aitune.markers import MAX_MODULE_PATH_CHARS, MODULE_PATH_PATTERN, is_module_path
 from aitune.report import load
 from aitune.suggest import suggest
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.tuning.paths import module_at, wrap
 from aitune.torch.tuning.plan import plan_schema
 from aitune.torch.tuning.strategies import named_strategy

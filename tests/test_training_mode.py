@@ -12,7 +12,7 @@ from torch import nn
 
 import aitune.torch
 from aitune.errors import TuningError
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.model_state import KeptState
 
 FAST = {"warmup_runs": 1, "measured_runs": 2, "record_calls": 1}

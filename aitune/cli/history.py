@@ -13,6 +13,7 @@ import typer
 
 from aitune.cli.console import console
 from aitune.cli.edge import EXIT_GATE_FAILED, fail, guarded
+from aitune.cli.options import AsJson, Debug
 
 if TYPE_CHECKING:
     from aitune.history.store import HistoryStore
@@ -32,7 +33,6 @@ Db = Annotated[
         help="The history: a file path (SQLite) or postgresql://user@host/db (default .aitune/history.db).",
     ),
 ]
-Debug = Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")]
 KeepInHistory = Annotated[
     bool,
     typer.Option(
@@ -42,7 +42,6 @@ KeepInHistory = Annotated[
         "AITUNE_HISTORY_RECORD=1 makes it the default.",
     ),
 ]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, for machines.")]
 HistoryDb = Annotated[
     str | None,
     typer.Option("--history-db", envvar="AITUNE_HISTORY", help="The history --history keeps it in (as --db)."),

@@ -31,7 +31,7 @@ from aitune.report.io import write_atomic
 from aitune.report.safe_text import terminal_text
 
 if TYPE_CHECKING:
-    from aitune.torch.loop import LoopConfig, LoopResult
+    from aitune.torch import LoopConfig, LoopResult
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def tune_entry_into(
     keep_traces: bool,
 ) -> tuple[LoopResult, LoopFiles]:
     """Run the loop on ``source:function`` with a progress bar per phase and write its outputs into ``folder``."""
-    from aitune.torch.loop import optimize
+    from aitune.torch import optimize
     from aitune.torch.performance.entry import loaded_entry
 
     job_folder, folder = folder, rank_folder(folder)

@@ -207,6 +207,16 @@ def print_json(data: Any) -> None:
     sys.stdout.write(dumps(data).decode())
 
 
+def emit(data: bytes, output: Path | None) -> None:
+    """``data`` on stdout, or written whole to ``output`` (atomically: never a half-written file)."""
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    write_atomic(output, data)  # refuses a device or a pipe: a rename would replace it
+    print(f"wrote {output} ({len(data) / 1e3:,.1f} kB)", file=sys.stderr)
+
+
 def _copy_trace(source: Path | None, target: Path) -> Path | None:
     """A trace the script kept, gzipped to ``target``; None when it kept none."""
     if source is None or not source.is_file():

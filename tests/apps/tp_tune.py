@@ -28,8 +28,8 @@ from torch.nn import functional
 
 from aitune.compare.verification import VerifyConfig
 from aitune.errors import AituneError
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import Backend, BuildContext, Built
-from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.tuning.measure import MeasureConfig
 from aitune.torch.tuning.strategies import MinLatencyStrategy
 

@@ -14,9 +14,9 @@ from torch import nn
 from aitune.compare.gains import whole_model_forecast
 from aitune.compare.verification import VerifyConfig
 from aitune.errors import TuningError
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import BACKENDS, InductorBackend
 from aitune.torch.decoder_recipe import offers_recipe
-from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan, load_plan
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from aitune.errors import TuningError
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan
 from aitune.torch.tuning.strategies import named_strategy

@@ -21,7 +21,7 @@ from torch import nn
 
 from aitune.compare.quality import TaskJudgment, parse_bar
 from aitune.errors import TuningError
-from aitune.torch.loop import LoopConfig, optimize
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan

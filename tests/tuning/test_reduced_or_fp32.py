@@ -23,9 +23,9 @@ import torch
 from cli_helpers import APPS, run_cli
 from torch import nn
 
+from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import Backend, BuildContext, Built, InductorBackend, Int8DynamicBackend, precision_backends
 from aitune.torch.backends import default_backends as fp32_defaults
-from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.tuning.outcome import CandidateResult, GraphResult, RegionOutcome
 from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan import apply_plan, load_plan
