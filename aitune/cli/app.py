@@ -419,7 +419,7 @@ def tune(
     from aitune.compare.verification import MAX_CYCLE, VerifyConfig
     from aitune.torch.loop import LoopConfig
     from aitune.torch.tuning.budget import TimeBudget
-    from aitune.torch.tuning.plan import load_plan
+    from aitune.torch.tuning.plan_check import load_plan
     from aitune.torch.tuning.strategies import named_strategy
 
     # The clock starts here, with the command: the budget bounds everything that follows.

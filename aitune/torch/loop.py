@@ -76,15 +76,9 @@ from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.collective import agreed_refusal, job_document, job_figures, together, world_size
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
-from aitune.torch.tuning.plan import (
-    TunedRegion,
-    apply_plan,
-    check_fits,
-    check_world_size,
-    load_plan,
-    make_plan,
-    replayed_plan,
-)
+from aitune.torch.tuning.plan_apply import apply_plan, check_fits, check_world_size
+from aitune.torch.tuning.plan_check import load_plan
+from aitune.torch.tuning.plan_write import TunedRegion, make_plan, replayed_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.report import tuning_report, weight_memory
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy

@@ -14,7 +14,7 @@ from aitune.errors import TuningError
 from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.module.paths import unwrap
 from aitune.torch.module.wrapper import Module
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.strategies import named_strategy
 
 pytestmark = pytest.mark.slow

@@ -25,7 +25,7 @@ from aitune.torch.loop import LoopConfig, optimize
 from aitune.torch.module.paths import unwrap
 from aitune.torch.module.wrapper import Module
 from aitune.torch.precision import precision_unavailable
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.strategies import MinLatencyStrategy, named_strategy
 from aitune.torch.tuning.task_gate import output_metric, psnr_db, token_agreement
 
