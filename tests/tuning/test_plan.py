@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from typing import get_args
 
 import loop_app
 import msgspec
@@ -18,7 +17,13 @@ from aitune.torch.backends import BACKENDS, AutocastBackend
 from aitune.torch.module.paths import WHOLE, unwrap
 from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.plan_check import checked_plan, load_plan, plan_problems
-from aitune.torch.tuning.plan_model import MAX_EXAMPLE_ELEMENTS, MAX_GRAPHS, MAX_REGIONS, MAX_THREADS, AnyBackend
+from aitune.torch.tuning.plan_model import (
+    BACKEND_CONFIGS,
+    MAX_EXAMPLE_ELEMENTS,
+    MAX_GRAPHS,
+    MAX_REGIONS,
+    MAX_THREADS,
+)
 from aitune.torch.tuning.plan_schema import SCHEMA_FILE, plan_schema, schema_text
 from aitune.torch.tuning.plan_write import TunedRegion, make_plan, replayed_plan
 from tuning.conftest import onnxruntime_encoder
@@ -169,6 +174,24 @@ def test_a_plan_given_as_a_dict_with_a_nan_is_refused():
         load_plan(good)
 
 
+def test_every_problem_of_a_plan_is_listed_in_path_order_each_with_its_json_path():
+    good = orjson.loads(GOOD.read_bytes())
+    region = good["regions"][0]
+    (graph_id,) = region["wrapper"]["tuned_backends"]
+    region["mode"] = "eval"
+    region["wrapper"]["tuned_backends"][graph_id]["config"]["dtype"] = "float8"
+    good["tolerance"]["rtol"] = -1
+
+    problems = plan_problems(good)
+
+    assert problems == [
+        "regions[0].mode: 'eval' is not one of 'aot', 'jit'",
+        f"regions[0].wrapper.tuned_backends.{graph_id}.config.dtype: 'float8' is not a dtype autocast computes in: "
+        "float16 or bfloat16",
+        "tolerance.rtol: -1 is less than the minimum of 0",
+    ]
+
+
 def test_the_schema_states_the_limits_the_model_documents():
     schema = plan_schema()
     defs = schema["$defs"]
@@ -185,15 +208,8 @@ def test_the_shipped_schema_is_the_one_the_model_generates():
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text()
 
 
-def _config_options(name: str) -> set[str]:
-    """The options the plan model takes in the config of backend ``name``."""
-    (backend,) = [kind for kind in get_args(AnyBackend) if kind.__struct_config__.tag == name]
-    (config,) = msgspec.structs.fields(backend)
-    return {option.encode_name for option in msgspec.structs.fields(config.type)}
-
-
 def test_the_model_knows_exactly_the_backends_this_aitune_has():
-    assert {kind.__struct_config__.tag for kind in get_args(AnyBackend)} == set(BACKENDS)
+    assert set(BACKEND_CONFIGS) == set(BACKENDS)
 
 
 @pytest.mark.parametrize("name", sorted(BACKENDS))
@@ -207,4 +223,4 @@ def test_every_backend_has_a_config_in_the_model_that_takes_its_defaults(name):
     good["precision"] = good["regions"][0]["precision"] = backend.precision  # a reduced backend needs its plan's
 
     assert plan_problems(good) == []
-    assert set(backend.config()) == _config_options(name)
+    assert set(backend.config()) == {option.encode_name for option in msgspec.structs.fields(BACKEND_CONFIGS[name])}

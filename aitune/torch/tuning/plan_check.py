@@ -28,9 +28,8 @@ from aitune.torch.tuning.plan_model import (
     MAX_EXAMPLE_ELEMENTS,
     PLAN_KIND,
     PLAN_SCHEMA_VERSION,
-    AnyBackend,
+    Backend,
     Graph,
-    OnnxruntimeBackend,
     Plan,
     Region,
 )
@@ -224,22 +223,17 @@ def _structure_problems(graph: Graph, where: str) -> list[str]:
     return []
 
 
-def backend_name(backend: AnyBackend) -> str:
-    """The ``name`` a typed backend was read with (its tag)."""
-    return str(backend.__struct_config__.tag)
-
-
-def _backend_problems(backend: AnyBackend, where: str, precision: str) -> list[str]:
+def _backend_problems(backend: Backend, where: str, precision: str) -> list[str]:
     """A backend of the plan's precision (a reduced one is never applied where the plan says fp32); a thread
     count no larger than this machine's CPUs (the model already bounds it by `MAX_THREADS`)."""
-    name = backend_name(backend)
+    name = str(backend.__struct_config__.tag)
     level = getattr(BACKENDS.get(name), "precision", "fp32")
     if level != "fp32" and level != precision:
         return [
             f"{where}.name: {name} computes in {level}, but the plan's precision is {precision} "
             "(a reduced precision is applied only by a plan made at it, after the task gate)"
         ]
-    threads = backend.config.intra_op_threads if isinstance(backend, OnnxruntimeBackend) else msgspec.UNSET
+    threads = getattr(backend.config, "intra_op_threads", None)  # only ONNX Runtime's config has threads
     cpus = os.cpu_count() or 1
     if isinstance(threads, int) and threads > cpus:
         return [

@@ -14,9 +14,9 @@ An optional key is `UNSET` when absent.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+from msgspec import UNSET, Meta, Struct, UnsetType, defstruct, field
 
 from aitune.markers import MAX_MODULE_PATH_CHARS, MODULE_PATH_PATTERN
 
@@ -242,43 +242,31 @@ class Backend(Part, tag_field="name"):
     """A backend this aitune knows, by ``name``, with the options it was chosen with (``config``)."""
 
 
-class EagerBackend(Backend, tag="eager"):
-    config: EagerConfig = field(default_factory=EagerConfig)
+BACKEND_CONFIGS: dict[str, type[Measured]] = {
+    "eager": EagerConfig,
+    "autocast": AutocastConfig,
+    "inductor": InductorConfig,
+    "onnxruntime": OnnxruntimeConfig,
+    "tensorrt": TensorrtConfig,
+    "bf16": Bf16Config,
+    "int8_dynamic": Int8DynamicConfig,
+}
+"""Each backend's name and the options its config takes: one Struct per backend, its name the tag."""
 
 
-class AutocastBackend(Backend, tag="autocast"):
-    config: AutocastConfig = field(default_factory=AutocastConfig)
+def _backend(name: str, config: type[Measured]) -> type[Backend]:
+    """The Struct of backend ``name``: ``{"name": name, "config": {...}}``, the config empty when absent."""
+    return defstruct(
+        config.__name__.replace("Config", "Backend"),
+        [("config", config, field(default_factory=config))],
+        bases=(Backend,),
+        module=__name__,
+        tag=name,
+    )
 
 
-class InductorBackend(Backend, tag="inductor"):
-    config: InductorConfig = field(default_factory=InductorConfig)
-
-
-class OnnxruntimeBackend(Backend, tag="onnxruntime"):
-    config: OnnxruntimeConfig = field(default_factory=OnnxruntimeConfig)
-
-
-class TensorrtBackend(Backend, tag="tensorrt"):
-    config: TensorrtConfig = field(default_factory=TensorrtConfig)
-
-
-class Bf16Backend(Backend, tag="bf16"):
-    config: Bf16Config = field(default_factory=Bf16Config)
-
-
-class Int8DynamicBackend(Backend, tag="int8_dynamic"):
-    config: Int8DynamicConfig = field(default_factory=Int8DynamicConfig)
-
-
-AnyBackend = (
-    EagerBackend
-    | AutocastBackend
-    | InductorBackend
-    | OnnxruntimeBackend
-    | TensorrtBackend
-    | Bf16Backend
-    | Int8DynamicBackend
-)
+AnyBackend = Union[tuple(_backend(name, config) for name, config in BACKEND_CONFIGS.items())]  # noqa: UP007
+"""A backend of the plan, told apart by its ``name``."""
 BackendsByGraph = Annotated[dict[GraphId, AnyBackend], Meta(max_length=MAX_GRAPHS)]
 
 
