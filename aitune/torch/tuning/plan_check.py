@@ -97,15 +97,15 @@ def _message(message: str, value: Any, kind: Any) -> str:
     wanted = _description(kind)
     if wanted and ("matching regex" in message or message.startswith("Invalid enum") or _is_literal(kind)):
         return f"{shortened(repr(value))} is not {wanted}"
-    return problem_message(message, value, kind)
+    return problem_message(message, value, _bare(kind))
 
 
 def _bare(kind: Any) -> Any:
-    """The one type ``kind`` stands for, without constraints or an optional `UNSET`."""
+    """The one type ``kind`` stands for, without constraints, `UNSET` or null."""
     if get_origin(kind) is Annotated:
         return _bare(get_args(kind)[0])
     if get_origin(kind) in (Union, types.UnionType):
-        members = [member for member in get_args(kind) if member is not msgspec.UnsetType]
+        members = [member for member in get_args(kind) if member not in (msgspec.UnsetType, type(None))]
         return _bare(members[0]) if len(members) == 1 else kind
     return kind
 
