@@ -20,7 +20,8 @@ from cli_helpers import APPS, ROOT
 from aitune.compare.loop_report import read_loop_report
 from aitune.compare.ranks import rank_figures, rank_lines
 from aitune.errors import ProfileError, TuningError
-from aitune.torch.tuning.plan import check_world_size, load_plan
+from aitune.torch.tuning.plan_apply import check_world_size
+from aitune.torch.tuning.plan_check import load_plan
 from aitune.viewer import overview
 from aitune.viewer.store import ProfileStore
 

@@ -100,7 +100,7 @@ sys.path.insert(0, sys.argv[1])
 import aitune.torch.jit as jit
 import loop_app
 from aitune.torch.backends import InductorBackend
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 
 def never_built(self, context):
     raise AssertionError("apply_plan built a backend the plan did not choose")

@@ -23,7 +23,7 @@ from aitune.report import load
 from aitune.suggest import suggest
 from aitune.torch import LoopConfig, optimize
 from aitune.torch.tuning.paths import module_at, wrap
-from aitune.torch.tuning.plan import plan_schema
+from aitune.torch.tuning.plan_schema import plan_schema
 from aitune.torch.tuning.strategies import named_strategy
 from aitune.torch.tuning.wrapper import Module
 from aitune.viewer.sources import Loaded
@@ -75,7 +75,7 @@ def test_paths_are_bounded_in_parts_and_length():
 
 
 def test_plans_check_their_paths_by_the_same_rule():
-    path = plan_schema()["$defs"]["region"]["properties"]["path"]
+    path = plan_schema()["$defs"]["Region"]["properties"]["path"]
 
     assert path["pattern"] == f"^{MODULE_PATH_PATTERN}$"
     assert path["maxLength"] == MAX_MODULE_PATH_CHARS

@@ -56,7 +56,7 @@ def tune_target(target: str, flags: TuneFlags, *, keep: bool, history_db: str | 
     from aitune.cli import outputs
     from aitune.cli.loop import loop_files, loop_view, tune_entry_into
     from aitune.torch.tuning.budget import TimeBudget
-    from aitune.torch.tuning.plan import load_plan
+    from aitune.torch.tuning.plan_check import load_plan
 
     # The clock starts here, with the command: the budget bounds everything that follows.
     budget = (

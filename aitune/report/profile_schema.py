@@ -22,14 +22,20 @@ SCHEMA_ID = "https://aitune.invalid/profile.schema.json"
 
 def profile_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of `Profile`: its fields at the top, every other Struct under ``$defs``."""
-    generated = _one_line_descriptions(msgspec.json.schema(Profile))
+    return standalone_schema(Profile, SCHEMA_ID, "aitune profile document")
+
+
+def standalone_schema(model: type[msgspec.Struct], schema_id: str, title: str) -> dict[str, Any]:
+    """The JSON Schema (2020-12) of the document ``model``, as a file of its own: the header, ``model``'s
+    fields at the top and every other Struct under ``$defs``."""
+    generated = _one_line_descriptions(msgspec.json.schema(model))
     definitions = generated["$defs"]
-    root = definitions.pop("Profile")
+    root = definitions.pop(model.__name__)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
+        "$id": schema_id,
         **root,
-        "title": "aitune profile document",
+        "title": title,
         "$defs": definitions,
     }
 
@@ -47,8 +53,13 @@ def _one_line_descriptions(node: Any) -> Any:
 
 
 def schema_text() -> str:
-    """`profile_schema` as the shipped file holds it: indented, keys in the model's order, one final newline."""
-    return json.dumps(profile_schema(), indent=2, ensure_ascii=False) + "\n"
+    """`profile_schema` as the shipped file holds it."""
+    return file_text(profile_schema())
+
+
+def file_text(schema: dict[str, Any]) -> str:
+    """A generated schema as a shipped file holds it: indented, keys in the model's order, one final newline."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def main() -> None:

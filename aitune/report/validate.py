@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -66,43 +66,67 @@ def _path_order(problem: str) -> str:
     return problem.split(": ", 1)[0]
 
 
-def problems_in(value: Any, kind: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+Describe = Callable[[str, Any, Any], str]
+"""Words for msgspec's message about a value of a model type (`problem_message`, or a document's own)."""
+
+
+def problems_in(
+    value: Any, kind: Any, path: tuple[Any, ...], describe: Describe | None = None
+) -> list[tuple[tuple[Any, ...], str]]:
     """Every problem of ``value`` as a ``kind`` (a model type), each with its path under ``path``: the
-    problems of its parts when it has parts, else its own."""
+    problems of its parts when it has parts, else its own, in ``describe``'s words (`problem_message`'s)."""
     try:
         msgspec.convert(value, kind)
         return []
     except msgspec.ValidationError as error:
         own = str(error)
-    parts = _part_problems(value, _bare(kind), path)
-    return parts or [(path, problem_message(own, value, kind))]
+    parts = _part_problems(value, _bare(kind), path, describe or problem_message)
+    return parts or [(path, (describe or problem_message)(own, value, kind))]
 
 
-def _part_problems(value: Any, kind: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+def _part_problems(
+    value: Any, kind: Any, path: tuple[Any, ...], describe: Describe
+) -> list[tuple[tuple[Any, ...], str]]:
     """The problems of ``value``'s fields, items or entries, ``kind`` being the type of the whole."""
     origin = get_origin(kind)
     if origin in (Union, types.UnionType):
         shapes = [member for member in get_args(kind) if _holds(_bare(member), value)]
-        return _part_problems(value, _bare(shapes[0]), path) if len(shapes) == 1 else []
+        tag_field, by_tag = _tags(shapes)
+        if by_tag:  # a tagged union: the Struct its tag names, or the tag is the problem
+            if value.get(tag_field) not in by_tag:
+                named = shortened(repr(value.get(tag_field)))
+                return [((*path, tag_field), f"{named} is not one of {', '.join(map(repr, by_tag))}")]
+            shapes = [by_tag[value[tag_field]]]
+        return _part_problems(value, _bare(shapes[0]), path, describe) if len(shapes) == 1 else []
     if isinstance(kind, type) and issubclass(kind, msgspec.Struct) and isinstance(value, dict):
         problems = []
         for field in msgspec.structs.fields(kind):
             if field.encode_name in value:
-                problems += problems_in(value[field.encode_name], field.type, (*path, field.encode_name))
+                problems += problems_in(value[field.encode_name], field.type, (*path, field.encode_name), describe)
             elif field.required:
                 problems.append((path, f"{field.encode_name!r} is a required property"))
         return problems
     if origin is list and isinstance(value, list):
         (item,) = get_args(kind)
-        return [problem for index, part in enumerate(value) for problem in problems_in(part, item, (*path, index))]
+        return [
+            problem for index, part in enumerate(value) for problem in problems_in(part, item, (*path, index), describe)
+        ]
     if origin is dict and isinstance(value, dict):
         key_kind, item = get_args(kind)
         problems = []
         for key, part in value.items():
             problems += [((*path, key), f"the key {message}") for _, message in problems_in(key, key_kind, ())]
-            problems += problems_in(part, item, (*path, key))
+            problems += problems_in(part, item, (*path, key), describe)
         return problems
     return []
+
+
+def _tags(members: list[Any]) -> tuple[str | None, dict[Any, Any]]:
+    """The tag field of a union of tagged Structs and each member by its tag; (None, {}) for any other union."""
+    configs = [getattr(_bare(member), "__struct_config__", None) for member in members]
+    if len(members) < 2 or not all(config is not None and config.tag_field for config in configs):
+        return None, {}
+    return configs[0].tag_field, {config.tag: _bare(member) for member, config in zip(members, configs, strict=True)}
 
 
 def _bare(kind: Any) -> Any:

@@ -19,7 +19,7 @@ from aitune.torch.tuning.api import tune
 from aitune.torch.tuning.correctness import Tolerance
 from aitune.torch.tuning.measure import MeasureConfig
 from aitune.torch.tuning.paths import unwrap, wrap
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.report import save_tuning_report
 from aitune.torch.tuning.state import ModuleState
 from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy, OneBackendStrategy, TuneStrategy

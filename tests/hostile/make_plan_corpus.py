@@ -25,7 +25,7 @@ import loop_app  # noqa: E402
 import aitune.torch as ait  # noqa: E402
 from aitune.report import dumps  # noqa: E402
 from aitune.torch.tuning.paths import unwrap  # noqa: E402
-from aitune.torch.tuning.plan import TunedRegion, make_plan  # noqa: E402
+from aitune.torch.tuning.plan_write import TunedRegion, make_plan  # noqa: E402
 
 PATH = "encoder.body.0"
 GOOD = "good.plan.json"

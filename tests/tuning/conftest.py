@@ -131,7 +131,7 @@ def onnxruntime_encoder(pipe: Any) -> Any:
     gate), as a plan's `TunedRegion`; the caller unwraps ``pipe``'s ``encoder`` when done."""
     import loop_app
 
-    from aitune.torch.tuning.plan import TunedRegion
+    from aitune.torch.tuning.plan_write import TunedRegion
     from aitune.torch.tuning.strategies import named_strategy
 
     wrappers = ait.wrap(pipe, ["encoder"])

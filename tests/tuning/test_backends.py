@@ -183,11 +183,11 @@ def test_the_installed_tensorrts_dtypes_map_to_their_torch_twins():
 
 def test_bf16_offers_a_tensorrt_engine_with_its_bf16_flag_judged_on_the_task_and_plans_keep_the_flag():
     from aitune.torch.backends import TensorRTBackend, backend_from_dict, precision_backends
-    from aitune.torch.tuning.plan import plan_schema
+    from aitune.torch.tuning.plan_schema import plan_schema
 
     engine = next(backend for backend in precision_backends("bf16") if backend.name == "tensorrt")
     again = backend_from_dict(engine.to_dict())
-    tensorrt_config = plan_schema()["$defs"]["config_tensorrt"]["properties"]
+    tensorrt_config = plan_schema()["$defs"]["TensorrtConfig"]["properties"]
 
     assert (engine.precision, engine.config()["bf16"], again.bf16, again.precision) == ("bf16", True, True, "bf16")
     assert "bf16" in tensorrt_config and TensorRTBackend().config()["bf16"] is False

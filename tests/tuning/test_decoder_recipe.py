@@ -18,7 +18,8 @@ from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import BACKENDS, InductorBackend
 from aitune.torch.decoder_recipe import offers_recipe
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import apply_plan, load_plan
+from aitune.torch.tuning.plan_apply import apply_plan
+from aitune.torch.tuning.plan_check import load_plan
 
 from .conftest import FAST_MEASURE
 from .test_stateful_inputs import ForwardAgain

@@ -15,7 +15,8 @@ from aitune.torch.backends import BuildContext
 from aitune.torch.backends.held_memory import process_memory, process_rss_bytes
 from aitune.torch.graphs.graph_spec import Sample
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import load_plan, make_plan, schema_problems
+from aitune.torch.tuning.plan_check import load_plan, plan_problems
+from aitune.torch.tuning.plan_write import make_plan
 from tuning.conftest import onnxruntime_encoder
 
 
@@ -65,7 +66,7 @@ def test_the_plan_records_each_tuned_regions_held_memory_and_the_process(plan):
     assert region["held_memory"] == outcome.held_memory
     assert region["held_memory"]["host_bytes"] == winner.held_memory["host_bytes"] >= 0
     assert made["process_memory"]["held_bytes"] == 2_000_000
-    assert schema_problems(made) == []
+    assert plan_problems(made) == []
     assert load_plan(made) == made  # kept by the normalised reader
 
 

@@ -25,7 +25,8 @@ from aitune.errors import TuningError
 from aitune.report import dumps
 from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import MAX_PLAN_BYTES, apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
+from aitune.torch.tuning.plan_check import MAX_PLAN_BYTES
 
 CORPUS = ROOT / "tests" / "hostile" / "plans"
 GOOD = CORPUS / "good.plan.json"
@@ -75,7 +76,7 @@ WHERE = {
     "shape-huge-1x3x2000x2000": "[1, 3, 2000, 2000] brings the example input to 12,000,000 elements, over the 8,38",
     "shape-huge-dimension": "graphs[0].max_shapes[0][3]: 1000000000000 is greater than the maximum",
     "shape-huge-product": "elements, over the 8,388,608",
-    "backend-unknown": "name: 'pickle' is not a backend this aitune knows",
+    "backend-unknown": "name: 'pickle' is not one of 'eager'",
     "backend-config-a-string": "config: 'bfloat16' is not of type 'object'",
     "backend-config-unknown-key": "config: 'module' was unexpected here (known: dtype)",
     "backend-config-wrong-type": "intra_op_threads: '4' is not of type 'integer'",
@@ -187,7 +188,7 @@ REFUSE_EACH = textwrap.dedent(
     """
     import sys
     from aitune.errors import TuningError
-    from aitune.torch.tuning.plan import apply_plan
+    from aitune.torch.tuning.plan_apply import apply_plan
     for plan in sys.argv[1:]:
         try:
             apply_plan(object(), plan)
@@ -230,7 +231,7 @@ MEASURE_PEAK = textwrap.dedent(
 
     import loop_app
     from aitune.errors import TuningError
-    from aitune.torch.tuning.plan import apply_plan
+    from aitune.torch.tuning.plan_apply import apply_plan
     pipe = loop_app.build()
     pipe(loop_app.x)
     before = peak_kib()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import loop_app
+import msgspec
 import orjson
 import pytest
 import torch
@@ -14,20 +15,17 @@ import aitune.torch as ait
 from aitune.errors import TuningError
 from aitune.torch.backends import BACKENDS, AutocastBackend
 from aitune.torch.tuning.paths import WHOLE, unwrap
-from aitune.torch.tuning.plan import (
+from aitune.torch.tuning.plan_apply import apply_plan
+from aitune.torch.tuning.plan_check import checked_plan, load_plan, plan_problems
+from aitune.torch.tuning.plan_model import (
+    BACKEND_CONFIGS,
     MAX_EXAMPLE_ELEMENTS,
     MAX_GRAPHS,
     MAX_REGIONS,
     MAX_THREADS,
-    TunedRegion,
-    apply_plan,
-    checked_plan,
-    load_plan,
-    make_plan,
-    plan_schema,
-    replayed_plan,
-    schema_problems,
 )
+from aitune.torch.tuning.plan_schema import SCHEMA_FILE, plan_schema, schema_text
+from aitune.torch.tuning.plan_write import TunedRegion, make_plan, replayed_plan
 from tuning.conftest import onnxruntime_encoder
 
 
@@ -122,7 +120,7 @@ GOOD = ROOT / "tests" / "hostile" / "plans" / "good.plan.json"
 
 
 def test_the_plan_tune_makes_passes_its_own_schema(plan):
-    assert schema_problems(plan) == []
+    assert plan_problems(plan) == []
     assert checked_plan(plan) == plan  # already in the normalised form
 
 
@@ -176,24 +174,53 @@ def test_a_plan_given_as_a_dict_with_a_nan_is_refused():
         load_plan(good)
 
 
-def test_the_schema_states_the_limits_the_module_documents():
-    defs = plan_schema()["$defs"]
-    wrapper = defs["wrapper"]["properties"]
+def test_every_problem_of_a_plan_is_listed_in_path_order_each_with_its_json_path():
+    good = orjson.loads(GOOD.read_bytes())
+    region = good["regions"][0]
+    (graph_id,) = region["wrapper"]["tuned_backends"]
+    region["mode"] = "eval"
+    region["wrapper"]["tuned_backends"][graph_id]["config"]["dtype"] = "float8"
+    good["tolerance"]["rtol"] = -1
 
-    assert plan_schema()["properties"]["regions"]["maxItems"] == MAX_REGIONS
-    assert wrapper["graphs"]["maxItems"] == MAX_GRAPHS
-    assert defs["shape"]["items"]["maximum"] == MAX_EXAMPLE_ELEMENTS
-    assert defs["config_onnxruntime"]["properties"]["intra_op_threads"]["maximum"] == MAX_THREADS
+    problems = plan_problems(good)
+
+    assert problems == [
+        "regions[0].mode: 'eval' is not one of 'aot', 'jit'",
+        f"regions[0].wrapper.tuned_backends.{graph_id}.config.dtype: 'float8' is not a dtype autocast computes in: "
+        "float16 or bfloat16",
+        "tolerance.rtol: -1 is less than the minimum of 0",
+    ]
+
+
+def test_the_schema_states_the_limits_the_model_documents():
+    schema = plan_schema()
+    defs = schema["$defs"]
+    (shape, _null) = defs["Graph"]["properties"]["max_shapes"]["items"]["anyOf"]
+
+    assert schema["properties"]["regions"]["maxItems"] == MAX_REGIONS
+    assert defs["Wrapper"]["properties"]["graphs"]["maxItems"] == MAX_GRAPHS
+    assert shape["items"]["maximum"] == MAX_EXAMPLE_ELEMENTS
+    assert defs["OnnxruntimeConfig"]["properties"]["intra_op_threads"]["maximum"] == MAX_THREADS
+
+
+def test_the_shipped_schema_is_the_one_the_model_generates():
+    """Fails when a Struct changed and the file did not: run ``python -m aitune.torch.tuning.plan_schema``."""
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text()
+
+
+def test_the_model_knows_exactly_the_backends_this_aitune_has():
+    assert set(BACKEND_CONFIGS) == set(BACKENDS)
 
 
 @pytest.mark.parametrize("name", sorted(BACKENDS))
-def test_every_backend_has_a_config_schema_that_takes_its_defaults(name):
-    """A backend given a new option needs it in plan.schema.json, or its plans would be refused."""
+def test_every_backend_has_a_config_in_the_model_that_takes_its_defaults(name):
+    """A backend given a new option needs it in plan_model.py, or its plans would be refused."""
     backend = AutocastBackend("bfloat16") if name == "autocast" else BACKENDS[name]()
     good = orjson.loads(GOOD.read_bytes())
     wrapper = good["regions"][0]["wrapper"]
     graph_id = wrapper["graphs"][0]["graph_id"]
     wrapper["tuned_backends"][graph_id] = good["regions"][0]["backends"][graph_id] = backend.to_dict()
+    good["precision"] = good["regions"][0]["precision"] = backend.precision  # a reduced backend needs its plan's
 
-    assert schema_problems(good) == []
-    assert set(backend.config()) == set(plan_schema()["$defs"][f"config_{name}"]["properties"])
+    assert plan_problems(good) == []
+    assert set(backend.config()) == {option.encode_name for option in msgspec.structs.fields(BACKEND_CONFIGS[name])}

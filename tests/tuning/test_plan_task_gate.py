@@ -13,7 +13,7 @@ import torch
 from aitune.errors import TuningError
 from aitune.torch import LoopConfig, optimize
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.strategies import named_strategy
 from aitune.torch.tuning.wrapper import Module
 

@@ -24,7 +24,7 @@ from aitune.errors import TuningError
 from aitune.torch import LoopConfig, optimize
 from aitune.torch.precision import precision_unavailable
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.strategies import MinLatencyStrategy, named_strategy
 from aitune.torch.tuning.task_gate import output_metric, psnr_db, token_agreement
 from aitune.torch.tuning.wrapper import Module

@@ -28,7 +28,8 @@ from aitune.torch.backends import Backend, BuildContext, Built, InductorBackend,
 from aitune.torch.backends import default_backends as fp32_defaults
 from aitune.torch.tuning.outcome import CandidateResult, GraphResult, RegionOutcome
 from aitune.torch.tuning.paths import unwrap
-from aitune.torch.tuning.plan import apply_plan, load_plan
+from aitune.torch.tuning.plan_apply import apply_plan
+from aitune.torch.tuning.plan_check import load_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.strategies import FirstWinsStrategy, MinLatencyStrategy
 

@@ -24,7 +24,7 @@ from aitune.torch.graphs.graph_spec import GraphSpec, parse_structure
 from aitune.torch.graphs.structure import structure_id
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import check_outputs
-from aitune.torch.tuning.plan import TunedRegion, make_plan
+from aitune.torch.tuning.plan_write import TunedRegion, make_plan
 
 from .conftest import FAST_MEASURE
 

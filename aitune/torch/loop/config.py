@@ -15,7 +15,7 @@ from aitune.compare.verification import Verification, VerifyConfig
 from aitune.report import ProfileDoc
 from aitune.suggest import Suggestions
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.plan import TunedRegion
+from aitune.torch.tuning.plan_write import TunedRegion
 from aitune.torch.tuning.precision_choice import PrecisionChoice
 from aitune.torch.tuning.strategies import TuneStrategy
 

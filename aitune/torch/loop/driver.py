@@ -31,7 +31,8 @@ from aitune.torch.precision import precision_unavailable
 from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.collective import job_document, job_figures, together, world_size
-from aitune.torch.tuning.plan import check_fits, check_world_size, load_plan
+from aitune.torch.tuning.plan_apply import check_fits, check_world_size
+from aitune.torch.tuning.plan_check import load_plan
 
 
 @together  # under torchrun: one decision for the job (`aitune.torch.tuning.collective`)

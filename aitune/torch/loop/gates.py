@@ -16,7 +16,7 @@ from aitune.torch.loop.record import Tuning, joined
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.collective import agreed_refusal
 from aitune.torch.tuning.outcome import EAGER
-from aitune.torch.tuning.plan import TunedRegion
+from aitune.torch.tuning.plan_write import TunedRegion
 from aitune.torch.tuning.precision_choice import PrecisionChoice, precision_choice
 from aitune.torch.tuning.task_gate import judge_task
 from aitune.torch.tuning.verify import verify_tuned

@@ -9,7 +9,7 @@ from aitune.torch.loop.record import Tuning
 from aitune.torch.performance.environment import environment
 from aitune.torch.performance.regions import qualified_type
 from aitune.torch.tuning.correctness import Tolerance
-from aitune.torch.tuning.plan import make_plan, replayed_plan
+from aitune.torch.tuning.plan_write import make_plan, replayed_plan
 from aitune.torch.tuning.precision_choice import PrecisionChoice
 from aitune.torch.tuning.report import tuning_report, weight_memory
 

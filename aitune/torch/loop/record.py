@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from aitune.compare.quality import TaskJudgment
 from aitune.compare.verification import Verification
 from aitune.torch.tuning.outcome import RegionOutcome
-from aitune.torch.tuning.plan import TunedRegion
+from aitune.torch.tuning.plan_write import TunedRegion
 from aitune.torch.tuning.verify import Switch
 
 

@@ -22,7 +22,8 @@ from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.api import record, tune_recorded
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.paths import WHOLE, unwrap, wrap
-from aitune.torch.tuning.plan import TunedRegion, apply_plan
+from aitune.torch.tuning.plan_apply import apply_plan
+from aitune.torch.tuning.plan_write import TunedRegion
 from aitune.torch.tuning.strategies import MinLatencyStrategy, TuneStrategy
 from aitune.torch.tuning.verify import Switch, aot_switch
 from aitune.torch.tuning.wrapper import saved_form
