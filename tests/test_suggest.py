@@ -597,7 +597,7 @@ def test_advice_names_the_residual_causes_and_the_first_calls_cost():
     assert advice["RESIDUAL_TENSOR_OPS"].share == pytest.approx(0.02)
     assert advice["RESIDUAL_PYTHON"].time_per_run_us == pytest.approx(100.0)  # the rest of the 30-tick gap
     assert advice["FIRST_CALL"].time_per_run_us == 40e3
-    assert "50.000 ms against 10.000 ms warm (5.0×)" in advice["FIRST_CALL"].message
+    assert "50.000 ms against 10.000 ms warm (5.00×)" in advice["FIRST_CALL"].message
 
 
 def test_the_json_form_is_finite_even_for_a_region_covering_the_whole_run():

@@ -16,7 +16,7 @@ from aitune.history.gate import CheckResult
 from aitune.history.ledger import LedgerRow
 from aitune.history.store import TrendPoint, Workload
 from aitune.history.trend import sparkline, top_paths, values_of
-from aitune.report.formatting import MISSING, factor, ms
+from aitune.report.formatting import MISSING, factor, ms, whole_percent
 from aitune.report.safe_text import terminal_text
 
 
@@ -47,7 +47,8 @@ def check_view(result: CheckResult) -> Group:
             )
         )
     rule = (
-        f"a row regresses when its median and its fastest run are slower by more than {result.threshold:.0%} and "
+        f"a row regresses when its median and its fastest run are slower by more than "
+        f"{whole_percent(result.threshold)} and "
         f"beyond the stored runs' spread, with Mann–Whitney p < {result.alpha:g}"
     )
     lines.append(Text(rule))

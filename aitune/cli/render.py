@@ -16,7 +16,7 @@ from rich.text import Text
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import LITE_LACKS, calls_note, is_lite, operator_runs_note
 from aitune.report.efficiency import region_efficiencies
-from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si
+from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si, whole_percent
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
 from aitune.report.phases import phase_figures, split_line, tokens_line
@@ -190,9 +190,9 @@ def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | Non
         table.add_column(header, justify="right" if header in ("Median (ms)", "Share", "Tokens") else "left")
     for figure in figures:
         rows = sorted(phase_rows(doc, figure.name), key=lambda row: -row.share)
-        largest = ", ".join(f"{row.path} {row.share:.0%}" for row in rows[:3])
+        largest = ", ".join(f"{row.path} {whole_percent(row.share)}" for row in rows[:3])
         table.add_row(
-            figure.name, ms(figure.median_us), f"{figure.share:.1%}", str(figure.steps), terminal_text(largest)
+            figure.name, ms(figure.median_us), percent(figure.share), str(figure.steps), terminal_text(largest)
         )
     lines = [terminal_text(line) for line in (tokens_line(doc), split_line(doc)) if line]
     return Group(table, *lines)
@@ -385,7 +385,7 @@ def _precision_lines(suggestions: Suggestions) -> list[Text]:
     for item in suggestions.precision[:TOP_TARGETS]:
         risk = f"; {item.risk}" if item.risk else ""
         lines.append(
-            terminal_text(f"{item.precision}: {item.path} {item.predicted_region_speedup:.2f}× (region){risk}")
+            terminal_text(f"{item.precision}: {item.path} {factor(item.predicted_region_speedup)} (region){risk}")
         )
     return lines
 

@@ -12,7 +12,7 @@ from aitune.compare.diff import ProfileDiff
 from aitune.compare.end_to_end import captures_line
 from aitune.compare.gains import change_speedup, speedup, speedup_line
 from aitune.compare.loop_report import LoopReport
-from aitune.report.formatting import MISSING, factor, ms
+from aitune.report.formatting import factor, ms, ms_change
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, facts_list, name, paragraph, table
 from aitune.report.svg import Interval, Pair, interval_chart, pair_chart
 
@@ -104,7 +104,7 @@ def operator_changes(diff: ProfileDiff) -> Section:
             row.key,
             ms(row.before_us),
             ms(row.after_us),
-            MISSING if row.delta_us is None else f"{row.delta_us / 1000:+.3f}",
+            ms_change(row.delta_us),
         )
         for row in diff.operators
     ]

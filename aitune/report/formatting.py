@@ -4,10 +4,12 @@ One style for the terminal (`aitune.cli`), the Markdown (`aitune.report.markdown
 (`aitune.viewer`), so a number reads the same wherever it is shown:
 
 - a time is milliseconds with three decimals, digits grouped: ``1,763.921``;
-- a share of the run is a percentage with one decimal: ``45.0%``;
+- a share of the run is a percentage with one decimal: ``45.0%``; in a sentence that argues from it
+  (a reason, a piece of advice) the whole percent: ``45%`` (`whole_percent`);
 - a speedup is before ÷ after (above 1: faster) with two decimals, its 95% interval in brackets
   after it: ``1.29× [1.20, 1.38]``; compare's ratios (after ÷ before) are turned into speedups
-  (`aitune.compare.gains.speedup`) before they are shown (`factor`);
+  (`aitune.compare.gains.speedup`) before they are shown (`factor`); a factor close to 1, where two
+  decimals would read ``1.00×``, has three (`fine_factor`);
 - a spread (the lowest to the highest measured value, not an interval) joins its ends with a dash:
   ``1,757.590–1,789.540``.
 
@@ -21,6 +23,7 @@ MISSING = "-"
 MS_DECIMALS = 3
 SHARE_DECIMALS = 1
 SPEEDUP_DECIMALS = 2
+FINE_FACTOR_DECIMALS = 3
 
 
 def ms(value_us: float | None) -> str:
@@ -43,6 +46,11 @@ def percent(fraction: float | None) -> str:
     return MISSING if fraction is None else f"{fraction:.{SHARE_DECIMALS}%}"
 
 
+def whole_percent(fraction: float) -> str:
+    """A fraction in a sentence that argues from it, to the whole percent: ``45%``."""
+    return f"{fraction:.0%}"
+
+
 def factor(value: float | None, low: float | None = None, high: float | None = None) -> str:
     """A ratio (a speedup, an imbalance, an overhead) as ``1.29×``, with its interval ``[1.20, 1.38]`` when both
     ends are known; ``-`` when there is none.
@@ -54,6 +62,12 @@ def factor(value: float | None, low: float | None = None, high: float | None = N
         return MISSING
     interval = "" if low is None or high is None else f" [{low:.{SPEEDUP_DECIMALS}f}, {high:.{SPEEDUP_DECIMALS}f}]"
     return f"{value:.{SPEEDUP_DECIMALS}f}×{interval}"
+
+
+def fine_factor(value: float) -> str:
+    """A factor close to 1 (a bound, a small predicted gain) with three decimals, where two would read ``1.00×``:
+    ``1.004×``."""
+    return f"{value:.{FINE_FACTOR_DECIMALS}f}×"
 
 
 def bar_verdict(

@@ -25,7 +25,7 @@ from typing import Any
 
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.efficiency import has_work
-from aitune.report.formatting import MISSING, ms, percent
+from aitune.report.formatting import MISSING, factor, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.markdown import time_domains
@@ -173,11 +173,10 @@ def facts_list(facts: Iterable[tuple[str, str]]) -> Html:
 
 
 def _overhead(overhead: Mapping[str, Any]) -> str:
-    low, high = overhead.get("ratio_low"), overhead.get("ratio_high")
-    interval = f", 95% interval {low:.2f}–{high:.2f}" if low is not None and high is not None else ""
+    ratio = factor(overhead["ratio"], overhead.get("ratio_low"), overhead.get("ratio_high"))
     return (
         f"median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-        f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({overhead['ratio']:.2f}×{interval})"
+        f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({ratio})"
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from aitune.analysis.shares import median_share
 from aitune.markers import region_path
+from aitune.report.formatting import ms
 
 
 @dataclass(frozen=True)
@@ -111,18 +112,14 @@ def tokens_line(doc: Mapping[str, Any]) -> str | None:
     figures = token_figures(doc)
     if figures is None:
         return None
-    parts = [f"{figures.output_tokens} token(s)", f"time to first token {_ms(median_or_none(figures.ttft_us))} ms"]
+    parts = [f"{figures.output_tokens} token(s)", f"time to first token {ms(median_or_none(figures.ttft_us))} ms"]
     if figures.per_token_median_us:
         median, p90 = median_or_none(figures.per_token_median_us), median_or_none(figures.per_token_p90_us)
-        parts.append(f"per output token {_ms(median)} ms (p90 {_ms(p90)} ms)")
+        parts.append(f"per output token {ms(median)} ms (p90 {ms(p90)} ms)")
     parts.append(f"{median_or_none(figures.tokens_per_second):,.1f} tokens/s")
     if figures.decode_tokens_per_second:
         parts.append(f"decode {median_or_none(figures.decode_tokens_per_second):,.1f} tokens/s")
     return " · ".join(parts)
-
-
-def _ms(value_us: float | None) -> str:
-    return "-" if value_us is None else f"{value_us / 1000:,.3f}"
 
 
 def _phase(run: Mapping[str, Any], name: str) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aitune.report.formatting import factor
 from aitune.report.safe_text import html_text, shown_name
 
 MAX_BARS = 30
@@ -117,7 +118,7 @@ def interval_chart(title: str, intervals: Sequence[Interval], reference: float =
     bottom = _TOP + len(drawn) * _ROW
     rows.append(
         f'<line x1="{x(reference):.1f}" x2="{x(reference):.1f}" y1="{_TOP}" y2="{bottom}" class="reference"/>'
-        f'<text x="{x(reference):.1f}" y="{bottom + 12}" class="axis">{reference:g}×</text>'
+        f'<text x="{x(reference):.1f}" y="{bottom + 12}" class="axis">{factor(reference)}</text>'
     )
     return _svg(title, rows, len(drawn), len(intervals) - len(drawn), footer=True)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from aitune.analysis.shares import fraction
 from aitune.report.document import operator_runs
+from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.samples import residual_causes
 from aitune.suggest.candidates import Found, wrappable
@@ -84,7 +85,7 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
     if has_children:
         message = (
             f"{name} is an entry method of the root object, so the targets are the modules it calls; its own code "
-            f"outside them (sampling, concatenation, Python) takes {time / 1000:,.3f} ms a run ({share:.1%}), "
+            f"outside them (sampling, concatenation, Python) takes {ms(time)} ms a run ({percent(share)}), "
             "counted in the residual and its causes."
         )
     else:
@@ -105,7 +106,7 @@ def _annotations(doc: Mapping[str, Any], domain: str) -> Iterable[Advice]:
     for row in sorted(rows, key=lambda row: -row.share):
         time = statistics.median(row.times_us)
         message = (
-            f"{row.path} takes {time / 1000:,.3f} ms a run ({row.share:.1%}), but its name is not a module path "
+            f"{row.path} takes {ms(time)} ms a run ({percent(row.share)}), but its name is not a module path "
             "that aitune.torch.wrap or --targets can take (a plain torch.profiler trace names regions by "
             "annotations and module calls): capture the model with aitune-profile capture (or "
             "aitune.torch.profile) to get module paths to tune."
@@ -126,7 +127,7 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
     if not all("causes" in residual for residual in traced):
         if share >= ADVICE_MIN_SHARE:
             message = (
-                f"{time / 1000:,.3f} ms a run ({share:.1%}) run outside every module; this profile does not split "
+                f"{ms(time)} ms a run ({percent(share)}) run outside every module; this profile does not split "
                 "it by cause (an aitune capture does: synchronisations, copies, operators, Python)."
             )
             yield Advice("RESIDUAL", message, time, share)
@@ -147,7 +148,7 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
         else:  # the measured runs traced their operators: their own medians
             cause_us, cause_share = summary[cause].time_us, summary[cause].share
         if cause_share >= ADVICE_MIN_SHARE:
-            message = f"{what} {cause_us / 1000:,.3f} ms a run ({cause_share:.1%}{source}): {fix}."
+            message = f"{what} {ms(cause_us)} ms a run ({percent(cause_share)}{source}): {fix}."
             yield Advice(code, message, cause_us, cause_share)
 
 
@@ -159,7 +160,7 @@ def _first_call(overhead: Mapping[str, Any] | None) -> Advice | None:
     if warm <= 0 or first < FIRST_CALL_MIN_RATIO * warm:
         return None
     message = (
-        f"the first call took {first / 1000:,.3f} ms against {warm / 1000:,.3f} ms warm ({first / warm:.1f}×): "
+        f"the first call took {ms(first)} ms against {ms(warm)} ms warm ({factor(first / warm)}): "
         "lazy initialisation, allocations and kernel selection — warm up before serving; a tuned backend "
         "builds ahead of time but pays its own first call."
     )

@@ -256,16 +256,16 @@ def at_capture_speed(calibration: Calibration, capture_eager_op_us: Any) -> Cali
     profile, a lite capture) leaves the calibration as it is."""
     if not number_within(capture_eager_op_us, 0.01, MAX_HOST_US) or calibration.eager_op_us <= 0:
         return calibration
-    factor = min(MAX_SPEED_FACTOR, max(1 / MAX_SPEED_FACTOR, capture_eager_op_us / calibration.eager_op_us))
-    if abs(factor - 1) < SAME_SPEED:
+    scale = min(MAX_SPEED_FACTOR, max(1 / MAX_SPEED_FACTOR, capture_eager_op_us / calibration.eager_op_us))
+    if abs(scale - 1) < SAME_SPEED:
         return calibration
     return replace(
         calibration,
-        eager_op_us=calibration.eager_op_us * factor,
-        tuned_op_us=calibration.tuned_op_us * factor,
-        tuned_call_us=calibration.tuned_call_us * factor,
-        stateful_call_us=(calibration.stateful_call_us or STATEFUL_CALL_US) * factor,
-        source=f"{calibration.source}; µs figures ×{factor:.2f} for the machine's speed during the capture",
+        eager_op_us=calibration.eager_op_us * scale,
+        tuned_op_us=calibration.tuned_op_us * scale,
+        tuned_call_us=calibration.tuned_call_us * scale,
+        stateful_call_us=(calibration.stateful_call_us or STATEFUL_CALL_US) * scale,
+        source=f"{calibration.source}; µs figures scaled by {factor(scale)} for the machine's speed during the capture",
     )
 
 

@@ -7,7 +7,7 @@ through `aitune.report.html`'s escaping helpers.
 
 from __future__ import annotations
 
-from aitune.report.formatting import ms, percent
+from aitune.report.formatting import factor, ms, percent
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, name, paragraph, table, text
 from aitune.report.svg import Bar, bar_chart
 from aitune.suggest import Suggestions, Target
@@ -59,7 +59,7 @@ def _picked(suggestions: Suggestions, picked: list[Target]) -> Html:
         return paragraph("Nothing to tune: no region passes; the Verdict column says why for each.")
     items = "".join(
         f"<li><b>{name(target.path)}</b> — predicted {text(speedup_text(target.predicted_speedup))} end to end "
-        f"({target.predicted_region_speedup:.2f}× for it), at most {text(speedup_text(target.upper_bound_speedup))}"
+        f"({factor(target.predicted_region_speedup)} for it), at most {text(speedup_text(target.upper_bound_speedup))}"
         + "<ul>"
         + "".join(
             f"<li>{text(reason.code)}: {name(reason.message, MAX_MESSAGE_CHARS)}</li>" for reason in target.reasons
@@ -71,6 +71,6 @@ def _picked(suggestions: Suggestions, picked: list[Target]) -> Html:
     if len(picked) > 1:
         predicted, bound = suggestions.combined(picked)
         together = paragraph(
-            f"All {len(picked)} together: predicted {predicted:.3f}× end to end, at most {speedup_text(bound)}."
+            f"All {len(picked)} together: predicted {factor(predicted)} end to end, at most {speedup_text(bound)}."
         )
     return Html(f"<h3>Tune, best first</h3><ol>{items}</ol>{together}")

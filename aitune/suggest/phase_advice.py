@@ -15,6 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from aitune.markers import region_path
+from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import phase_rows
 from aitune.report.phases import phase_figures, phase_split
 
@@ -47,9 +48,9 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
         if ratio >= DISPATCH_CALL_RATIO:
             yield (
                 "PHASE_DECODE_DISPATCH",
-                f"each decode call of {name} takes {per_decode_call / 1000:,.3f} ms for one token against "
-                f"{per_prefill_call / 1000:,.3f} ms for the {known[0]}-token prompt ({ratio:.2f}×), and "
-                f"decode is {decode.share:.1%} of the run: a decode step is dominated by its fixed cost per call "
+                f"each decode call of {name} takes {ms(per_decode_call)} ms for one token against "
+                f"{ms(per_prefill_call)} ms for the {known[0]}-token prompt ({factor(ratio)}), and "
+                f"decode is {percent(decode.share)} of the run: a decode step is dominated by its fixed cost per call "
                 "(operator dispatch, kernel launches, Python), not arithmetic — capture the step as one graph "
                 "(torch.compile with mode='reduce-overhead', CUDA graphs with a static cache) or batch more sequences.",
                 statistics.median(rows[step].times_us),
@@ -60,7 +61,7 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
         per_run = statistics.median(residual.times_us)
         yield (
             "PHASE_DECODE_OUTSIDE",
-            f"between the decode calls of {name}, {per_run / 1000:,.3f} ms a run ({residual.share:.1%} of decode) "
+            f"between the decode calls of {name}, {ms(per_run)} ms a run ({percent(residual.share)} of decode) "
             "run outside every module: the loop's own work per token (sampling, logits processing, stopping checks, "
             "cache bookkeeping), which no module tuning touches; fewer, larger steps (batching) spread it.",
             per_run,
@@ -74,7 +75,7 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
     if growths and statistics.median(growths) >= GROWTH_RATIO:
         yield (
             "PHASE_DECODE_GROWING",
-            f"later decode tokens take {statistics.median(growths):.2f}× the earlier ones: the cost per token grows "
+            f"later decode tokens take {factor(statistics.median(growths))} the earlier ones: the cost per token grows "
             "with the sequence (attention over a growing cache, or a cache re-allocated as it grows); a static, "
             "pre-allocated cache keeps each step the same shape, which compiled and graph-captured steps need.",
             decode.median_us,

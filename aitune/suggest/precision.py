@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aitune.cpuinfo import cpu_flags
+from aitune.report.formatting import whole_percent
 
 ARITHMETIC_FACTORS: dict[str, dict[str, float]] = {
     "bf16": {"matmul": 2.5, "conv": 2.5, "attention": 2.0},
@@ -77,7 +78,7 @@ def outlook(
     risk = None
     if norm >= NORM_HEAVY_SHARE:
         risk = (
-            f"softmax, normalisation and elementwise operators take {norm:.0%} of its operator time: "
+            f"softmax, normalisation and elementwise operators take {whole_percent(norm)} of its operator time: "
             "likely to fail the task gate"
         )
     return PrecisionOutlook(path, precision, max(1.0, speedup), refused, risk)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from aitune.markers import parse_region_id
 from aitune.report.efficiency import MOSTLY_UNCOUNTED
+from aitune.report.formatting import factor, fine_factor, percent, whole_percent
 from aitune.suggest.candidates import Candidate, Found
 from aitune.suggest.gain import (
     COMPUTE_KINDS,
@@ -112,8 +113,8 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
         yield (
             "TOO_SMALL",
             (
-                f"it takes {share:.1%} of the run: even if it took no time the run would be only "
-                f"{upper_bound(share):.3f}× faster."
+                f"it takes {percent(share)} of the run: even if it took no time the run would be only "
+                f"{fine_factor(upper_bound(share))} faster."
             ),
         )
     parent = candidate.parent
@@ -133,8 +134,8 @@ def _placement(candidate: Candidate, found: Found, share: float) -> Iterable[tup
             yield (
                 "DOMINANT_CHILD",
                 (
-                    f"its child {child.path} takes {child.median_us / candidate.median_us:.0%} of its time without "
-                    f"its {problem}: tune {child.path} instead."
+                    f"its child {child.path} takes {whole_percent(child.median_us / candidate.median_us)} of its time "
+                    f"without its {problem}: tune {child.path} instead."
                 ),
             )
             break
@@ -195,7 +196,7 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
             (
                 "the profile holds no operator mix for it (lite captures, AITune's profiles, older captures; a full "
                 "capture, or `aitune-profile analyze` of a full capture's trace, adds one): predicted with the "
-                f"smallest gain measured on any module, {NO_MIX_SPEEDUP:.2f}×."
+                f"smallest gain measured on any module, {factor(NO_MIX_SPEEDUP)}."
             ),
         )
         return
@@ -208,24 +209,24 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
         yield (
             "NO_MEASURED_GAIN",
             (
-                f"it is predicted only {region_speedup:.3f}× faster: {kept:.0%} of its time is work a compiled graph "
-                f"keeps (arithmetic, copies, host work beyond its {prediction.operators:.0f} operators a run), and a "
-                f"call of one costs {call_us} ({calibration.source})."
+                f"it is predicted only {fine_factor(region_speedup)} faster: {whole_percent(kept)} of its time is "
+                f"work a compiled graph keeps (arithmetic, copies, host work beyond its {prediction.operators:.0f} "
+                f"operators a run), and a call of one costs {call_us} ({calibration.source})."
             ),
         )
         return
     if prediction.host_share >= HOST_BOUND_SHARE:
         if domain == "device":
-            what = f"the device is idle for {prediction.host_share:.0%} of its time"
+            what = f"the device is idle for {whole_percent(prediction.host_share)} of its time"
         else:
             what = (
-                f"{prediction.host_share:.0%} of its time is host overhead ({prediction.operators:.0f} operators a run "
-                "and the Python between them)"
+                f"{whole_percent(prediction.host_share)} of its time is host overhead "
+                f"({prediction.operators:.0f} operators a run and the Python between them)"
             )
         yield (
             "DISPATCH_BOUND",
             (
-                f"{what}, which a compiled graph removes: predicted {region_speedup:.2f}× for it, at "
+                f"{what}, which a compiled graph removes: predicted {factor(region_speedup)} for it, at "
                 f"{calibration.op_us(candidate.stateful_io):.1f} µs an operator and {call_us} a call tuned "
                 f"against {calibration.eager_op_us:.1f} µs an operator eager ({calibration.source})."
             ),
@@ -237,24 +238,24 @@ def _mix(candidate: Candidate, prediction: Prediction, domain: str) -> Iterable[
             (k for k in COMPUTE_KINDS if candidate.kind_share((k,)) >= LISTED_KIND_SHARE),
             key=lambda k: -candidate.mix[k],
         )
-        parts = ", ".join(f"{candidate.kind_share((k,)):.0%} {KIND_NAMES[k]}" for k in kinds)
-        measured = " and ".join(f"{KIND_NAMES[k]} {calibration.speedup(k):.2f}×" for k in kinds)
+        parts = ", ".join(f"{whole_percent(candidate.kind_share((k,)))} {KIND_NAMES[k]}" for k in kinds)
+        measured = " and ".join(f"{KIND_NAMES[k]} {factor(calibration.speedup(k))}" for k in kinds)
         yield (
             "COMPUTE_HEAVY",
             (
-                f"{compute:.0%} of its time is compute ({parts}): predicted {region_speedup:.2f}× for it, its "
-                f"arithmetic at {measured} ({calibration.source})."
+                f"{whole_percent(compute)} of its time is compute ({parts}): predicted {factor(region_speedup)} "
+                f"for it, its arithmetic at {measured} ({calibration.source})."
             ),
         )
     fusible = candidate.kind_share(("elementwise_norm",))
     if fusible >= FUSIBLE_SHARE:
         speedup = arithmetic_speedup("elementwise_norm", candidate, calibration)
-        fused = f", counted at {speedup:.2f}×" if dominant_kind(candidate) else ""
+        fused = f", counted at {factor(speedup)}" if dominant_kind(candidate) else ""
         yield (
             "FUSIBLE",
             (
-                f"{fusible:.0%} of its time is elementwise and normalisation operators, which a compiling backend "
-                f"fuses into their neighbours{fused}."
+                f"{whole_percent(fusible)} of its time is elementwise and normalisation operators, which a compiling "
+                f"backend fuses into their neighbours{fused}."
             ),
         )
 
@@ -288,8 +289,8 @@ def _cautions(candidate: Candidate, shares: list[float]) -> Iterable[tuple[str, 
         yield (
             "UNSTABLE",
             (
-                f"its share ranged {low:.1%}–{high:.1%} over {len(shares)} runs: the prediction is uncertain — "
-                "capture more runs on a quieter machine."
+                f"its share ranged {percent(low)}–{percent(high)} over {len(shares)} runs: the prediction is "
+                "uncertain — capture more runs on a quieter machine."
             ),
         )
 
@@ -298,7 +299,7 @@ def headroom_reasons(headroom: Headroom | None) -> tuple[Reason, ...]:
     """What the roofline says of a target (`aitune.suggest.headroom`); none without work or peaks."""
     if headroom is None:
         return ()
-    counted = f"{headroom.counted_share:.0%} of its operator time is counted work"
+    counted = f"{whole_percent(headroom.counted_share)} of its operator time is counted work"
     if headroom.counted_share < 1 - MOSTLY_UNCOUNTED:
         return (
             Reason(
@@ -307,8 +308,9 @@ def headroom_reasons(headroom: Headroom | None) -> tuple[Reason, ...]:
                 "headroom is not known.",
             ),
         )
-    where = f"{counted}, at {headroom.fraction_of_roof:.0%} of this machine's {headroom.bound or 'measured'} roof"
+    roof = f"{headroom.bound or 'measured'} roof"
+    where = f"{counted}, at {whole_percent(headroom.fraction_of_roof)} of this machine's {roof}"
     if headroom.near_roof:
-        gain = f"a compiler gains little on it (at most {headroom.arithmetic_cap:.2f}×)"
+        gain = f"a compiler gains little on it (at most {factor(headroom.arithmetic_cap)})"
         return (Reason("NEAR_ROOF", f"{where}: {gain}."),)
-    return (Reason("HEADROOM", f"{where}: up to {headroom.arithmetic_cap:.1f}× on that work, on paper."),)
+    return (Reason("HEADROOM", f"{where}: up to {factor(headroom.arithmetic_cap)} on that work, on paper."),)

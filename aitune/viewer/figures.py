@@ -13,6 +13,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool
 from bokeh.plotting import figure
 
+from aitune.report.formatting import percent
 from aitune.report.safe_text import chart_text, shown_name
 from aitune.viewer.tables import RESIDUAL
 
@@ -239,7 +240,7 @@ def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure
             "y": counted["flops_per_s"].tolist(),
             "region": [shown_name(name) for name in counted["region_id"]],
             "side": counted["side"].tolist() if "side" in counted else [""] * len(counted),
-            "roof": [f"{value:.1%}" if value == value else "-" for value in counted["fraction_of_roof"].astype(float)],
+            "roof": [percent(value if value == value else None) for value in counted["fraction_of_roof"].astype(float)],
             "color": [SIDE_COLORS.get(side, "#1f77b4") for side in counted.get("side", ["after"] * len(counted))],
         }
     )

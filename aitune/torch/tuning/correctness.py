@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from aitune.report.formatting import percent
 from aitune.torch.snapshot import BY_IDENTITY, SnapshotError, walk
 
 # (rtol, atol) per reference dtype; integer and bool outputs must be equal.
@@ -218,7 +219,7 @@ def _compare_leaf(reference: Any, candidate: Any, tolerance: Tolerance) -> tuple
         cosine,
         (
             f"max abs error {error:.3g} exceeds atol {atol:g} + rtol {rtol:g}·|reference|"
-            f"{' (TF32 level)' if tf32 else ''} at {share:.1%} of"
+            f"{' (TF32 level)' if tf32 else ''} at {percent(share)} of"
             f" {ref.numel()} elements (cosine similarity {cosine:.6f})"
         ),
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.analysis.statistics import CONFIDENCE, paired_speedup_figure
+from aitune.report.formatting import factor
 
 FASTER, NOT_FASTER, UNDECIDED = "faster", "not_faster", "undecided"
 
@@ -41,7 +42,7 @@ class SpeedupInterval:
         }
 
     def text(self) -> str:
-        return f"{self.speedup:.2f}× [{self.low:.2f}, {self.high:.2f}] over {self.rounds} paired rounds"
+        return f"{factor(self.speedup, self.low, self.high)} over {self.rounds} paired rounds"
 
 
 @dataclass(frozen=True)

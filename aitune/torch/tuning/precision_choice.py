@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aitune.report.formatting import factor
 from aitune.torch.tuning.outcome import EAGER, CandidateResult, GraphResult, RegionOutcome
 
 
@@ -66,8 +67,8 @@ def _kept_reduced(graph: GraphResult, winning: CandidateResult) -> str:
     """``int8_dynamic 2.31× over eager, faster than inductor 1.90×; the task gate passed``."""
     rivals = [c for c in graph.candidates if c.precision == "fp32" and c.speedup is not None and c.status != "skipped"]
     fastest = max(rivals, key=lambda candidate: candidate.speedup or 0.0, default=None)
-    versus = f", faster than {fastest.backend} {fastest.speedup:.2f}×" if fastest is not None else ""
-    figure = f" {winning.speedup:.2f}× over eager" if winning.speedup is not None else ""
+    versus = f", faster than {fastest.backend} {factor(fastest.speedup)}" if fastest is not None else ""
+    figure = f" {factor(winning.speedup)} over eager" if winning.speedup is not None else ""
     return f"{winning.backend}{figure}{versus}; the task gate passed"
 
 

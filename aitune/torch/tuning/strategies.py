@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from aitune.compare.quality import check_precision
 from aitune.errors import TuningError
+from aitune.report.formatting import factor, whole_percent
 from aitune.torch.backends import BACKENDS, Backend, precision_backends
 from aitune.torch.tuning.budget import TimeBudget
 from aitune.torch.tuning.collective import agreed_refusal
@@ -177,19 +178,20 @@ class MinLatencyStrategy(TuneStrategy):
             return "not timed against eager"
         if decision.verdict == FASTER:
             return None
-        needed = f"{decision.needed:.3g}×"
+        needed = factor(decision.needed)
         if decision.interval is None:
             return f"no significant difference: too few paired rounds for an interval (needs > {needed})"
         if decision.verdict == NOT_FASTER:
-            return f"not {self.margin:.0%} faster than eager ({decision.interval.text()}, needs > {needed})"
+            return f"not {whole_percent(self.margin)} faster than eager ({decision.interval.text()}, needs > {needed})"
         return (
             f"no significant difference: {decision.interval.text()}; the interval's lower end does not clear "
-            f"{needed} ({self.margin:.0%} faster), so eager stays"
+            f"{needed} ({whole_percent(self.margin)} faster), so eager stays"
         )
 
 
 def _reject_slower(loser: Candidate, winner: Candidate) -> None:
-    loser.reject(f"slower than {winner.backend.name} ({_speedup(loser):.2f}× vs {_speedup(winner):.2f}× over eager)")
+    versus = f"{factor(_speedup(loser))} vs {factor(_speedup(winner))} over eager"
+    loser.reject(f"slower than {winner.backend.name} ({versus})")
 
 
 def _speedup(candidate: Candidate) -> float:
