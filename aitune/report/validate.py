@@ -13,6 +13,7 @@ cut to `QUOTED_CHARS` characters, so a wrong table reads as one short line, not 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import types
@@ -39,14 +40,30 @@ sum or a difference of clock readings, so it is 0 or at least this; a smaller on
 
 
 def validate(doc: Any) -> list[str]:
-    """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid."""
+    """Every problem of ``doc`` as a profile document, each naming its JSON path; [] when valid.
+
+    A document that converts into `Profile` has every number the model types bounded already, so only
+    the values under keys the model does not name are walked for numbers; one that does not convert is
+    walked whole, and every problem listed.
+    """
+    try:
+        msgspec.convert(doc, Profile)
+    except msgspec.ValidationError:
+        return refused_problems(doc)
+    untyped = sorted(untyped_number_problems(doc), key=_path_order)
+    if untyped:
+        return untyped
+    sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
+    return [f"{prefix}{problem}" for prefix, section in sections for problem in section_problems(section)]
+
+
+def refused_problems(doc: Any) -> list[str]:
+    """Every problem of ``doc``, a document that does not convert into `Profile`: its numbers that are no
+    figure, then each other way it is no `Profile`, in the order of their paths."""
     too_large = number_problems(doc)
     places = {_path_order(problem) for problem in too_large}  # an integer that large reads as a float: say why
     problems = too_large + [problem for problem in typed_problems(doc) if _path_order(problem) not in places]
-    if problems:
-        return sorted(problems, key=_path_order)
-    sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
-    return [f"{prefix}{problem}" for prefix, section in sections for problem in section_problems(section)]
+    return sorted(problems, key=_path_order)
 
 
 def typed_problems(doc: Any) -> list[str]:
@@ -415,6 +432,76 @@ def number_problems(doc: Any) -> list[str]:
     tables), and only paths of the few it refuses are built.
     """
     return [f"{json_path(path)}: {too_large_message(value)}" for path, value in numbers(doc, _no_figure)]
+
+
+def untyped_number_problems(doc: Any) -> list[str]:
+    """`number_problems` of the values under keys the model does not name, in a document that converts into
+    `Profile` (the model bounds every number it types, so those need no second look)."""
+    found: list[tuple[Any, Any]] = []
+    _collect_untyped(doc, (_STRUCT, Profile), None, found)
+    return [f"{json_path(_flat(place))}: {too_large_message(value)}" for place, value in found]
+
+
+_STRUCT, _LIST, _DICT, _EITHER = range(4)
+"""How a step descends: into a Struct's fields, a list's items, a dict's values, or whichever of a union's
+members has the value's JSON shape."""
+
+
+def _collect_untyped(value: Any, step: tuple[Any, ...], place: Any, found: list[tuple[Any, Any]]) -> None:
+    """Append to ``found`` each number that is no figure under an unknown key inside ``value`` (of the model
+    type ``step`` describes), with its place: a ``(parent place, key)`` link, flattened only when one is found."""
+    how, inner = step[0], step[1]
+    if how == _STRUCT:
+        known, fields = _struct_plan(inner)
+        for key in value.keys() - known:
+            found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
+        for name, field_step in fields:
+            if name in value:
+                _collect_untyped(value[name], field_step, (place, name), found)
+    elif how == _LIST:
+        for index, item in enumerate(value):
+            _collect_untyped(item, inner, (place, index), found)
+    elif how == _DICT:
+        for key, item in value.items():
+            _collect_untyped(item, inner, (place, key), found)
+    else:
+        shaped = inner if isinstance(value, dict) else step[2] if isinstance(value, list) else None
+        if shaped is not None:
+            _collect_untyped(value, shaped, place, found)
+
+
+def _flat(place: Any) -> list[Any]:
+    """A place of `_collect_untyped` as a JSON path's parts: ``((None, "runs"), 0, "x")`` → ``["runs", 0, "x"]``."""
+    parts: list[Any] = []
+    while place is not None:
+        place, key, *rest = place
+        parts[:0] = [key, *rest]
+    return parts
+
+
+@functools.cache
+def _struct_plan(kind: type[msgspec.Struct]) -> tuple[frozenset[str], tuple[tuple[str, tuple[Any, ...]], ...]]:
+    """The keys a Struct names, and how to descend each field that holds Structs."""
+    fields = msgspec.structs.fields(kind)
+    steps = ((field.encode_name, _step(field.type)) for field in fields)
+    return frozenset(field.encode_name for field in fields), tuple((name, step) for name, step in steps if step)
+
+
+def _step(kind: Any) -> tuple[Any, ...] | None:
+    """How to descend a value of model type ``kind`` to the Structs inside it; None when it holds none."""
+    kind = _bare(kind)
+    origin = get_origin(kind)
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return (_STRUCT, kind)
+    if origin in (list, dict):
+        inner = _step(get_args(kind)[-1])
+        return inner and ((_LIST if origin is list else _DICT), inner)
+    if origin in (Union, types.UnionType):
+        steps = [step for step in map(_step, get_args(kind)) if step]
+        by_dict = next((step for step in steps if step[0] != _LIST), None)
+        by_list = next((step for step in steps if step[0] == _LIST), None)
+        return (_EITHER, by_dict, by_list) if steps else None
+    return None
 
 
 def _no_figure(value: float) -> bool:
