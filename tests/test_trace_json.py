@@ -25,7 +25,7 @@ COMMITTED_TRACES = sorted(
 
 def both_readers(data: bytes):
     """(general, typed) events of the JSON ``data``."""
-    return read_trace_events(parse_json(data, "t.json")), trace_events_from_json(data, "t.json", _parse)
+    return read_trace_events(parse_json(data, "t.json")), trace_events_from_json(lambda: data, "t.json", _parse)
 
 
 def _parse(data: bytes):
@@ -87,7 +87,7 @@ def test_a_malformed_event_is_the_general_readers_sentence_with_the_files_name()
     document = trace(run(0, 0, 100), {**op("aten::add", 20, 30), "ts": "soon"})
 
     with pytest.raises(ProfileError, match=r"^t\.json: traceEvents\[1\] is malformed \('ts' is str 'soon'\)"):
-        trace_events_from_json(orjson.dumps(document), "t.json", _parse)
+        trace_events_from_json(lambda: orjson.dumps(document), "t.json", _parse)
 
 
 def test_deep_metadata_is_refused_by_the_callers_bounded_reader():
@@ -96,14 +96,14 @@ def test_deep_metadata_is_refused_by_the_callers_bounded_reader():
     )
 
     with pytest.raises(ProfileError, match="nested deeper than"):
-        trace_events_from_json(data.encode(), "t.json", _parse)
+        trace_events_from_json(lambda: data.encode(), "t.json", _parse)
 
 
 def test_an_operators_args_are_skipped_unread_however_deep():
     deep = trace(run(0, 0, 100), op("aten::add", 20, 30))
     data = orjson.dumps(deep).replace(b'"name":"aten::add"', b'"name":"aten::add","args":' + b"[" * 300 + b"]" * 300)
 
-    assert trace_events_from_json(data, "t.json", _parse).ops.names == ("aten::add",)
+    assert trace_events_from_json(lambda: data, "t.json", _parse).ops.names == ("aten::add",)
 
 
 def test_a_gzipped_trace_file_is_unpacked_before_it_is_read(tmp_path):

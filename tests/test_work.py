@@ -144,7 +144,7 @@ def test_a_synthetic_device_trace_places_the_region_by_its_kernels_time_against_
 def test_every_trace_reader_gives_the_same_work():
     document = _device_trace()
 
-    typed = trace_events_from_json(json.dumps(document).encode(), "t.json", json.loads)
+    typed = trace_events_from_json(lambda: json.dumps(document).encode(), "t.json", json.loads)
 
     assert typed.op_inputs == read_trace_events(document).op_inputs
     assert build_profile(typed) == build_profile(document)

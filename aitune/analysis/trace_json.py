@@ -49,11 +49,18 @@ class _Event(msgspec.Struct, gc=False):  # holds no containers: the collector ne
 
 
 class _Trace(msgspec.Struct):
-    traceEvents: list[_Event]
+    """A trace's events left as undecoded JSON, each a view of the file's bytes, decoded a chunk at a time."""
+
+    traceEvents: list[msgspec.Raw]
     metadata: msgspec.Raw = msgspec.field(default=_NOTHING, name=TRACE_METADATA_KEY)
 
 
-_DECODER = msgspec.json.Decoder(_Trace)
+_TRACE = msgspec.json.Decoder(_Trace)
+_EVENTS = msgspec.json.Decoder(list[_Event])
+
+CHUNK_EVENTS = 2048
+"""Events decoded into records at a time: a whole trace's records take twice its JSON (~350 bytes an
+event), a chunk's stay in the processor's cache and are dropped once filed."""
 
 MAX_TRACE_EVENTS = 2_000_000
 """Most events a trace may hold: 20 times the 10⁵ of a long capture, ~400 MB of JSON. Counted before
@@ -81,40 +88,68 @@ class _NotTyped(Exception):
 
 @gc_paused()
 def trace_events_from_json(
-    data: bytes, name: str, parse: Callable[[bytes], Any], metadata: Mapping[str, Any] | None = None
+    load: Callable[[], bytes], name: str, parse: Callable[[bytes], Any], metadata: Mapping[str, Any] | None = None
 ) -> TraceEvents:
-    """The `TraceEvents` of the Chrome trace JSON ``data`` (already gunzipped), as
+    """The `TraceEvents` of the Chrome trace JSON that ``load`` gives (already gunzipped), as
     `read_trace_events` gives them for the parsed document; `ProfileError` naming ``name`` when it is
     not a trace or holds a malformed event.
 
-    ``parse`` is the caller's bounded JSON reader (its size and depth limits, ``name`` in its errors):
-    it reads the aitune metadata, and the whole document when the typed records cannot hold it.
-    ``metadata``, when given, is the aitune metadata instead of the document's (a live session's,
-    known before its export). An operator's args are skipped unread, however deep they nest.
+    The JSON is read in one pass of the decoder, a chunk of `CHUNK_EVENTS` events at a time, each filed
+    and dropped before the next is decoded; this reader holds the only reference to the bytes ``load``
+    gives, and drops them once every event is filed, before the model is indexed: the peak stays under
+    twice the JSON. ``parse`` is the caller's bounded JSON reader (its size and depth limits, ``name``
+    in its errors): it reads the aitune metadata, and the whole document when the typed records cannot
+    hold it. ``metadata``, when given, is the aitune metadata instead of the document's (a live
+    session's, known before its export). An operator's args are skipped unread, however deep they nest.
 
     >>> data = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}'
-    >>> trace_events_from_json(data, "t.json", parse=None).ops.names
+    >>> trace_events_from_json(lambda: data, "t.json", parse=None).ops.names
     ('aten::mm',)
     """
+    data = load()
     check_event_count(data, name)
-    try:
-        trace = _DECODER.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-        trace = None
-    if trace is not None:
-        if metadata is None:
-            metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
-        # Deep args of an event that is not an operator: the general reader refuses them in one sentence.
-        with _naming(name), contextlib.suppress(_NotTyped, RecursionError):
-            checked = checked_metadata(metadata or {})
-            builder = _typed(trace)
-            del trace  # every record is filed: the model is built without them, at half the peak memory
+    filed = _filed(data, name, parse, metadata)
+    if filed is not None:
+        del data  # the records are filed: the model is indexed without the file's bytes
+        builder, checked = filed
+        with _naming(name):
             return builder.build(checked)
     document = check_trace(parse(data), name)
+    del data
     if metadata is not None:
         document = {**document, TRACE_METADATA_KEY: metadata}
     with _naming(name):
         return read_trace_events(document)
+
+
+def _filed(
+    data: bytes, name: str, parse: Callable[[bytes], Any], metadata: Mapping[str, Any] | None
+) -> tuple[EventsBuilder, Mapping[str, Any]] | None:
+    """The builder every event of the trace JSON ``data`` is filed into, with the checked aitune metadata;
+    None when the typed records cannot hold the document and the general reader must judge it."""
+    try:
+        trace = _TRACE.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    if metadata is None:
+        metadata = parse(bytes(trace.metadata)) if trace.metadata is not _NOTHING else None
+    builder = EventsBuilder()
+    # Deep args of an event that is not an operator: the general reader refuses them in one sentence.
+    with _naming(name), contextlib.suppress(_NotTyped, RecursionError):
+        checked = checked_metadata(metadata or {})
+        events = trace.traceEvents
+        for start in range(0, len(events), CHUNK_EVENTS):
+            _file(builder, _decoded(b",".join(events[start : start + CHUNK_EVENTS])))
+        return builder, checked
+    return None
+
+
+def _decoded(events: bytes) -> list[_Event]:
+    """The records of the events JSON ``events`` (comma-separated objects); `_NotTyped` when they cannot hold them."""
+    try:
+        return _EVENTS.decode(b"[%b]" % events)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise _NotTyped from None
 
 
 @contextlib.contextmanager
@@ -126,11 +161,11 @@ def _naming(name: str) -> Iterator[None]:
         raise ProfileError(f"{name}: {error}") from None
 
 
-def _typed(trace: _Trace) -> EventsBuilder:
-    """The typed records filed into a builder by `file_columns` (the complete events) and
+def _file(builder: EventsBuilder, events: list[_Event]) -> None:
+    """File the typed records ``events`` into ``builder`` by `file_columns` (the complete events) and
     `EventsBuilder.add_memory` (the ``[memory]`` instant events); `_NotTyped` for an event the general
     reader must judge (no ``ts``, args that are not an object, a correlation id that is not an integer)."""
-    complete = [event for event in trace.traceEvents if event.ph == "X"]
+    complete = [event for event in events if event.ph == "X"]
     starts = list(map(_START, complete))
     if None in starts:
         raise _NotTyped
@@ -150,12 +185,10 @@ def _typed(trace: _Trace) -> EventsBuilder:
             return _args(complete[index])
         return None
 
-    builder = EventsBuilder()
     file_columns(builder, (*columns, list(map(_THREAD, complete))), details, op_args)
-    for event in trace.traceEvents:
+    for event in events:
         if event.ph == "i" and event.name == MEMORY_EVENT_NAME and event.ts is not None:
             builder.add_memory(event.ts, (event.pid, event.tid), _args(event))
-    return builder
 
 
 def _args(event: _Event) -> Any:

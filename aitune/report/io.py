@@ -183,8 +183,9 @@ def read_trace_file_events(path: str | Path) -> TraceEvents:
 
     wait_for_traces(path)
     name = str(path)
-    data = unpacked(read_regular(path, MAX_JSON_BYTES), name)
-    return trace_events_from_json(data, name, lambda json: parse_json(json, name))
+    return trace_events_from_json(
+        lambda: unpacked(read_regular(path, MAX_JSON_BYTES), name), name, lambda json: parse_json(json, name)
+    )
 
 
 _FILE_KINDS = (

@@ -122,8 +122,11 @@ def read_bounded(path: Path, name: str) -> bytes:
 def read_trace_file(path: Path, name: str) -> TraceEvents:
     """The events of the Chrome trace at ``path``, read with the viewer's limits; `ProfileError` naming
     ``name`` when it is unreadable, not a trace, or holds a malformed event."""
-    data = report_io.unpacked(read_bounded(path, name), name, MAX_FILE_BYTES, _VIEWER_FIX)
-    return trace_events_from_json(data, name, lambda json: parse_json(json, name))
+    return trace_events_from_json(
+        lambda: report_io.unpacked(read_bounded(path, name), name, MAX_FILE_BYTES, _VIEWER_FIX),
+        name,
+        lambda json: parse_json(json, name),
+    )
 
 
 def parse_json(data: bytes, name: str) -> Any:

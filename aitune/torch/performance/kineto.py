@@ -14,7 +14,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from operator import methodcaller
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ def events_from_profiler(
     the activities does once the export is paid, and is what an offline re-analysis of the file reads.
     """
     if exported_json is not None:
-        return events_from_json_export(exported_json, metadata)
+        return events_from_json_export(lambda: exported_json, metadata)
     if not reads_activities(profiler):
         return events_from_exported_trace(profiler, metadata)
     activities = profiler.profiler.kineto_results.trace_activities()
@@ -101,12 +101,13 @@ def events_from_exported_trace(profiler: profile, metadata: Mapping[str, Any]) -
     with tempfile.TemporaryDirectory(prefix="aitune-trace-") as folder:
         path = Path(folder) / "trace.json"
         profiler.export_chrome_trace(str(path))
-        return events_from_json_export(path.read_bytes(), metadata)
+        return events_from_json_export(path.read_bytes, metadata)
 
 
-def events_from_json_export(data: bytes, metadata: Mapping[str, Any]) -> TraceEvents:
-    """The `TraceEvents` of a session's exported Chrome trace JSON, with ``metadata`` as its aitune metadata."""
-    return trace_events_from_json(data, _EXPORT_NAME, lambda json: parse_json(json, _EXPORT_NAME), metadata)
+def events_from_json_export(load: Callable[[], bytes], metadata: Mapping[str, Any]) -> TraceEvents:
+    """The `TraceEvents` of a session's exported Chrome trace JSON (``load`` reads it), with ``metadata`` as its
+    aitune metadata."""
+    return trace_events_from_json(load, _EXPORT_NAME, lambda json: parse_json(json, _EXPORT_NAME), metadata)
 
 
 _EXPORT_NAME = "the profiler's exported trace"
