@@ -28,6 +28,12 @@ lite (a) ≤ 1.02; (c) ≤ 2 µs per event. Workloads: the two bundled examples,
 Llama ``generate`` and a diffusers-style pipeline (a tiny ``UNet2DConditionModel`` in a denoising
 loop, then ``vae.decode``), random weights, no download.
 
+``--breakdown`` splits the same whole calls into their phases (`capture_phases.py`: instrumenting,
+warm-ups, measured runs, the operator runs, the profiler's start and stop, reading its events, the
+analysis, …), each phase's own ms and share of the whole call, medians over the repeats:
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py --breakdown [--quick]
+
 ``--spans`` measures instead the cost of one instrumented module call (µs, profiler off and on):
 200 do-nothing modules called in a loop, instrumented ÷ plain, interleaved, median of the repeats.
 
@@ -43,6 +49,7 @@ import platform
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,10 +59,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # hf_models: tiny configs, no download
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks.zoo
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # capture_phases
 
 import decoder_app
 import hf_models
 import pipeline_app
+from capture_phases import OTHER, phase_split
 
 import aitune
 import aitune.torch as ait
@@ -262,6 +271,56 @@ def print_whole_calls(options: argparse.Namespace) -> None:
         )
 
 
+def breakdown(build: Workload, options: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """Per mode, per repeat: each phase's own ms in one whole ``profile()`` call, beside the plain calls
+    (``--runs`` of them, just before it) and the whole call itself."""
+    obj, input_data, function = build()
+
+    def call() -> Any:
+        with torch.no_grad():
+            return function(input_data)
+
+    def captured(settings: dict[str, Any]) -> Any:
+        with torch.no_grad():
+            return ait.profile(
+                obj, input_data, function, warmup_runs=options.warmup, measured_runs=options.runs, **settings
+            )
+
+    for settings in WHOLE_CALL_MODES.values():  # the process's first capture (profiler start-up, lazy imports)
+        call()
+        captured(settings)
+    split: dict[str, dict[str, list[float]]] = {mode: defaultdict(list) for mode in WHOLE_CALL_MODES}
+    for _ in range(options.repeats):
+        for mode, settings in WHOLE_CALL_MODES.items():
+            plain_ms = sum(wall_us(call) for _ in range(options.runs)) / 1000
+            phases = phase_split(lambda settings=settings: captured(settings))
+            split[mode][f"{options.runs} plain calls"].append(plain_ms)
+            split[mode]["whole profile() call"].append(sum(phases.values()) * 1000)
+            for phase, seconds in phases.items():
+                split[mode][phase].append(seconds * 1000)
+    return split
+
+
+def print_breakdowns(options: argparse.Namespace) -> None:
+    print(
+        f"repeats={options.repeats} warmup_runs={options.warmup} measured_runs={options.runs}; each phase's own ms "
+        "in one whole profile() call (median over repeats) and its share of the whole call\n"
+    )
+    for name, module in WHOLE_CALL_WORKLOADS.items():
+        split = breakdown(module.build, options)
+        print(f"{name}\n\n| phase | " + " | ".join(f"{mode}: ms | {mode}: share" for mode in split) + " |")
+        print("|---|" + "---|---|" * len(split))
+        phases = {phase: None for mode in split.values() for phase in mode if phase != OTHER}
+        for phase in [*phases, OTHER]:
+            cells = []
+            for per_phase in split.values():
+                whole = statistics.median(per_phase["whole profile() call"])
+                values = per_phase.get(phase) or [0.0]
+                cells.append(f"{statistics.median(values):.1f} | {statistics.median(values) / whole:.1%}")
+            print(f"| {phase} | " + " | ".join(cells) + " |")
+        print()
+
+
 class _Nothing(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
@@ -303,6 +362,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 repeats: the whole call in under 2 minutes")
     parser.add_argument("--examples", action="store_true", help="(a)-(c) on the bundled examples and HF workloads")
     parser.add_argument("--spans", action="store_true", help="the cost of one instrumented module call")
+    parser.add_argument("--breakdown", action="store_true", help="the whole call's phases, each one's ms and share")
     options = parser.parse_args()
     examples = options.examples or options.spans
     defaults = (5, 3, 10) if examples else (3 if options.quick else 7, 0, 8)
@@ -316,7 +376,7 @@ def main() -> None:
         f"{platform.machine()}, {torch.get_num_threads()} torch threads"
     )
     if not examples:
-        print_whole_calls(options)
+        (print_breakdowns if options.breakdown else print_whole_calls)(options)
         print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
         return
     if options.spans:

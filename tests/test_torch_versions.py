@@ -17,6 +17,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import aitune.torch as ait
 from aitune.markers import region_span_name, run_span_name
+from aitune.torch.performance import kineto
 from aitune.torch.performance.capture import export_trace
 from aitune.torch.performance.kineto import events_from_exported_trace, events_from_profiler
 
@@ -45,6 +46,46 @@ def test_the_exported_trace_gives_the_same_events_as_kineto_s_activities():
     assert [span.name for span in exported.runs] == [run_span_name(0)]
     assert [span.name for span in exported.regions] == [region_span_name("untuned_module:0")]
     assert "aten::linear" in exported.ops.names
+
+
+def session_with_memory_and_shapes() -> profile:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    with (
+        profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as session,
+        record_function(run_span_name(0)),
+        record_function(region_span_name("untuned_module:0")),
+    ):
+        model(torch.randn(2, 8))
+    return session
+
+
+@pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
+def test_memory_events_and_operator_shapes_read_from_the_session_match_the_exported_trace():
+    session = session_with_memory_and_shapes()
+
+    fast = events_from_profiler(session, {"source": "live"})
+    exported = events_from_exported_trace(session, {"source": "live"})
+
+    assert exported == fast
+    assert fast.memory and any(event.bytes > 0 for event in fast.memory)
+    assert any(inputs.dims and inputs.dims[0] == (2, 8) for inputs in fast.op_inputs.values())
+
+
+@pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
+def test_an_activity_whose_args_do_not_parse_leaves_the_others_args_read(monkeypatch):
+    session = session_with_memory_and_shapes()
+    exported = events_from_exported_trace(session, {"source": "live"})
+    calls = []
+
+    def one_garbled(activity):  # the joined parse fails; each activity's own text is then read alone
+        calls.append(activity)
+        return "not json" if len(calls) == 1 else activity.metadata_json()
+
+    monkeypatch.setattr(kineto, "_METADATA_JSON", one_garbled)
+    fast = events_from_profiler(session, {"source": "live"})
+
+    assert calls
+    assert fast == exported
 
 
 @pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")

@@ -33,6 +33,7 @@ from aitune.analysis.events import (
 )
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.trace_json import trace_events_from_json
+from aitune.analysis.work import COUNTED
 from aitune.report.io import parse_json
 
 # torch's exporter writes timestamps relative to the start of the current 7,889,238-second period
@@ -69,16 +70,28 @@ def events_from_profiler(
     thread_ids = np.where(resources == _NO_RESOURCE, 0, np.abs(resources)).tolist()
     threads = list(zip(map(_DEVICE_ID, activities), thread_ids, strict=True))
     builder = EventsBuilder()
+    # the args filed for most events that have any: memory events' and counted operators' (their shapes)
+    wanted = [
+        index
+        for index, (category, name) in enumerate(zip(categories, names, strict=True))
+        if category == MEMORY_CATEGORY or name in COUNTED
+    ]
+    batch = _batched_args([activities[index] for index in wanted])
+    parsed = dict(zip(wanted, batch, strict=True)) if batch is not None else {}
+
+    def args(index: int) -> dict[str, Any] | None:
+        found = parsed.get(index, _UNREAD)
+        return _metadata_args(activities[index]) if found is _UNREAD else found
 
     def details(index: int) -> tuple[Any, int | None]:
-        activity, category = activities[index], categories[index]
+        category = categories[index]
         if category == MEMORY_CATEGORY:  # profile_memory's allocations and frees, args as the export writes them
-            return _metadata_args(activity), None
-        correlation = _correlation(activity) if category in _WITH_CORRELATION else None
-        return _sized_args(activity, names[index]), correlation
+            return args(index), None
+        correlation = _correlation(activities[index]) if category in _WITH_CORRELATION else None
+        return _sized_args(activities[index], names[index]), correlation
 
     columns = (categories, names, starts, durations, threads)
-    file_columns(builder, columns, details, lambda index: _metadata_args(activities[index]), memory=True)
+    file_columns(builder, columns, details, args, memory=True)
     return builder.build(metadata)
 
 
@@ -91,6 +104,7 @@ _WITH_CORRELATION = LAUNCH_CATEGORIES | DEVICE_CATEGORIES
 
 _TYPE, _NAME, _TIMESTAMP, _DURATION = (methodcaller(field) for field in ("type", "name", "timestamp", "duration"))
 _DEVICE_ID, _RESOURCE_ID = methodcaller("device_id"), methodcaller("resource_id")
+_METADATA_JSON = methodcaller("metadata_json")
 _NO_RESOURCE = -(2**63)
 """The resource id kineto gives an activity without a thread; the exported trace shows tid 0."""
 
@@ -125,6 +139,22 @@ def _sized_args(activity: Any, name: str) -> dict[str, Any] | None:
     if kind is None or kind.bytes_from is None:
         return None
     return _metadata_args(activity)
+
+
+_UNREAD = object()
+
+
+def _batched_args(activities: list[Any]) -> list[dict[str, Any]] | None:
+    """Each activity's args (`_metadata_args`) from one parse of all their texts joined: a parse per
+    event cost about twice as much (5,140 memory events: 14.6 ms against 6.3). None when the joined text
+    does not give one object per activity (one text that does not parse): the caller then parses each."""
+    if not activities:
+        return []
+    try:  # kineto writes each object's inside; a text that is not a string fails the join
+        args = json.loads("[{" + "},{".join(map(_METADATA_JSON, activities)) + "}]")
+    except (TypeError, ValueError):
+        return None
+    return args if len(args) == len(activities) and set(map(type, args)) == {dict} else None
 
 
 def _metadata_args(activity: Any) -> dict[str, Any] | None:
