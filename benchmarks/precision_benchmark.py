@@ -6,14 +6,15 @@
 
 For each app of ``benchmarks/zoo`` copies are built with the same seed: one stays eager, one goes
 through ``aitune.torch.optimize`` at fp32, then one at ``--precision`` (both with the default min-latency
-strategy and the same ``--time-budget``, as ``tune --time-budget`` gives it). Each tuned copy is timed in
-turns with the eager one (``--repeats`` calls each, medians), so drift hits both, and put back before
-the next loop (a wrapper's name, the module's path, is taken once per process). Reported per model:
+strategy and the same ``--time-budget``, as ``tune --time-budget`` gives it). Then eager, the fp32 copy and
+the reduced copy are timed in turns (``--repeats`` rounds), so drift hits all three, and both tuned copies
+are put back. Reported per model:
 
 - what each loop kept tuned (``path→backend``) and, for the reduced loop, the precision each region
   ended at and why (`aitune.torch.tuning.precision_choice`);
-- each loop's end-to-end speedup over eager, interleaved, and the reduced ÷ fp32 ratio: the issue's bar
-  is ≥ 0.95× on every model (the loop keeps an fp32 winner wherever the reduced backend is slower);
+- each loop's end-to-end speedup over eager (medians of the rounds), and the reduced copy's speedup over the
+  fp32 copy, paired round by round, with its 95% interval: the issue's bar is ≥ 0.95× on every model (the
+  loop keeps an fp32 winner wherever the reduced backend is slower);
 - the task gate's figure (``docs/tuning.md``, "Reduced precision").
 
 The machine's load average is printed before and after: the figures mean something on a quiet machine only.
@@ -26,8 +27,8 @@ import argparse
 import functools
 import json
 import platform
+import statistics
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from zoo import APPS
-from zoo_benchmark import call, figure, interleaved, load_line, task_gate
+from zoo_benchmark import call, figure, in_turns, load_line, task_gate
 
+from aitune.analysis.statistics import paired_speedup_figure
 from aitune.errors import TuningError
 from aitune.torch import LoopConfig, optimize
+from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.strategies import named_strategy
 
 BAR = 0.95
@@ -64,51 +67,61 @@ def kept(result: Any) -> str:
     return ", ".join(f"{gain.path or '(whole)'}→{gain.winner}" for gain in result.gains if gain.tuned) or "none"
 
 
-def speedup_over(
-    eager: Callable[[], Any], name: str, precision: str, options: argparse.Namespace
-) -> tuple[float, Any, dict[str, float]]:
-    """The copy tuned at ``precision``: its speedup over ``eager`` timed in turns, its loop's result (put back
-    afterwards) or the refusal's sentence, and both medians."""
-    tuned, result = tuned_copy(name, precision, options)
-    with torch.no_grad():
-        medians = interleaved({"eager": eager, precision: tuned}, options.repeats)
-    if not isinstance(result, str):
-        result.restore()
-    return medians["eager"] / medians[precision], result, medians
+def set_aside_names() -> None:
+    """Free the names the fp32 copy's wrappers hold, so the reduced copy's wrappers can take the same ones while
+    the fp32 copy stays tuned: the registry only names regions for capture, and the fp32 copy is not captured again."""
+    for entry in list(MODULE_REGISTRY):
+        MODULE_REGISTRY.unregister(entry.region)
 
 
 def run(name: str, options: argparse.Namespace) -> dict[str, Any]:
+    """Both loops on fresh copies of ``name``, then eager, the fp32 copy and the reduced copy timed in turns: the
+    reduced ÷ fp32 figure is paired round by round, so drift between the two loops cannot make it."""
     eager, input_data, function = APPS[name].build()
     eager_entry = function if function is not None else eager
-    plain = functools.partial(call, eager_entry, input_data)
-    fp32_speedup, fp32, fp32_ms = speedup_over(plain, name, "fp32", options)
-    reduced_speedup, reduced, reduced_ms = speedup_over(plain, name, options.precision, options)
-    row = {
+    fp32_call, fp32 = tuned_copy(name, "fp32", options)
+    set_aside_names()
+    reduced_call, reduced = tuned_copy(name, options.precision, options)
+    try:
+        with torch.no_grad():
+            times = in_turns(
+                {"eager": functools.partial(call, eager_entry, input_data), "fp32": fp32_call, "reduced": reduced_call},
+                options.repeats,
+            )
+    finally:
+        for result in (reduced, fp32):  # the last wrapped first
+            if not isinstance(result, str):
+                result.restore()
+    medians = {side: statistics.median(values) for side, values in times.items()}
+    ratio = paired_speedup_figure(times["fp32"], times["reduced"])
+    return {
         "model": name,
         "fp32_tuned": kept(fp32),
-        "fp32_speedup": fp32_speedup,
+        "fp32_speedup": medians["eager"] / medians["fp32"],
         "reduced_tuned": kept(reduced),
-        "reduced_speedup": reduced_speedup,
-        "ratio": reduced_speedup / fp32_speedup,
+        "reduced_speedup": medians["eager"] / medians["reduced"],
+        "ratio": ratio.median,
+        "ratio_interval": [ratio.low, ratio.high],
         "precision": options.precision,
         "choices": [choice.line() for choice in getattr(reduced, "precision_choices", [])],
         "task_gate": task_gate(reduced if not isinstance(reduced, str) else None),
-        "medians_ms": {"fp32": fp32_ms, options.precision: reduced_ms},
+        "medians_ms": medians,
     }
-    return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| model | fp32 loop kept | fp32 loop, end to end | reduced loop kept | reduced loop, end to end"
-        " | reduced ÷ fp32 | task gate |",
+        " | reduced ÷ fp32, paired [95%] | task gate |",
         "| --- | --- | ---: | --- | ---: | ---: | --- |",
     ]
     for row in rows:
+        low, high = row["ratio_interval"]
         verdict = "" if row["ratio"] >= BAR else f" (below {BAR:g})"
         lines.append(
             f"| {row['model']} | {row['fp32_tuned']} | {figure(row['fp32_speedup'])} | {row['reduced_tuned']}"
-            f" | {figure(row['reduced_speedup'])} | {figure(row['ratio'])}{verdict} | {row['task_gate']} |"
+            f" | {figure(row['reduced_speedup'])} | {figure(row['ratio'])} [{low:.2f}, {high:.2f}]{verdict}"
+            f" | {row['task_gate']} |"
         )
     return "\n".join(lines)
 

@@ -102,8 +102,8 @@ def whole_cycle(entry: Callable[..., Any], input_data: Any, cycle: int) -> Calla
     return run
 
 
-def interleaved(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median wall ms of each call, timed in turns after one warmup each."""
+def in_turns(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
+    """Wall ms of each call per round, the calls timed in turns (one round after another) after one warmup each."""
     for function in calls.values():
         function()
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -112,7 +112,12 @@ def interleaved(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, 
             start = time.perf_counter()
             function()
             times[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def interleaved(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median wall ms of each call, timed in turns after one warmup each."""
+    return {name: statistics.median(values) for name, values in in_turns(calls, repeats).items()}
 
 
 def top_three(doc: dict[str, Any]) -> list[str]:
