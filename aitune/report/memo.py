@@ -5,7 +5,7 @@ Compare, suggest and every section of a page ask for the same views of the same 
 which neither hash nor take weak references, so a view is keyed by the document's ``id`` with the
 document held beside it: no other object can take that id while the block lasts, and the memo ends
 with the block, so a document edited between two blocks (as tests do) is read afresh. Outside a
-block every call computes.
+block every call computes. Readers share a view, so none edits one (the headline rows' lists included).
 """
 
 from __future__ import annotations
