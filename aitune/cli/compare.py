@@ -26,6 +26,7 @@ def compare_pair(
     from aitune.cli.render import diff_view
     from aitune.compare import compare_profiles, regressed
     from aitune.report import load
+    from aitune.report.memo import computed_once
 
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         fail(f"--fail-if-slower takes a finite percentage of at least 0 (got {fail_if_slower:g}), e.g. 5.")
@@ -45,13 +46,14 @@ def compare_pair(
     else:
         old, new = load(before), load(after)
     chosen = domain or (folder.report.domain if folder is not None else "cpu")
-    diff = compare_profiles(old, new, domain=chosen, scenario=scenario)
-    if html is not None:
-        from aitune.cli.outputs import emit
-        from aitune.cli.pages import pair_page
+    with computed_once():  # compare, suggest and both sides' sections share each document's headline rows
+        diff = compare_profiles(old, new, domain=chosen, scenario=scenario)
+        if html is not None:
+            from aitune.cli.outputs import emit
+            from aitune.cli.pages import pair_page
 
-        names = str(before) if after is None else f"{before} → {after}"
-        emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
+            names = str(before) if after is None else f"{before} → {after}"
+            emit(pair_page(old, new, diff, folder.report if folder else None, subtitle=names).encode(), html)
     failed = fail_if_slower is not None and regressed(diff, fail_if_slower)
     if keep:
         print(keep_in_history([before] if after is None else [before, after], history_db), file=sys.stderr)

@@ -13,12 +13,14 @@ from aitune.compare.html import pair_sections
 from aitune.compare.loop_report import LoopReport
 from aitune.report.document import ProfileDoc, scenario_names
 from aitune.report.html import MAX_SCENARIOS, Section, headlines, overview, region_tree, render_html, render_page
+from aitune.report.memo import computed_once
 from aitune.report.safe_text import shown_name
 from aitune.report.samples import select_scenario
 from aitune.suggest import suggest
 from aitune.suggest.html import suggestions_section
 
 
+@computed_once()  # the sections and suggest read the same headline rows
 def profile_page(doc: ProfileDoc) -> str:
     """One profile: its own sections (`aitune.report.html.profile_sections`), then what suggest would tune."""
     return render_html(doc, extra=suggestion_sections(doc))
@@ -37,6 +39,7 @@ def suggestion_sections(doc: ProfileDoc) -> list[Section]:
     return sections
 
 
+@computed_once()  # suggest and each side's sections read the same headline rows
 def pair_page(
     before: ProfileDoc, after: ProfileDoc, diff: ProfileDiff, report: LoopReport | None = None, subtitle: str = ""
 ) -> str:

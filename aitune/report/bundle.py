@@ -25,6 +25,7 @@ from aitune.errors import BundleError
 from aitune.report.document import ProfileDoc
 from aitune.report.io import dumps
 from aitune.report.markdown import render_markdown
+from aitune.report.memo import computed_once
 
 MAX_BUNDLE_MB = 25.0
 """Default size limit: what common issue trackers accept as one attachment."""
@@ -95,6 +96,7 @@ HtmlRenderer = Callable[[ProfileDoc], str]
 HTML_NAME = "report.html"
 
 
+@computed_once()  # the Markdown and the HTML report read the same headline rows
 def bundle_entries(
     doc: ProfileDoc, trace: Mapping[str, Any] | None, redactor: Redactor, html: HtmlRenderer | None = None
 ) -> dict[str, bytes]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Required, TypedDict
 
 from aitune.analysis.warnings import ProfileWarning
+from aitune.report.memo import derived
 
 SCHEMA_VERSION = 1
 
@@ -227,6 +228,11 @@ def select_scenario(doc: ProfileDoc, name: str | None) -> ProfileDoc:
     """
     if name is None:
         return doc
+    # one view per scenario within `computed_once`, so the views derived from it are found once too
+    return derived(doc, ("scenario", name), lambda: _scenario_view(doc, name))
+
+
+def _scenario_view(doc: ProfileDoc, name: str) -> ProfileDoc:
     for scenario in doc.get("scenarios", []):
         if scenario["name"] == name:
             view = {key: value for key, value in doc.items() if key not in SCENARIO_KEYS and key != "scenarios"}

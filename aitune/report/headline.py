@@ -26,6 +26,7 @@ from typing import Any
 
 from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction, median_share
 from aitune.markers import region_path
+from aitune.report.memo import derived
 
 RESIDUAL_LABEL = "(residual)"
 SELF_SUFFIX = " (self)"
@@ -73,8 +74,13 @@ def headline_rows(doc: Mapping[str, Any], domain: str = "cpu", keep: Collection[
     row), one self row per spanning region, then the residual.
 
     ``keep``: paths shown whole even where `looks_through` holds (compare keeps a region whole when
-    the other side cannot look through it, e.g. a tuned wrapper with nothing inside).
+    the other side cannot look through it, e.g. a tuned wrapper with nothing inside). Within
+    `aitune.report.memo.computed_once`, a document's rows per ``domain`` and ``keep`` are found once.
     """
+    return derived(doc, ("headline", domain, frozenset(keep)), lambda: _found_rows(doc, domain, keep))
+
+
+def _found_rows(doc: Mapping[str, Any], domain: str, keep: Collection[str]) -> list[HeadlineRow]:
     runs = doc["runs"]
     rows = _Rows(domain, [run["timing"].get(f"{domain}_time_us", 0.0) for run in runs])
     spanning = doc.get("spanning_regions", [])

@@ -21,6 +21,7 @@ from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, factor, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
+from aitune.report.memo import computed_once
 from aitune.report.memory import memory_note
 from aitune.report.phases import split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
@@ -47,6 +48,7 @@ class Markup(str):
     """A cell this renderer wrote in Markdown on purpose (``_(residual)_``); every other cell is escaped."""
 
 
+@computed_once()  # every section reads the same headline rows
 def render_markdown(doc: ProfileDoc) -> str:
     """Render every section of ``doc``, summaries first; the same document always gives the same text.
 
