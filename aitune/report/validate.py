@@ -47,10 +47,10 @@ def validate(doc: Any) -> list[str]:
     walked whole, and every problem listed.
     """
     try:
-        msgspec.convert(doc, Profile)
+        profile = msgspec.convert(doc, Profile)
     except msgspec.ValidationError:
         return refused_problems(doc)
-    untyped = sorted(untyped_number_problems(doc), key=_path_order)
+    untyped = sorted(untyped_number_problems(doc, msgspec.to_builtins(profile)), key=_path_order)
     if untyped:
         return untyped
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
@@ -434,11 +434,15 @@ def number_problems(doc: Any) -> list[str]:
     return [f"{json_path(path)}: {too_large_message(value)}" for path, value in numbers(doc, _no_figure)]
 
 
-def untyped_number_problems(doc: Any) -> list[str]:
+def untyped_number_problems(doc: Any, typed: Any) -> list[str]:
     """`number_problems` of the values under keys the model does not name, in a document that converts into
-    `Profile` (the model bounds every number it types, so those need no second look)."""
+    `Profile`; ``typed`` is what the model reads of it (``to_builtins`` of the converted `Profile`).
+
+    The model bounds every number it types, so those need no second look; and a part equal to what the model
+    read of it holds no unknown key (dicts compare their keys), so only the parts that differ are walked.
+    """
     found: list[tuple[Any, Any]] = []
-    _collect_untyped(doc, (_STRUCT, Profile), None, found)
+    _collect_untyped(doc, typed, (_STRUCT, Profile), None, found)
     return [f"{json_path(_flat(place))}: {too_large_message(value)}" for place, value in found]
 
 
@@ -447,9 +451,12 @@ _STRUCT, _LIST, _DICT, _EITHER = range(4)
 members has the value's JSON shape."""
 
 
-def _collect_untyped(value: Any, step: tuple[Any, ...], place: Any, found: list[tuple[Any, Any]]) -> None:
+def _collect_untyped(value: Any, typed: Any, step: tuple[Any, ...], place: Any, found: list[tuple[Any, Any]]) -> None:
     """Append to ``found`` each number that is no figure under an unknown key inside ``value`` (of the model
-    type ``step`` describes), with its place: a ``(parent place, key)`` link, flattened only when one is found."""
+    type ``step`` describes, read by the model as ``typed``), with its place: a ``(parent place, key)`` link,
+    flattened only when one is found."""
+    if value == typed:  # the same keys all the way down: nothing unknown inside
+        return
     how, inner = step[0], step[1]
     if how == _STRUCT:
         known, fields = _struct_plan(inner)
@@ -457,17 +464,17 @@ def _collect_untyped(value: Any, step: tuple[Any, ...], place: Any, found: list[
             found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
         for name, field_step in fields:
             if name in value:
-                _collect_untyped(value[name], field_step, (place, name), found)
+                _collect_untyped(value[name], typed.get(name), field_step, (place, name), found)
     elif how == _LIST:
-        for index, item in enumerate(value):
-            _collect_untyped(item, inner, (place, index), found)
+        for index, (item, typed_item) in enumerate(zip(value, typed, strict=True)):
+            _collect_untyped(item, typed_item, inner, (place, index), found)
     elif how == _DICT:
         for key, item in value.items():
-            _collect_untyped(item, inner, (place, key), found)
+            _collect_untyped(item, typed[key], inner, (place, key), found)
     else:
         shaped = inner if isinstance(value, dict) else step[2] if isinstance(value, list) else None
         if shaped is not None:
-            _collect_untyped(value, shaped, place, found)
+            _collect_untyped(value, typed, shaped, place, found)
 
 
 def _flat(place: Any) -> list[Any]:
