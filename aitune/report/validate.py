@@ -402,11 +402,11 @@ def check_generation(run: Mapping[str, Any], where: str = "runs[0]") -> list[str
 
 def check_device_pairs(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """A device time comes with its fraction and a fraction with its time, in the residual and every region."""
-    parts = [(f"{where}.residual", run["residual"])]
-    parts += [(f"{where}.regions[{i}]", region) for i, region in enumerate(run["regions"])]
+    parts = [(("residual",), run["residual"])] + [(("regions", i), region) for i, region in enumerate(run["regions"])]
     return [
-        f"{path}: {present!r} without {missing!r}; write both or neither"
+        f"{where}.{json_path(path)}: {present!r} without {missing!r}; write both or neither"
         for path, part in parts
+        if ("device_time_us" in part) != ("device_time_fraction" in part)  # the path is spelled out only then
         for present, missing in (("device_time_us", "device_time_fraction"), ("device_time_fraction", "device_time_us"))
         if present in part and missing not in part
     ]
@@ -429,21 +429,19 @@ def check_statistics_regions(section: Mapping[str, Any]) -> list[str]:
 def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """The times readers divide by (the run's, its phases', its regions' counted operators') are 0 or at least
     `TIME_RESOLUTION_US`."""
-    times = [(f"{where}.timing.{key}", value) for key, value in run["timing"].items() if key.endswith("_time_us")]
+    times = [(("timing", key), value) for key, value in run["timing"].items() if key.endswith("_time_us")]
+    times += [(("phases", i, "cpu_time_us"), phase["cpu_time_us"]) for i, phase in enumerate(run.get("phases", ()))]
     times += [
-        (f"{where}.phases[{i}].cpu_time_us", phase["cpu_time_us"]) for i, phase in enumerate(run.get("phases", ()))
-    ]
-    times += [
-        (f"{where}.regions[{i}].work.{key}", value)
+        (("regions", i, "work", key), value)
         for i, region in enumerate(run["regions"])
         for key, value in region.get("work", {}).items()
         if key.startswith("counted_") and key.endswith("_time_us")
     ]
     return [
-        f"{path}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is 0 or at least "
-        f"{TIME_RESOLUTION_US} µs"
+        f"{where}.{json_path(path)}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is "
+        f"0 or at least {TIME_RESOLUTION_US} µs"
         for path, value in times
-        if 0 < value < TIME_RESOLUTION_US
+        if 0 < value < TIME_RESOLUTION_US  # the path is spelled out only then
     ]
 
 
