@@ -263,7 +263,7 @@ def _tree_gaps(node: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     children = node["children"]
     for domain, self_key, total_key in _TREE_DOMAINS:
         if self_key in node:
-            parts = node[self_key] + sum([child.get(total_key, 0) for child in children])
+            parts = node[self_key] + (sum([child.get(total_key, 0) for child in children]) if children else 0)
             total = node[total_key]
             if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
                 gaps.append((domain, parts, total))
@@ -481,7 +481,8 @@ def _collect_untyped(value: Any, typed: Any, step: tuple[Any, ...], place: Any, 
     if how == _STRUCT:
         known, fields = _struct_plan(inner)
         for key in value.keys() - known:
-            found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
+            if not isinstance(value[key], str):  # most unknown values are names and versions
+                found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
         for name, field_step in fields:
             if name in value:
                 _collect_untyped(value[name], typed.get(name), field_step, (place, name), found)
