@@ -239,45 +239,53 @@ def check_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
 
 def check_tree_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """In a run's region tree, every node's children totals + its self time = its total, per domain."""
-    if not any(map(_tree_gaps, _tree_nodes(run))):  # the everyday case: no node's path is spelled out
+    gaps = _tree_gaps(_tree_nodes(run))
+    if not gaps:  # the everyday case: no node's path is spelled out
         return []
-    problems = []
-    stack = [(f"{where}.tree[{i}]", node) for i, node in enumerate(run["tree"])]
-    while stack:
-        path, node = stack.pop()
-        problems += [
-            f"{path}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
-            for domain, parts, total in _tree_gaps(node)
-        ]
-        stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
-    return problems
+    paths = _tree_paths(run, where)
+    return [
+        f"{paths[index]}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
+        for index, domain, parts, total in gaps
+    ]
 
 
 _TREE_DOMAINS = tuple((domain, f"{domain}_self_time_us", f"{domain}_time_us") for domain in ("cpu", "device"))
 """Per domain: its name, and a tree node's self time and total time keys."""
 
 
-def _tree_gaps(node: Mapping[str, Any]) -> list[tuple[str, float, float]]:
-    """Each domain in which a tree node's children totals + its self time miss its total: (domain, those, total)."""
+def _tree_gaps(nodes: list[Mapping[str, Any]]) -> list[tuple[int, str, float, float]]:
+    """Where a tree node's children totals + its self time miss its total: (the node's index in ``nodes``,
+    domain, those, total)."""
     gaps = []
-    children = node["children"]
-    for domain, self_key, total_key in _TREE_DOMAINS:
-        if self_key in node:
-            parts = node[self_key] + (sum([child.get(total_key, 0) for child in children]) if children else 0)
-            total = node[total_key]
-            if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
-                gaps.append((domain, parts, total))
+    for index, node in enumerate(nodes):
+        children = node["children"]
+        for domain, self_key, total_key in _TREE_DOMAINS:
+            if self_key in node:
+                parts = node[self_key] + (sum([child.get(total_key, 0) for child in children]) if children else 0)
+                total = node[total_key]
+                if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
+                    gaps.append((index, domain, parts, total))
     return gaps
 
 
 def _tree_nodes(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Every node of a run's region tree."""
+    """Every node of a run's region tree, in the order of `_tree_paths`."""
     nodes, stack = [], list(run.get("tree", ()))
     while stack:
         node = stack.pop()
         nodes.append(node)
         stack += node["children"]
     return nodes
+
+
+def _tree_paths(run: Mapping[str, Any], where: str) -> list[str]:
+    """The JSON path of every node of a run's region tree, in the order of `_tree_nodes`."""
+    paths, stack = [], [(f"{where}.tree[{i}]", node) for i, node in enumerate(run.get("tree", ()))]
+    while stack:
+        path, node = stack.pop()
+        paths.append(path)
+        stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
+    return paths
 
 
 def check_communication_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
