@@ -47,10 +47,10 @@ def validate(doc: Any) -> list[str]:
     walked whole, and every problem listed.
     """
     try:
-        msgspec.convert(doc, Profile)
+        profile = msgspec.convert(doc, Profile)
     except msgspec.ValidationError:
         return refused_problems(doc)
-    untyped = sorted(untyped_number_problems(doc), key=_path_order)
+    untyped = sorted(untyped_number_problems(doc, msgspec.to_builtins(profile)), key=_path_order)
     if untyped:
         return untyped
     sections = [("", doc)] + [(f"scenarios[{i}].", scenario) for i, scenario in enumerate(doc.get("scenarios", []))]
@@ -239,23 +239,53 @@ def check_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
 
 def check_tree_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """In a run's region tree, every node's children totals + its self time = its total, per domain."""
-    problems = []
-    stack = [(f"{where}.tree[{i}]", node) for i, node in enumerate(run.get("tree", []))]
+    gaps = _tree_gaps(_tree_nodes(run))
+    if not gaps:  # the everyday case: no node's path is spelled out
+        return []
+    paths = _tree_paths(run, where)
+    return [
+        f"{paths[index]}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
+        for index, domain, parts, total in gaps
+    ]
+
+
+_TREE_DOMAINS = tuple((domain, f"{domain}_self_time_us", f"{domain}_time_us") for domain in ("cpu", "device"))
+"""Per domain: its name, and a tree node's self time and total time keys."""
+
+
+def _tree_gaps(nodes: list[Mapping[str, Any]]) -> list[tuple[int, str, float, float]]:
+    """Where a tree node's children totals + its self time miss its total: (the node's index in ``nodes``,
+    domain, those, total)."""
+    gaps = []
+    for index, node in enumerate(nodes):
+        children = node["children"]
+        for domain, self_key, total_key in _TREE_DOMAINS:
+            if self_key in node:
+                parts = node[self_key] + (sum([child.get(total_key, 0) for child in children]) if children else 0)
+                total = node[total_key]
+                if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
+                    gaps.append((index, domain, parts, total))
+    return gaps
+
+
+def _tree_nodes(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every node of a run's region tree, in the order of `_tree_paths`."""
+    nodes, stack = [], list(run.get("tree", ()))
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack += node["children"]
+    return nodes
+
+
+def _tree_paths(run: Mapping[str, Any], where: str) -> list[str]:
+    """The JSON path of every node of a run's region tree, in the order of `_tree_nodes`."""
+    paths, stack = [], [(f"{where}.tree[{i}]", node) for i, node in enumerate(run.get("tree", ()))]
     while stack:
         path, node = stack.pop()
-        for domain in ("cpu", "device"):
-            if f"{domain}_self_time_us" not in node:
-                continue
-            parts = node[f"{domain}_self_time_us"] + sum(
-                child.get(f"{domain}_time_us", 0) for child in node["children"]
-            )
-            total = node[f"{domain}_time_us"]
-            if abs(parts - total) > TREE_TOLERANCE_US + 1e-9 * total:
-                problems.append(
-                    f"{path}: {domain} children plus self time is {parts:.3f} µs, not the total {total:.3f} µs"
-                )
+        paths.append(path)
         stack += [(f"{path}.children[{i}]", child) for i, child in enumerate(node["children"])]
-    return problems
+    return paths
 
 
 def check_communication_adds_up(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
@@ -380,11 +410,11 @@ def check_generation(run: Mapping[str, Any], where: str = "runs[0]") -> list[str
 
 def check_device_pairs(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """A device time comes with its fraction and a fraction with its time, in the residual and every region."""
-    parts = [(f"{where}.residual", run["residual"])]
-    parts += [(f"{where}.regions[{i}]", region) for i, region in enumerate(run["regions"])]
+    parts = [(("residual",), run["residual"])] + [(("regions", i), region) for i, region in enumerate(run["regions"])]
     return [
-        f"{path}: {present!r} without {missing!r}; write both or neither"
+        f"{where}.{json_path(path)}: {present!r} without {missing!r}; write both or neither"
         for path, part in parts
+        if ("device_time_us" in part) != ("device_time_fraction" in part)  # the path is spelled out only then
         for present, missing in (("device_time_us", "device_time_fraction"), ("device_time_fraction", "device_time_us"))
         if present in part and missing not in part
     ]
@@ -407,21 +437,19 @@ def check_statistics_regions(section: Mapping[str, Any]) -> list[str]:
 def check_times_resolved(run: Mapping[str, Any], where: str = "runs[0]") -> list[str]:
     """The times readers divide by (the run's, its phases', its regions' counted operators') are 0 or at least
     `TIME_RESOLUTION_US`."""
-    times = [(f"{where}.timing.{key}", value) for key, value in run["timing"].items() if key.endswith("_time_us")]
+    times = [(("timing", key), value) for key, value in run["timing"].items() if key.endswith("_time_us")]
+    times += [(("phases", i, "cpu_time_us"), phase["cpu_time_us"]) for i, phase in enumerate(run.get("phases", ()))]
     times += [
-        (f"{where}.phases[{i}].cpu_time_us", phase["cpu_time_us"]) for i, phase in enumerate(run.get("phases", ()))
-    ]
-    times += [
-        (f"{where}.regions[{i}].work.{key}", value)
+        (("regions", i, "work", key), value)
         for i, region in enumerate(run["regions"])
         for key, value in region.get("work", {}).items()
         if key.startswith("counted_") and key.endswith("_time_us")
     ]
     return [
-        f"{path}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is 0 or at least "
-        f"{TIME_RESOLUTION_US} µs"
+        f"{where}.{json_path(path)}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is "
+        f"0 or at least {TIME_RESOLUTION_US} µs"
         for path, value in times
-        if 0 < value < TIME_RESOLUTION_US
+        if 0 < value < TIME_RESOLUTION_US  # the path is spelled out only then
     ]
 
 
@@ -434,11 +462,15 @@ def number_problems(doc: Any) -> list[str]:
     return [f"{json_path(path)}: {too_large_message(value)}" for path, value in numbers(doc, _no_figure)]
 
 
-def untyped_number_problems(doc: Any) -> list[str]:
+def untyped_number_problems(doc: Any, typed: Any) -> list[str]:
     """`number_problems` of the values under keys the model does not name, in a document that converts into
-    `Profile` (the model bounds every number it types, so those need no second look)."""
+    `Profile`; ``typed`` is what the model reads of it (``to_builtins`` of the converted `Profile`).
+
+    The model bounds every number it types, so those need no second look; and a part equal to what the model
+    read of it holds no unknown key (dicts compare their keys), so only the parts that differ are walked.
+    """
     found: list[tuple[Any, Any]] = []
-    _collect_untyped(doc, (_STRUCT, Profile), None, found)
+    _collect_untyped(doc, typed, (_STRUCT, Profile), None, found)
     return [f"{json_path(_flat(place))}: {too_large_message(value)}" for place, value in found]
 
 
@@ -447,27 +479,31 @@ _STRUCT, _LIST, _DICT, _EITHER = range(4)
 members has the value's JSON shape."""
 
 
-def _collect_untyped(value: Any, step: tuple[Any, ...], place: Any, found: list[tuple[Any, Any]]) -> None:
+def _collect_untyped(value: Any, typed: Any, step: tuple[Any, ...], place: Any, found: list[tuple[Any, Any]]) -> None:
     """Append to ``found`` each number that is no figure under an unknown key inside ``value`` (of the model
-    type ``step`` describes), with its place: a ``(parent place, key)`` link, flattened only when one is found."""
+    type ``step`` describes, read by the model as ``typed``), with its place: a ``(parent place, key)`` link,
+    flattened only when one is found."""
+    if value == typed:  # the same keys all the way down: nothing unknown inside
+        return
     how, inner = step[0], step[1]
     if how == _STRUCT:
         known, fields = _struct_plan(inner)
         for key in value.keys() - known:
-            found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
+            if not isinstance(value[key], str):  # most unknown values are names and versions
+                found += [((place, key, *path), number) for path, number in numbers(value[key], _no_figure)]
         for name, field_step in fields:
             if name in value:
-                _collect_untyped(value[name], field_step, (place, name), found)
+                _collect_untyped(value[name], typed.get(name), field_step, (place, name), found)
     elif how == _LIST:
-        for index, item in enumerate(value):
-            _collect_untyped(item, inner, (place, index), found)
+        for index, (item, typed_item) in enumerate(zip(value, typed, strict=True)):
+            _collect_untyped(item, typed_item, inner, (place, index), found)
     elif how == _DICT:
         for key, item in value.items():
-            _collect_untyped(item, inner, (place, key), found)
+            _collect_untyped(item, typed[key], inner, (place, key), found)
     else:
         shaped = inner if isinstance(value, dict) else step[2] if isinstance(value, list) else None
         if shaped is not None:
-            _collect_untyped(value, shaped, place, found)
+            _collect_untyped(value, typed, shaped, place, found)
 
 
 def _flat(place: Any) -> list[Any]:
