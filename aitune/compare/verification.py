@@ -119,6 +119,7 @@ END_TO_END = "end to end"  # the region (or set) was weighed against the run wit
 CONTRIBUTION = "its contribution"  # against the run with the other kept regions only
 CAPTURES = "the captures"  # the capture after tuning against the one before: slower beyond noise
 OUTRUN = "outrun by the other candidate"  # won against eager, but another way of tuning won by more
+COMPARISONS = (END_TO_END, CONTRIBUTION, CAPTURES, OUTRUN)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class RegionCheck:
         if not isinstance(data.get("kept"), bool):
             return None
         speedup = PairedSpeedup.from_dict(data.get("speedup"))
-        if data.get("compared") not in (END_TO_END, CONTRIBUTION, CAPTURES, OUTRUN) or speedup is None:
+        if data.get("compared") not in COMPARISONS or speedup is None:
             return None
         return RegionCheck(data["path"], data["kept"], data["compared"], speedup)
 
