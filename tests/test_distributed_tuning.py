@@ -167,7 +167,7 @@ def test_a_compare_report_s_ranks_are_checked_when_read():
     assert read_loop_report({**report, "ranks": figures}, "compare.json").ranks == {**figures, "stragglers": []}
     assert read_loop_report(report, "compare.json").ranks is None
     broken = {**figures, "job": {"before_us": "fast", "after_us": 1.0, "speedup": 1.0}}
-    with pytest.raises(ProfileError, match=r"ranks\.job\.before_us is not a time"):
+    with pytest.raises(ProfileError, match=r"ranks\.job\.before_us: 'fast' is not of type 'number'"):
         read_loop_report({**report, "ranks": broken}, "compare.json")
 
 

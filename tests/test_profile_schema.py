@@ -8,13 +8,13 @@ import msgspec
 import orjson
 
 from aitune.report.model import Profile
-from aitune.report.profile_schema import SCHEMA_FILE, profile_schema, schema_text
+from aitune.report.profile_schema import SHIPPED, profile_schema
 from aitune.report.validate import validate
 
 
 def test_the_shipped_schema_is_the_one_the_model_generates():
     """Fails when a Struct changed and the file did not: run ``python -m aitune.report.profile_schema``."""
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text()
+    assert SHIPPED.file.read_text(encoding="utf-8") == SHIPPED.text()
 
 
 def test_the_schema_requires_what_the_model_requires_and_keeps_unknown_keys_allowed():
@@ -27,7 +27,7 @@ def test_the_schema_requires_what_the_model_requires_and_keeps_unknown_keys_allo
 
 
 def test_a_document_with_unknown_keys_and_a_sample_profile_decode(tmp_path):
-    doc = orjson.loads((SCHEMA_FILE.parents[2] / "sample_traces" / "scenarios-batch.profile.json").read_bytes())
+    doc = orjson.loads((SHIPPED.file.parents[2] / "sample_traces" / "scenarios-batch.profile.json").read_bytes())
     doc["a_key_of_a_later_aitune"] = {"anything": [1, "two"]}
     doc["runs"][0]["another"] = True
 
@@ -35,7 +35,7 @@ def test_a_document_with_unknown_keys_and_a_sample_profile_decode(tmp_path):
 
 
 def test_a_refused_document_lists_every_problem_with_its_key_named():
-    doc = orjson.loads((SCHEMA_FILE.parents[2] / "sample_traces" / "scenarios-batch.profile.json").read_bytes())
+    doc = orjson.loads((SHIPPED.file.parents[2] / "sample_traces" / "scenarios-batch.profile.json").read_bytes())
     doc["runs"][0]["timing"]["cpu_time_us"] = -1.0
     first_table = next(iter(doc["profiler"]["key_averages"]))
     doc["profiler"]["key_averages"][first_table][0]["count"] = "3"

@@ -25,6 +25,7 @@ from aitune.compare.verification import (
     paired_speedup,
     verify_regions,
 )
+from aitune.errors import ProfileError
 
 JITTER = [0.0, 3.0, -2.0, 1.0, -3.0, 2.0, -1.0]  # µs, repeating: noise around 100 µs runs
 
@@ -204,7 +205,7 @@ def test_a_compare_report_with_a_malformed_check_is_refused_with_the_field():
     report["speedup"] = {"value": 1.0, "ci_low": None, "ci_high": None}
     report["tuned_regions"] = [{"path": "a", "winner": "onnxruntime", "check": {"path": "a", "kept": "yes"}}]
 
-    with pytest.raises(Exception, match=r"tuned_regions\[0\]\.check .* is not a verification"):
+    with pytest.raises(ProfileError, match=r"tuned_regions\[0\]\.check: 'compared' is a required property"):
         read_loop_report(report, "compare.json")
 
 
@@ -253,9 +254,24 @@ def test_calls_that_rotate_inputs_are_paired_on_the_same_call_of_the_cycle_so_th
 
 def test_a_cycle_s_per_call_figures_read_back_from_a_report_and_old_figures_still_read():
     figure = PairedSpeedup(8, 1.25, 1.2, 1.3, (PairedSpeedup(8, 1.3, 1.2, 1.4), PairedSpeedup(8, 1.2, 1.1, 1.3)))
-    written = json.loads(json.dumps(dataclasses.asdict(figure)))
+    report = report_with_check(json.loads(json.dumps(dataclasses.asdict(figure))))
 
-    assert PairedSpeedup.from_dict(written) == figure
-    assert PairedSpeedup.from_dict({"rounds": 6, "median": 1.1, "ci_low": 1.0, "ci_high": 1.2}).per_call == ()
-    written["per_call"][0]["per_call"] = [written["per_call"][1]]  # figures inside figures: not a report's
-    assert PairedSpeedup.from_dict(written) is None
+    assert read_loop_report(report, "compare.json").regions[0].check.speedup == figure
+    old = report_with_check({"rounds": 6, "median": 1.1, "ci_low": 1.0, "ci_high": 1.2})
+    assert read_loop_report(old, "compare.json").regions[0].check.speedup.per_call == ()
+    speedup = report["tuned_regions"][0]["check"]["speedup"]
+    speedup["per_call"][0]["per_call"] = [speedup["per_call"][1]]  # figures inside figures: not a report's
+    with pytest.raises(
+        ProfileError, match=r"tuned_regions\[0\]\.check\.speedup\.per_call\[0\]\.per_call: .* is too long \(at most 0\)"
+    ):
+        read_loop_report(report, "compare.json")
+
+
+def report_with_check(speedup: dict) -> dict:
+    """A compare report of one tuned region whose end-to-end check holds ``speedup``, as written."""
+    check = {"path": "a", "kept": True, "compared": END_TO_END, "speedup": speedup}
+    return {
+        "domain": "cpu",
+        "speedup": {"value": 1.25, "ci_low": 1.2, "ci_high": 1.3, "source": "verified", "rounds": 8},
+        "tuned_regions": [{"path": "a", "winner": "onnxruntime", "check": check}],
+    }

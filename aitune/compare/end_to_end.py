@@ -87,25 +87,3 @@ def captures_line(figure: EndToEnd, captured: Figure) -> str | None:
         f"{factor(figure.value, figure.ci_low, figure.ci_high)}): drift or profiler cost; "
         "read the captures for where the time moved, the verified figure for how much"
     )
-
-
-def read_end_to_end(data: Any) -> EndToEnd | None:
-    """The record of a compare report's ``speedup`` object, or None when it is not one. A report written before
-    the source was recorded held the captures' figure, and says so."""
-    if not isinstance(data, dict):
-        return None
-    figures = [data.get(key) for key in ("value", "ci_low", "ci_high")]
-    if not all(_speedup_or_none(value) for value in figures):
-        return None
-    source, rounds = data.get("source", CAPTURES), data.get("rounds")
-    if source not in SOURCES or not (rounds is None or (type(rounds) is int and rounds >= 0)):
-        return None
-    if source == NOTHING_TUNED or figures[0] is None:
-        return EndToEnd(NOTHING_TUNED)
-    return EndToEnd(source, *(None if value is None else float(value) for value in figures), rounds)
-
-
-def _speedup_or_none(value: Any) -> bool:
-    if value is None:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0

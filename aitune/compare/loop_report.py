@@ -7,7 +7,9 @@ plus the end-to-end ``speedup`` a user reads (`aitune.compare.end_to_end`: the v
 (`aitune.compare.gains.RegionGain.to_dict()`, each with the ``check`` of the end-to-end verification), the
 ``verification`` (`aitune.compare.verification.Verification`) and the ``untuned_slowdowns``.
 `compare_report` is its one writer, `read_compare_report` its one reader (through the bounded door of
-`aitune.report.io`), and `read_loop_report` checks the parts a reader shows and gives them back as objects.
+`aitune.report.io`), and `read_loop_report` converts what was read into `aitune.compare.report_model`'s
+`CompareReport` (the one definition: a problem is refused naming its JSON path) and gives the parts a reader
+shows back as objects.
 """
 
 from __future__ import annotations
@@ -17,25 +19,24 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
+from aitune.compare import report_model
 from aitune.compare.diff import ProfileDiff
-from aitune.compare.end_to_end import EndToEnd, end_to_end, read_end_to_end
+from aitune.compare.end_to_end import NOTHING_TUNED, EndToEnd, end_to_end
 from aitune.compare.gains import RegionGain, Slowdown, WholeModel, speedup
 from aitune.compare.quality import TaskJudgment
-from aitune.compare.ranks import read_rank_figures
-from aitune.compare.verification import RegionCheck, Verification
+from aitune.compare.verification import PairedSpeedup, RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.io import load, read_json
-from aitune.report.samples import DOMAINS
-from aitune.report.validate import shortened
+from aitune.report.validate import json_path, problems_in
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
 COMPARE_REPORT = "compare.json"
 REPORT_FILES = ("suggestions.json", "tuning.json", COMPARE_REPORT, "plan.json")
 """The reports beside the two profile folders; none of them is a profile."""
-
-_SPEEDUP_KEYS = ("value", "ci_low", "ci_high")  # the captures' speedup
-_TEXT_FIELDS = {"path": False, "winner": False, "reason": True}  # field → may be null
 
 
 @dataclass(frozen=True)
@@ -93,29 +94,19 @@ def read_compare_report(path: Path, name: str, read: Callable[[Path, str], Any] 
 
 
 def read_loop_report(raw: Any, name: str) -> LoopReport:
-    """The `LoopReport` of a parsed compare report; `ProfileError` naming ``name`` and the field when it is not one."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("tuned_regions"), list):
-        raise _bad(name, "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`")
-    if raw.get("domain") not in DOMAINS:
-        raise _bad(name, f"domain {_quoted(raw.get('domain'))} is not one of {', '.join(DOMAINS)}")
-    figure = read_end_to_end(raw.get("speedup"))
-    if figure is None:
-        raise _bad(name, f"speedup {_quoted(raw.get('speedup'))} is not an end-to-end figure (value, ci_low, ci_high)")
+    """The `LoopReport` of a parsed compare report, converted into `report_model.CompareReport`; `ProfileError`
+    naming ``name`` and the JSON path of the first problem when it is not one."""
+    report = _typed(raw, name)
     # A report written before the captures had their own key held their figure as the speedup.
-    captured = raw.get("captures_speedup", raw["speedup"])
-    if not isinstance(captured, dict):
-        raise _bad(name, "has no captures_speedup object")
-    value, low, high = (_number(captured.get(key), f"captures_speedup.{key}", name) for key in _SPEEDUP_KEYS)
-    regions = [_region(item, f"tuned_regions[{index}]", name) for index, item in enumerate(raw["tuned_regions"])]
-    gate = raw.get("task_gate")  # absent or null at fp32 and in reports written before it existed
-    judgment = TaskJudgment.from_dict(gate) if gate is not None else None
-    if gate is not None and judgment is None:
-        raise _bad(name, f"task_gate {_quoted(gate)} is not a task gate verdict (precision, metric, minimum, value)")
-    try:
-        ranks = read_rank_figures(raw["ranks"]) if raw.get("ranks") is not None else None
-    except ValueError as problem:
-        raise _bad(name, str(problem)) from None
-    return LoopReport(raw["domain"], figure, (value, low, high), regions, judgment, ranks)
+    captured = report.speedup if report.captures_speedup is UNSET else report.captures_speedup
+    return LoopReport(
+        report.domain,
+        _end_to_end(report.speedup),
+        (captured.value, captured.ci_low, captured.ci_high),
+        [_gain(region) for region in report.tuned_regions],
+        _judgment(report.task_gate) if report.task_gate else None,  # absent or null at fp32 and in older reports
+        msgspec.to_builtins(report.ranks) if report.ranks else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -153,43 +144,49 @@ def tune_folder_files(folder: Path) -> tuple[Path, Path, Path]:
     return folder / BEFORE_FOLDER / PROFILE_NAME, folder / AFTER_FOLDER / PROFILE_NAME, folder / COMPARE_REPORT
 
 
-def _region(item: Any, where: str, name: str) -> RegionGain:
-    if not isinstance(item, Mapping):
-        raise _bad(name, f"{where} is not an object")
-    values: dict[str, Any] = {}
-    for field in fields(RegionGain):
-        value = item.get(field.name)
-        if field.name == "check":
-            values["check"] = _check(value, f"{where}.check", name)
-        elif field.name in _TEXT_FIELDS:
-            if not (isinstance(value, str) or (value is None and _TEXT_FIELDS[field.name])):
-                raise _bad(name, f"{where}.{field.name} {_quoted(value)} is not a string")
-            values[field.name] = value
-        else:
-            values[field.name] = _number(value, f"{where}.{field.name}", name)
-    return RegionGain(**values)
+def _typed(raw: Any, name: str) -> report_model.CompareReport:
+    """``raw`` as a `report_model.CompareReport`; `ProfileError` with the first problem in path order."""
+    if not isinstance(raw, dict) or "tuned_regions" not in raw:
+        raise _bad(name, "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`")
+    try:
+        return msgspec.convert(raw, report_model.CompareReport)
+    except msgspec.ValidationError:
+        where, problem = min(problems_in(raw, report_model.CompareReport, ()), key=lambda found: json_path(found[0]))
+        raise _bad(name, f"{json_path(where)}: {problem}") from None
 
 
-def _check(value: Any, where: str, name: str) -> RegionCheck | None:
-    """The end-to-end verification of a region; absent or null in reports written before it existed."""
-    if value is None:
-        return None
-    check = RegionCheck.from_dict(value)
-    if check is None:
-        raise _bad(name, f"{where} {_quoted(value)} is not a verification (path, kept, compared, speedup)")
-    return check
+def _end_to_end(figure: report_model.EndToEnd) -> EndToEnd:
+    if figure.source == NOTHING_TUNED or figure.value is None:
+        return EndToEnd(NOTHING_TUNED)
+    return EndToEnd(figure.source, figure.value, figure.ci_low, figure.ci_high, figure.rounds)
 
 
-def _number(value: Any, where: str, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise _bad(name, f"{where} {_quoted(value)} is not a speedup (a number of at least 0, or null)")
-    return float(value)
+def _gain(region: report_model.TunedRegion) -> RegionGain:
+    """The record of a tuned region: the model's fields of the same names, its check as a `RegionCheck`."""
+    values = {field.name: getattr(region, field.name) for field in fields(RegionGain)}
+    return RegionGain(**{**values, "check": _check(region.check) if region.check is not None else None})
 
 
-def _quoted(value: Any) -> str:
-    return shortened(repr(value))
+def _check(check: report_model.RegionCheck) -> RegionCheck:
+    return RegionCheck(check.path, check.kept, check.compared, _paired(check.speedup))
+
+
+def _paired(figure: report_model.PairedSpeedup) -> PairedSpeedup:
+    calls = tuple(PairedSpeedup(call.rounds, call.median, call.ci_low, call.ci_high) for call in figure.per_call)
+    return PairedSpeedup(figure.rounds, figure.median, figure.ci_low, figure.ci_high, calls)
+
+
+def _judgment(gate: report_model.TaskGate) -> TaskJudgment:
+    return TaskJudgment(
+        gate.precision,
+        gate.metric,
+        gate.minimum,
+        gate.value,
+        tuple(gate.regions),
+        gate.inputs,
+        gate.first_divergence,
+        gate.problem,
+    )
 
 
 def _bad(name: str, problem: str) -> ProfileError:

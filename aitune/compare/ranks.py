@@ -35,30 +35,6 @@ def rank_figures(before: Sequence[Sequence[float]], after: Sequence[Sequence[flo
     return {"world_size": len(ranks), "ranks": ranks, "job": job, "slowest_rank": slowest}
 
 
-def read_rank_figures(raw: Any) -> dict[str, Any]:
-    """``raw`` (a report's ``ranks``, read from a file) as `rank_figures` writes it, rebuilt from the known keys;
-    ValueError naming the first field that is not."""
-    if not isinstance(raw, dict):
-        raise ValueError("ranks is not an object")
-    rows = raw.get("ranks")
-    if not isinstance(rows, list) or not rows:
-        raise ValueError("ranks.ranks is not a list of ranks")
-    figures = {
-        "world_size": _count(raw.get("world_size"), "ranks.world_size"),
-        "ranks": [
-            {"rank": _count(row.get("rank"), f"{where}.rank"), **_read_figure(row, where)}
-            for index, row in enumerate(_objects(rows, "ranks.ranks"))
-            for where in [f"ranks.ranks[{index}]"]
-        ],
-        "job": _read_figure(raw.get("job"), "ranks.job"),
-        "slowest_rank": _count(raw.get("slowest_rank"), "ranks.slowest_rank"),
-    }
-    stragglers = raw.get("stragglers", [])
-    if not isinstance(stragglers, list) or not all(isinstance(text, str) for text in stragglers):
-        raise ValueError("ranks.stragglers is not a list of sentences")
-    return {**figures, "stragglers": list(stragglers)}
-
-
 def rank_lines(figures: Mapping[str, Any] | None) -> list[str]:
     """The terminal's lines: each rank's median run before → after, then the job's (its slowest rank's) figure."""
     if not figures:
@@ -74,29 +50,6 @@ def rank_lines(figures: Mapping[str, Any] | None) -> list[str]:
         f"{figures['slowest_rank']}): {ms(job['before_us'])} → {ms(job['after_us'])} ms, {factor(job['speedup'])}"
     )
     return lines
-
-
-def _objects(items: list[Any], where: str) -> list[dict[str, Any]]:
-    if not all(isinstance(item, dict) for item in items):
-        raise ValueError(f"{where} holds something other than objects")
-    return items
-
-
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where} is not a whole number of at least 0")
-    return value
-
-
-def _read_figure(raw: Any, where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where} is not an object")
-    for key in ("before_us", "after_us", "speedup"):
-        value = raw.get(key)
-        allowed = value is None and key == "speedup"
-        if not allowed and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e15):
-            raise ValueError(f"{where}.{key} is not a time (µs) or ratio of at least 0")
-    return {key: raw.get(key) for key in ("before_us", "after_us", "speedup")}
 
 
 def _steps(ranks: Sequence[Sequence[float]]) -> list[float]:

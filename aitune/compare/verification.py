@@ -29,7 +29,6 @@ the per-region checks once it has passed.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -91,34 +90,12 @@ class PairedSpeedup:
             for index, call in enumerate(self.per_call, 1)
         )
 
-    @staticmethod
-    def from_dict(data: Any, nested: bool = False) -> PairedSpeedup | None:
-        """The record of its `asdict` form, or None when ``data`` is not one (a reader decides what that means); a
-        ``per_call`` entry (absent in reports written before it existed) holds figures without their own."""
-        figures = {"rounds", "median", "ci_low", "ci_high"}
-        if not isinstance(data, dict) or not figures <= set(data) <= figures | {"per_call"}:
-            return None
-        values = [data[key] for key in figures]
-        if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
-            return None
-        if not all(math.isfinite(value) and value >= 0 for value in values):
-            return None
-        calls = data.get("per_call", [])
-        if not isinstance(calls, list) or (nested and calls) or len(calls) > MAX_CYCLE:
-            return None
-        per_call = [PairedSpeedup.from_dict(call, nested=True) for call in calls]
-        if any(call is None for call in per_call):
-            return None
-        return PairedSpeedup(
-            int(data["rounds"]), float(data["median"]), float(data["ci_low"]), float(data["ci_high"]),
-            tuple(per_call),  # type: ignore[arg-type]
-        )  # fmt: skip
-
 
 END_TO_END = "end to end"  # the region (or set) was weighed against the run with nothing tuned
 CONTRIBUTION = "its contribution"  # against the run with the other kept regions only
 CAPTURES = "the captures"  # the capture after tuning against the one before: slower beyond noise
 OUTRUN = "outrun by the other candidate"  # won against eager, but another way of tuning won by more
+COMPARISONS = (END_TO_END, CONTRIBUTION, CAPTURES, OUTRUN)
 
 
 @dataclass(frozen=True)
@@ -148,18 +125,6 @@ class RegionCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @staticmethod
-    def from_dict(data: Any) -> RegionCheck | None:
-        """The record of its `to_dict` form, or None when ``data`` is not one."""
-        if not isinstance(data, dict) or not isinstance(data.get("path"), str):
-            return None
-        if not isinstance(data.get("kept"), bool):
-            return None
-        speedup = PairedSpeedup.from_dict(data.get("speedup"))
-        if data.get("compared") not in (END_TO_END, CONTRIBUTION, CAPTURES, OUTRUN) or speedup is None:
-            return None
-        return RegionCheck(data["path"], data["kept"], data["compared"], speedup)
 
 
 @dataclass(frozen=True)

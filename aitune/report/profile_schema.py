@@ -9,6 +9,7 @@ shipped file and the model part; regenerate it with ``python -m aitune.report.pr
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,35 @@ import msgspec
 
 from aitune.report.model import Profile
 
-SCHEMA_FILE = Path(__file__).with_name("profile.schema.json")
-SCHEMA_ID = "https://aitune.invalid/profile.schema.json"
+
+@dataclass(frozen=True)
+class ShippedSchema:
+    """A document's JSON Schema file, shipped beside the code for outside consumers and generated from its model."""
+
+    model: type[msgspec.Struct]
+    file: Path
+    title: str
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema (2020-12) of the model: its fields at the top, every other Struct under ``$defs``."""
+        return standalone_schema(self.model, f"https://aitune.invalid/{self.file.name}", self.title)
+
+    def text(self) -> str:
+        """The schema as the shipped file holds it: indented, keys in the model's order, one final newline."""
+        return json.dumps(self.schema(), indent=2, ensure_ascii=False) + "\n"
+
+    def write(self) -> None:
+        """Write the shipped file from the model."""
+        self.file.write_text(self.text(), encoding="utf-8")
+        print(f"wrote {self.file.name}")
+
+
+SHIPPED = ShippedSchema(Profile, Path(__file__).with_name("profile.schema.json"), "aitune profile document")
 
 
 def profile_schema() -> dict[str, Any]:
-    """The JSON Schema (2020-12) of `Profile`: its fields at the top, every other Struct under ``$defs``."""
-    return standalone_schema(Profile, SCHEMA_ID, "aitune profile document")
+    """The profile's JSON Schema (`SHIPPED`)."""
+    return SHIPPED.schema()
 
 
 def standalone_schema(model: type[msgspec.Struct], schema_id: str, title: str) -> dict[str, Any]:
@@ -52,21 +75,5 @@ def _one_line_descriptions(node: Any) -> Any:
     return node
 
 
-def schema_text() -> str:
-    """`profile_schema` as the shipped file holds it."""
-    return file_text(profile_schema())
-
-
-def file_text(schema: dict[str, Any]) -> str:
-    """A generated schema as a shipped file holds it: indented, keys in the model's order, one final newline."""
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def main() -> None:
-    """Write `SCHEMA_FILE` from the model."""
-    SCHEMA_FILE.write_text(schema_text(), encoding="utf-8")
-    print(f"wrote {SCHEMA_FILE.name}")
-
-
 if __name__ == "__main__":
-    main()
+    SHIPPED.write()

@@ -175,8 +175,8 @@ def problem_message(message: str, value: Any, kind: Any) -> str:
     if match is None:
         return f"{quoted}: {message[:1].lower()}{message[1:]}"
     names, bound, limit, length_bound, length = match.groups()
-    if bound and abs(float(limit)) == MAX_FIGURE and isinstance(value, (int, float)):
-        return too_large_message(value)
+    if bound and isinstance(value, (int, float)) and (abs(float(limit)) == MAX_FIGURE or not math.isfinite(value)):
+        return too_large_message(value)  # NaN fails the first bound it meets, and is no figure at all
     if bound:
         return f"{quoted} {_BOUND_WORDS.get(bound, bound)} {_number(limit)}"
     if length_bound:

@@ -24,7 +24,7 @@ from aitune.torch.tuning.plan_model import (
     MAX_REGIONS,
     MAX_THREADS,
 )
-from aitune.torch.tuning.plan_schema import SCHEMA_FILE, plan_schema, schema_text
+from aitune.torch.tuning.plan_schema import SHIPPED, plan_schema
 from aitune.torch.tuning.plan_write import TunedRegion, make_plan, replayed_plan
 from tuning.conftest import onnxruntime_encoder
 
@@ -205,7 +205,7 @@ def test_the_schema_states_the_limits_the_model_documents():
 
 def test_the_shipped_schema_is_the_one_the_model_generates():
     """Fails when a Struct changed and the file did not: run ``python -m aitune.torch.tuning.plan_schema``."""
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text()
+    assert SHIPPED.file.read_text(encoding="utf-8") == SHIPPED.text()
 
 
 def test_the_model_knows_exactly_the_backends_this_aitune_has():
