@@ -7,10 +7,10 @@ import orjson
 import pytest
 
 from aitune.report.model import MAX_FIGURE
-from aitune.report.profile_schema import SCHEMA_FILE
+from aitune.report.profile_schema import SHIPPED
 from aitune.report.validate import validate
 
-SAMPLE = SCHEMA_FILE.parents[2] / "sample_traces" / "scenarios-batch.profile.json"
+SAMPLE = SHIPPED.file.parents[2] / "sample_traces" / "scenarios-batch.profile.json"
 TOO_LARGE = f"is larger than any figure a profile holds ({MAX_FIGURE:.2g})"
 
 
