@@ -24,10 +24,11 @@ from aitune.torch.performance.kineto import events_from_exported_trace, events_f
 HAS_FAST_PATH = hasattr(_ProfilerResult, "trace_activities")
 
 
-def finished_session() -> profile:
+def finished_session(**options: bool) -> profile:
+    """A finished CPU session over one run holding one region; ``options`` go to the profiler."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
     with (
-        profile(activities=[ProfilerActivity.CPU]) as session,
+        profile(activities=[ProfilerActivity.CPU], **options) as session,
         record_function(run_span_name(0)),
         record_function(region_span_name("untuned_module:0")),
     ):
@@ -48,20 +49,9 @@ def test_the_exported_trace_gives_the_same_events_as_kineto_s_activities():
     assert "aten::linear" in exported.ops.names
 
 
-def session_with_memory_and_shapes() -> profile:
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
-    with (
-        profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as session,
-        record_function(run_span_name(0)),
-        record_function(region_span_name("untuned_module:0")),
-    ):
-        model(torch.randn(2, 8))
-    return session
-
-
 @pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
 def test_memory_events_and_operator_shapes_read_from_the_session_match_the_exported_trace():
-    session = session_with_memory_and_shapes()
+    session = finished_session(record_shapes=True, profile_memory=True)
 
     fast = events_from_profiler(session, {"source": "live"})
     exported = events_from_exported_trace(session, {"source": "live"})
@@ -73,7 +63,7 @@ def test_memory_events_and_operator_shapes_read_from_the_session_match_the_expor
 
 @pytest.mark.skipif(not HAS_FAST_PATH, reason=f"torch {torch.__version__} has no kineto_results.trace_activities()")
 def test_an_activity_whose_args_do_not_parse_leaves_the_others_args_read(monkeypatch):
-    session = session_with_memory_and_shapes()
+    session = finished_session(record_shapes=True, profile_memory=True)
     exported = events_from_exported_trace(session, {"source": "live"})
     calls = []
 

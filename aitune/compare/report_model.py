@@ -30,9 +30,9 @@ Name = Annotated[str, Meta(max_length=4096)]
 """A region path, a region id, an operator key, a backend's name: at most 4096 characters."""
 Sentence = Annotated[str, Meta(max_length=65536)]
 """A reason, a warning, a problem, in words: at most 65,536 characters."""
-Speedup = Annotated[float, Meta(ge=0, le=MAX_FIGURE)]
+Speedup = Rate
 """Before ÷ after (above 1: faster), or an end of its interval."""
-Bytes = Annotated[int, Meta(ge=0, le=MAX_FIGURE)]
+Bytes = Count
 Source = Literal[SOURCES]
 Precision = Literal[PRECISIONS]
 Metric = Literal[tuple(METRICS)]
