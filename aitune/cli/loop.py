@@ -206,8 +206,10 @@ def recipe_lines(result: LoopResult) -> list[str]:
     from aitune.torch.decoder_recipe import RECIPE  # a loop result exists: torch is loaded
 
     shown = ", ".join(f"{key}={value!r}" for key, value in settings.items())
+    cost = (result.tuning or {}).get("generation_cost")
+    timed = f" (eager, it took {factor(cost)} the time; the forecast counts that)" if cost is not None else ""
     return [
-        f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.{shown}; "
+        f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.{shown}{timed}; "
         "applying the plan sets it again"
     ]
 

@@ -10,7 +10,7 @@ from typing import Any
 from torch import nn
 
 from aitune.compare import compare_profiles
-from aitune.compare.gains import region_gains, untuned_slowdowns, whole_model_forecast
+from aitune.compare.gains import region_gains, untuned_slowdowns, whole_model_forecast, with_settings_cost
 from aitune.compare.quality import check_precision
 from aitune.errors import TuningError
 from aitune.report import ProfileDoc
@@ -145,8 +145,11 @@ def _optimize(
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
     forecasts = suggestions.forecasts() if suggestions is not None else {}
-    # The whole model is also tuned by the decoder recipe, which weighs nothing: its forecast is suggest's all the same.
+    # The whole model is also tuned by the decoder recipe, which weighs nothing: its forecast is suggest's, with
+    # what its settings cost the eager run (timed before tuning) added.
     whole_predicted = whole_model_forecast(suggestions) if suggestions is not None else None
+    if whole_predicted is not None and tuning.generation_cost is not None:
+        whole_predicted = with_settings_cost(whole_predicted, tuning.generation_cost)
     gains = region_gains(forecasts, diff, tuning.outcomes, whole_predicted, checks)
     slowdowns = untuned_slowdowns(diff, [region.path for region in tuning.tuned])
     choices = precision_choices(tuning, precision)

@@ -60,5 +60,7 @@ def report_of(
             # resident bytes before and after tuning, measured
             **({"process_memory": memory} if memory is not None else {}),
             **({"ranks": ranks} if ranks is not None else {}),
+            # the decoder recipe's settings: eager with them ÷ eager without, timed before tuning
+            **({"generation_cost": tuning.generation_cost} if tuning.generation_cost is not None else {}),
         },
     )

@@ -27,6 +27,7 @@ class Tuning:
     judgment: TaskJudgment | None = None  # the task gate's, at a reduced precision
     refusals: dict[str, str] = field(default_factory=dict)  # by path: why the task gate put its reduced winner back
     generation: Mapping[str, str] | None = None  # the generate settings it runs under (the decoder recipe's)
+    generation_cost: float | None = None  # eager with those settings ÷ eager without, timed in turns before tuning
 
 
 def with_earlier(earlier: Tuning, tuning: Tuning) -> Tuning:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import statistics
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+import torch
+from torch import nn
+
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, swap_generation
+from aitune.torch.devices import module_device
 from aitune.torch.jit import JitConfig, register_for_jit_tuning
 from aitune.torch.jit.patched_module import jit_switch
 from aitune.torch.jit.state import JitState
@@ -20,6 +25,7 @@ from aitune.torch.loop.record import Tuning
 from aitune.torch.performance.entry import counted
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.api import record, tune_recorded
+from aitune.torch.tuning.measure import MeasureConfig, measure_interleaved
 from aitune.torch.tuning.outcome import EAGER, RegionOutcome
 from aitune.torch.tuning.paths import WHOLE, unwrap, wrap
 from aitune.torch.tuning.plan_apply import apply_plan
@@ -114,6 +120,28 @@ def applied_plan(obj: Any, plan: Mapping[str, Any]) -> Tuning:
     return Tuning(tuned, None, outcomes, undo, switches, generation=plan.get("generation"))
 
 
+SETTINGS_COST_MEASURE = MeasureConfig(warmup=1, min_repeats=5, max_repeats=9, target_cv=0.02, max_seconds=2.0)
+"""Eager with the recipe's settings against eager without: a static cache is allocated at its full length on each
+``generate`` and every step masks over it, work outside the modules that a capture with the dynamic cache never saw."""
+
+
+def settings_cost(obj: Any, function: Callable[..., Any], input_data: Any, settings: Mapping[str, Any]) -> float:
+    """How many times as long the workload runs eagerly with the generation ``settings``: the median over rounds
+    timed in turns (`SETTINGS_COST_MEASURE`) of each round's with ÷ without."""
+    args, kwargs = normalize_input(input_data)
+
+    def changed() -> None:
+        with generation(obj, settings):
+            function(*args, **kwargs)
+
+    device = module_device(obj) if isinstance(obj, nn.Module) else torch.device("cpu")
+    without, with_settings = measure_interleaved(
+        [lambda: function(*args, **kwargs), changed], SETTINGS_COST_MEASURE, device
+    )
+    pairs = zip(without.times_us, with_settings.times_us, strict=True)
+    return statistics.median(after / before for before, after in pairs)
+
+
 def tune_recipe(
     obj: Any,
     function: Callable[..., Any],
@@ -125,6 +153,8 @@ def tune_recipe(
     """The decoder recipe (`aitune.torch.decoder_recipe`): the model tuned whole while ``generate`` uses a static
     cache, verified end to end against the model as it was; None when the workload never calls the model's own
     forward. Whatever does not stay tuned leaves the generation settings as they were."""
+    phase("time the static cache eagerly", None)
+    cost = settings_cost(obj, function, input_data, STATIC_CACHE)
     earlier = swap_generation(obj, STATIC_CACHE)
     try:
         tuning = tune_aot(obj, function, input_data, [WHOLE], config, phase)
@@ -147,7 +177,9 @@ def tune_recipe(
         swap_generation(obj, earlier)
 
     switches = {WHOLE: _recipe_switch(obj, earlier, tuning.switches[WHOLE])}
-    recipe = replace(tuning, outcomes=outcomes, switches=switches, undo=undo, generation=dict(STATIC_CACHE))
+    recipe = replace(
+        tuning, outcomes=outcomes, switches=switches, undo=undo, generation=dict(STATIC_CACHE), generation_cost=cost
+    )
     return verify(recipe)
 
 
