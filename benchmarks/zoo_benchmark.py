@@ -133,7 +133,7 @@ def predicted(result: Any) -> float | None:
     whole = [gain for gain in kept if not gain.path]  # the whole model, weighed or tuned by the decoder recipe
     if whole:
         return whole[0].predicted_speedup
-    found = suggest(result.before)  # the same suggestions the loop read: suggest is a function of the document
+    found = result.suggestions  # suggest's, each region priced for the backend that won it
     targets = {target.path: target for target in found.targets}
     picked = [targets[gain.path] for gain in kept if gain.path in targets]
     return found.combined(picked)[0] if picked else 1.0

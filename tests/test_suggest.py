@@ -18,12 +18,12 @@ from aitune.errors import ProfileError
 from aitune.report import build_profile, combine_scenarios, headline_rows, load, read_trace, save, validate
 from aitune.suggest import FALLBACK, RANK_DIGITS, UPPER_BOUND_CAP, suggest
 from aitune.suggest.gain import (
+    INDUCTOR_OP_SHARE,
     LEGACY_DEVICE,
     MAX_HOST_PER_OP_US,
     NO_MIX_SPEEDUP,
     PROFILER_OP_US,
     STATEFUL_CALL_US,
-    STATEFUL_OP_SHARE,
     Calibration,
 )
 
@@ -170,12 +170,35 @@ def test_a_region_whose_calls_carry_a_cache_object_pays_dynamos_and_inductors_co
 
     tok = target(suggest(stateful), "tok")
     assert target(suggest(plain), "tok").predicted_region_speedup == pytest.approx(400 / tuned_us(400, 40, {}))
-    inductor_op_us = STATEFUL_OP_SHARE * FALLBACK.eager_op_us  # its kernels launched from Python, not a graph's
+    inductor_op_us = INDUCTOR_OP_SHARE * FALLBACK.eager_op_us  # its kernels launched from Python, not a graph's
     assert inductor_op_us > FALLBACK.tuned_op_us
     assert tok.predicted_region_speedup == pytest.approx(400 / (STATEFUL_CALL_US + 40 * inductor_op_us))
     assert f"{STATEFUL_CALL_US:.0f} µs (its calls carry an object with state" in " ".join(
         r.message for r in tok.reasons
     )
+
+
+def test_once_inductor_won_a_region_its_forecast_is_priced_as_inductor_runs_it_and_the_others_stay():
+    found = suggest(profile(tiny_operators))
+    tok = target(found, "tok")
+
+    priced = found.priced_for_inductor(["tok"])
+    everything = found.priced_for_inductor()
+
+    inductor_op_us = INDUCTOR_OP_SHARE * FALLBACK.eager_op_us  # its kernels launched from Python, not a graph's
+    assert tok.predicted_region_speedup == pytest.approx(400 / tuned_us(400, 40, {}))  # before: ONNX Runtime's cost
+    assert tok.inductor_region_speedup == pytest.approx(400 / (FALLBACK.tuned_call_us + 40 * inductor_op_us))
+    assert target(priced, "tok").predicted_region_speedup == tok.inductor_region_speedup
+    assert target(priced, "tok").predicted_speedup < tok.predicted_speedup
+    assert [t for t in priced.targets if t.path != "tok"] == [t for t in found.targets if t.path != "tok"]
+    assert target(everything, "tok") == target(priced, "tok")
+
+
+def test_a_stateful_region_is_priced_as_inductor_runs_it_already():
+    stateful = suggest(profile(tiny_operators, regions=[meta("untuned_module:tok", stateful_io=True)]))
+
+    assert target(stateful, "tok").inductor_region_speedup is None
+    assert stateful.priced_for_inductor().targets == stateful.targets
 
 
 @pytest.mark.parametrize(("capture_eager_op_us", "factor"), [(10.0, 2.0), (2.5, 0.5), (100.0, 3.0), (5.02, 1.0)])
@@ -233,7 +256,7 @@ def test_a_calibrated_stateful_call_cost_is_used_and_one_calibrated_before_it_ex
 
     assert suggestions.calibration.source == "calibrated here"
     assert target(suggestions, "tok").predicted_region_speedup == pytest.approx(
-        400 / (per_call + 40 * STATEFUL_OP_SHARE * FALLBACK.eager_op_us)
+        400 / (per_call + 40 * INDUCTOR_OP_SHARE * FALLBACK.eager_op_us)
     )
 
 

@@ -26,8 +26,8 @@ figure is at least 1 and finite. `Advice` covers what lies beyond modules.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from aitune.analysis.shares import fraction, median_share
@@ -81,6 +81,7 @@ class Target:
     times_us: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per run, chosen domain
     fraction_of_roof: float | None = None  # its counted work's roof time ÷ measured time (`aitune.suggest.headroom`)
     outside_root: bool = False  # ran outside the root module's forward (a generate's encoder): the whole root leaves it
+    inductor_region_speedup: float | None = None  # the region's own, priced as Inductor runs it (None: as predicted)
 
     @property
     def forecast(self) -> Forecast:
@@ -163,6 +164,14 @@ class Suggestions:
             predicted.append(run / (run - saved) if run > saved else UPPER_BOUND_CAP)
             bound.append(upper_bound(fraction(covered, run)))
         return min(UPPER_BOUND_CAP, max(1.0, statistics.median(predicted))), statistics.median(bound)
+
+    def priced_for_inductor(self, paths: Collection[str] | None = None) -> Suggestions:
+        """These suggestions with the targets at ``paths`` (None: every one) priced as Inductor runs them
+        (`Target.inductor_region_speedup`): once tuned, a region Inductor won is forecast for Inductor."""
+        targets = tuple(
+            _for_inductor(target) if paths is None or target.path in paths else target for target in self.targets
+        )
+        return replace(self, targets=targets)
 
     def forecasts(self) -> dict[str, Forecast]:
         """Each target's `Forecast`, by path."""
@@ -257,6 +266,13 @@ def _domain(doc: Mapping[str, Any], asked: str | None) -> str:
     return asked
 
 
+def _for_inductor(target: Target) -> Target:
+    if target.inductor_region_speedup is None:
+        return target
+    speedup = target.inductor_region_speedup
+    return replace(target, predicted_region_speedup=speedup, predicted_speedup=end_to_end(target.share, speedup))
+
+
 def _within(target: Target, other: Target) -> bool:
     """``target`` lies inside ``other``: under its path (``unet.blocks.0`` under ``unet``) or ran within it."""
     return target.path.startswith(other.path + ".") or other.path in target.inside
@@ -289,6 +305,7 @@ def _target(
     share, time, calls = median_share(shares), candidate.median_us, statistics.median(candidate.calls)
     prediction = predict(candidate, domain, calibration, headroom)
     region_speedup = prediction.speedup
+    inductor = predict(candidate, domain, calibration, headroom, inductor=True).speedup
     why = reasons(candidate, found, shares, prediction, domain) + headroom_reasons(headroom)
     return Target(
         path=candidate.path,
@@ -309,4 +326,5 @@ def _target(
         times_us=tuple(candidate.times),
         fraction_of_roof=headroom.fraction_of_roof if headroom is not None else None,
         outside_root=candidate.outside_root,
+        inductor_region_speedup=inductor if inductor != region_speedup else None,
     )

@@ -18,7 +18,7 @@ kernels, fewer once fused), and the wrapper takes each call's arguments apart an
 again: ``call_structure_us``, timed by the capture on the region's own calls (a Hugging Face
 ``ModelOutput`` costs tens of µs, a tensor nothing). A region whose calls take or return an object
 with state (a decode step's key-value cache: the capture marks it ``stateful_io``) pays
-``stateful_call_us`` per call instead, and Inductor's cost per operator (`STATEFUL_OP_SHARE` of eager
+``stateful_call_us`` per call instead, and Inductor's cost per operator (`INDUCTOR_OP_SHARE` of eager
 dispatch): ONNX Runtime cannot run it, and dynamo's guards over the object and its replay of the
 object's mutations cost more than a graph call. The predicted region speedup is the region's time
 ÷ that, never below 1.
@@ -78,10 +78,11 @@ class Calibration:
         """Fixed host µs of one tuned call: ``stateful_call_us`` for a call carrying an object with state."""
         return (self.stateful_call_us or STATEFUL_CALL_US) if stateful else self.tuned_call_us
 
-    def op_us(self, stateful: bool) -> float:
-        """Host µs per original operator of a tuned call: Inductor's (`STATEFUL_OP_SHARE` of an eager
-        operator's dispatch) for a call carrying an object with state, which only Inductor runs."""
-        return max(self.tuned_op_us, STATEFUL_OP_SHARE * self.eager_op_us) if stateful else self.tuned_op_us
+    def op_us(self, inductor: bool) -> float:
+        """Host µs per original operator of a tuned call: Inductor's (`INDUCTOR_OP_SHARE` of an eager operator's
+        dispatch) for a call Inductor runs (one carrying an object with state, which only Inductor runs, or a
+        region Inductor won), else ONNX Runtime's (``tuned_op_us``)."""
+        return max(self.tuned_op_us, INDUCTOR_OP_SHARE * self.eager_op_us) if inductor else self.tuned_op_us
 
     def speedup(self, kind: str) -> float:
         return self.arithmetic.get(kind, 1.0) if kind in ARITHMETIC_KINDS else 1.0
@@ -140,15 +141,16 @@ and output handling, the object's mutations replayed), where the calibration has
 ``aitune.torch.tuning.calibrate`` measured 160–370 µs (aitune's wrapper included) for a 12-layer decode
 step carrying 24 cache tensors, on a 2-core x86 CPU at load 3–5 with torch 2.13 (about 100 µs with
 one layer): the figure is the middle of that range. Docs: docs/gain-model.md."""
-STATEFUL_OP_SHARE = 0.6
-"""Host cost of one original operator in a tuned call that carries an object with state, as a share of
-an eager operator's dispatch (``eager_op_us``): only Inductor runs such a call, and its generated code
+INDUCTOR_OP_SHARE = 0.6
+"""Host cost of one original operator in a call Inductor runs, as a share of an eager operator's dispatch
+(``eager_op_us``): only Inductor runs a call that carries an object with state, and its generated code
 launches each kernel (fused elementwise work, each matmul) from Python, a few µs apiece, where an ONNX
 Runtime graph costs a fraction of one (``tuned_op_us``). Measured on aitune's tuned decode calls of the
 zoo's GPT-2, Whisper and T5 decoders (2.4–2.8, 1.9–3.5 and 1.7 µs an operator beyond the call's fixed
 and structure costs and the arithmetic, against 3.9 µs an eager operator; torch 2.13 on a 2-core x86
 CPU) and on a decode probe of 1–4 attention layers compiled by Inductor (1.1–3.1 µs): about 0.6 of eager
-dispatch. Docs: docs/gain-model.md."""
+dispatch (the zoo's Mixtral-style MoE, which ONNX Runtime cannot run, compiled whole: 1.8× realised, where
+ONNX Runtime's cost per operator predicted 3.3×). Docs: docs/gain-model.md."""
 CAPTURE_DISPATCH_KEY = "capture_eager_op_us"
 """The ``environment`` key of the eager chain's µs per operator, timed between the capture's measured
 runs (`aitune.torch.calibration.DispatchProbe`): the machine's speed then (`at_capture_speed`)."""
@@ -270,11 +272,17 @@ def at_capture_speed(calibration: Calibration, capture_eager_op_us: Any) -> Cali
 
 
 def predict(
-    candidate: Candidate, domain: str, calibration: Calibration = FALLBACK, headroom: Headroom | None = None
+    candidate: Candidate,
+    domain: str,
+    calibration: Calibration = FALLBACK,
+    headroom: Headroom | None = None,
+    *,
+    inductor: bool = False,
 ) -> Prediction:
     """The region's split into removable host overhead and arithmetic, and its tuned time (see the module docstring).
 
-    ``headroom`` (`aitune.suggest.headroom`) caps the arithmetic speedup of the kinds the roofs bound."""
+    ``headroom`` (`aitune.suggest.headroom`) caps the arithmetic speedup of the kinds the roofs bound; ``inductor``
+    prices the tuned region as Inductor runs it (what ONNX Runtime could not run or lost, once tuned)."""
     time_us, calls = candidate.median_us, statistics.median(candidate.calls) if candidate.calls else 0.0
     if not candidate.has_mix:
         return Prediction(time_us, 0.0, {}, time_us / NO_MIX_SPEEDUP, 0.0, calls, calibration, has_mix=False)
@@ -293,7 +301,7 @@ def predict(
     other_us = max(0.0, host_time_us - sum(arithmetic.values()) - host_us)
     tuned_host = (
         calls * (calibration.call_us(candidate.stateful_io) + candidate.call_structure_us)
-        + operators * calibration.op_us(candidate.stateful_io)
+        + operators * calibration.op_us(candidate.stateful_io or inductor)
         + sum(us / arithmetic_speedup(kind, candidate, calibration, headroom) for kind, us in arithmetic.items())
         + other_us
     )

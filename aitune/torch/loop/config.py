@@ -48,7 +48,7 @@ class LoopResult:
 
     before: ProfileDoc
     after: ProfileDoc
-    suggestions: Suggestions | None  # None when a plan chose the regions
+    suggestions: Suggestions | None  # suggest's, each region priced for the backend that won it; None: a plan chose
     tuning: dict[str, Any] | None  # None when a plan was applied
     diff: ProfileDiff
     gains: list[RegionGain]

@@ -14,7 +14,9 @@ from aitune.compare.gains import region_gains, untuned_slowdowns, whole_model_fo
 from aitune.compare.quality import check_precision
 from aitune.errors import TuningError
 from aitune.report import ProfileDoc
+from aitune.suggest import Suggestions
 from aitune.torch.backends.held_memory import process_memory, process_rss_bytes
+from aitune.torch.backends.inductor import InductorBackend
 from aitune.torch.calibration import ensure_calibration
 from aitune.torch.devices import module_device
 from aitune.torch.loop.config import LoopConfig, LoopResult, PhaseHook, Tick, silent
@@ -31,6 +33,7 @@ from aitune.torch.precision import precision_unavailable
 from aitune.torch.registry import MODULE_REGISTRY
 from aitune.torch.tuning.calibrate import calibrate
 from aitune.torch.tuning.collective import job_document, job_figures, together, world_size
+from aitune.torch.tuning.paths import WHOLE
 from aitune.torch.tuning.plan_apply import check_fits, check_world_size
 from aitune.torch.tuning.plan_check import load_plan
 
@@ -144,10 +147,11 @@ def _optimize(
     diff = compare_profiles(job_before, job_after)
     verification = tuning.verification
     checks = {check.path: check for check in verification.checks} if verification is not None else None
-    forecasts = suggestions.forecasts() if suggestions is not None else {}
+    priced = _priced_for_winners(suggestions, tuning.outcomes) if suggestions is not None else None
+    forecasts = priced.forecasts() if priced is not None else {}
     # The whole model is also tuned by the decoder recipe, which weighs nothing: its forecast is suggest's, with
     # what its settings cost the eager run (timed before tuning) added.
-    whole_predicted = whole_model_forecast(suggestions) if suggestions is not None else None
+    whole_predicted = whole_model_forecast(priced) if priced is not None else None
     if whole_predicted is not None and tuning.generation_cost is not None:
         whole_predicted = with_settings_cost(whole_predicted, tuning.generation_cost)
     gains = region_gains(forecasts, diff, tuning.outcomes, whole_predicted, checks)
@@ -155,10 +159,17 @@ def _optimize(
     choices = precision_choices(tuning, precision)
     report = report_of(tuning, precision, choices, memory, ranks)
     return LoopResult(
-        before, after, suggestions, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
+        before, after, priced, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, tuning.judgment, choices, ranks,
         (job_before, job_after) if ranks is not None else None,
     )  # fmt: skip
+
+
+def _priced_for_winners(suggestions: Suggestions, outcomes: Mapping[str, tuple[str, str | None]]) -> Suggestions:
+    """Suggest's forecasts priced for the backend that won: the regions Inductor won (every target, when it won the
+    whole model) as Inductor runs them (`aitune.suggest.Suggestions.priced_for_inductor`)."""
+    won = {path for path, (winner, _) in outcomes.items() if winner == InductorBackend.name}
+    return suggestions.priced_for_inductor(None if WHOLE in won else won) if won else suggestions
 
 
 def _refuse_training_mode(before: ProfileDoc) -> None:
