@@ -91,6 +91,7 @@ def test_a_single_process_capture_has_no_distributed_block_and_keeps_its_trace_p
 
     prof = ait.profile(model, torch.ones(1, 4), warmup_runs=0, measured_runs=2, trace_file=tmp_path / "trace.json")
     saved = prof.save(tmp_path / "profile.json")
+    ait.wait_for_traces()  # the trace is written in the background
 
     assert "distributed" not in prof.data
     assert all("barrier_wait_us" not in run for run in prof.data["runs"])
