@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import statistics
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from aitune.analysis.statistics import paired_speedup_figure
 from aitune.errors import TuningError
 from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.decoder_recipe import RECIPE, STATIC_CACHE, generation, swap_generation
@@ -127,7 +127,7 @@ SETTINGS_COST_MEASURE = MeasureConfig(warmup=1, min_repeats=5, max_repeats=9, ta
 
 def settings_cost(obj: Any, function: Callable[..., Any], input_data: Any, settings: Mapping[str, Any]) -> float:
     """How many times as long the workload runs eagerly with the generation ``settings``: the median over rounds
-    timed in turns (`SETTINGS_COST_MEASURE`) of each round's with ÷ without."""
+    timed in turns (`SETTINGS_COST_MEASURE`) of each round's with ÷ without (the project's paired statistic)."""
     args, kwargs = normalize_input(input_data)
 
     def changed() -> None:
@@ -138,8 +138,8 @@ def settings_cost(obj: Any, function: Callable[..., Any], input_data: Any, setti
     without, with_settings = measure_interleaved(
         [lambda: function(*args, **kwargs), changed], SETTINGS_COST_MEASURE, device
     )
-    pairs = zip(without.times_us, with_settings.times_us, strict=True)
-    return statistics.median(after / before for before, after in pairs)
+    figure = paired_speedup_figure(with_settings.times_us, without.times_us)
+    return figure.median if figure is not None else 1.0  # no round with a time: no cost seen
 
 
 def tune_recipe(
