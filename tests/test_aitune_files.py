@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import ROOT, invoke_cli
 
-from aitune.report import build_profile, check_adds_up, load, operator_rows, read_trace, render_markdown, validate
+from aitune.report import build_profile, load, operator_rows, read_trace, render_markdown, validate
 from aitune.report.bundle import Redactor, build_bundle
 from aitune.viewer.store import ProfileStore
 
@@ -67,7 +67,7 @@ def test_a_wrong_operator_table_is_one_short_line_per_problem():
 
     assert problems == [
         "profiler.key_averages.cpu_time_total.events[2].count: -1 is less than the minimum of 0",
-        "runs[0].regions: {'rows': [{'key': 'ProfilerStep*', 'dev… is not of type 'array'",
+        "runs[0].regions: {'rows': [{'key': 'ProfilerStep*', 'cou… is not of type 'array'",
     ]
 
 
@@ -109,7 +109,7 @@ def test_reanalysing_its_trace_gives_its_own_runs_and_regions():
     doc = build_profile(aitune_trace())
 
     assert doc["profiler"]["trace_kind"] == "aitune-0.6"
-    assert validate(doc) == [] and all(check_adds_up(run) == [] for run in doc["runs"])
+    assert validate(doc) == []  # the runs' fractions add up among the invariants
     assert [region["id"] for region in doc["regions"]] == [region["id"] for region in saved["regions"]]
     for ours, theirs in zip(doc["runs"], saved["runs"], strict=True):
         assert ours["timing"]["cpu_time_us"] == pytest.approx(theirs["timing"]["cpu_time_us"])

@@ -8,6 +8,7 @@ from documents import profile
 
 from aitune.errors import ProfileError
 from aitune.report import build_profile, load, read_trace, render_markdown, save, validate
+from aitune.report.invariants import MAX_TREE_DEPTH
 
 META = {
     "created_at": "2026-01-01T00:00:00+00:00",
@@ -171,6 +172,28 @@ def test_validate_reports_a_region_tree_that_does_not_add_up(field, value, probl
     assert validate(doc) == [problem]
 
 
+def test_validate_refuses_a_region_tree_nested_past_any_capture_and_names_a_deep_gap_by_its_path():
+    doc = nested_profile()
+    node = doc["runs"][0]["tree"][0]["children"][0]
+    for _ in range(MAX_TREE_DEPTH):  # a chain of regions, each its parent's only child and all its time
+        child = {**node, "region_id": node["region_id"] + ".x", "children": []}
+        node["children"], node["cpu_self_time_us"] = [child], 0.0
+        node = child
+
+    assert validate(doc) == [
+        f"runs[0].tree: regions nested more than {MAX_TREE_DEPTH} levels deep; no capture nests that deep, "
+        "so the file was not written by one"
+    ]
+    doc["runs"][0]["tree"][0]["children"][0]["children"][0]["children"][0]["cpu_self_time_us"] = 1.0
+    del doc["runs"][0]["tree"][0]["children"][0]["children"][0]["children"][0]["children"]
+    doc["runs"][0]["tree"][0]["children"][0]["children"][0]["children"][0]["children"] = []
+
+    assert validate(doc) == [
+        "runs[0].tree[0].children[0].children[0].children[0]: cpu children plus self time is 1.000 µs, not the "
+        "total 20.000 µs"
+    ]
+
+
 def test_markdown_draws_the_region_tree_of_the_median_run_not_the_slowest():
     spans = []
     for index, (run_us, inner_us) in enumerate([(100, 20), (300, 200), (200, 70)]):  # median: run 2, 200 µs
@@ -188,7 +211,7 @@ def test_markdown_draws_the_region_tree_of_the_median_run_not_the_slowest():
     assert "| · untuned_module:a.b | 1 | 0.070 | 0.070 | 35.0% | - | - |" in section
 
 
-def test_load_accepts_an_aitune_document(tmp_path):
+def test_load_accepts_an_aitune_document_and_leaves_out_a_key_no_version_defines(tmp_path):
     aitune_doc = {
         "schema_version": 1,
         "created_at": "2026-01-01T00:00:00Z",
@@ -233,7 +256,9 @@ def test_load_accepts_an_aitune_document(tmp_path):
     }
     (tmp_path / "aitune.json").write_text(__import__("json").dumps(aitune_doc))
 
-    assert load(tmp_path / "aitune.json") == aitune_doc
+    loaded = load(tmp_path / "aitune.json")
+
+    assert loaded == {key: value for key, value in aitune_doc.items() if key != "some_future_key"}
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ import orjson
 import pytest
 
 from aitune.report.model import Profile
-from aitune.report.validate import problems_in, validate
+from aitune.report.problems import problems_in
+from aitune.report.validate import validate
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = ROOT / "sample_traces" / "tuned-pipeline" / "before" / "profile.json"

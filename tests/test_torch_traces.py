@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 import aitune.torch as ait
 from aitune.markers import TRACE_KINDS
-from aitune.report import build_profile, check_adds_up, read_trace, validate
+from aitune.report import build_profile, read_trace, validate
 from aitune.report.profile_schema import profile_schema
 
 MEASURED_STEPS = 3
@@ -103,7 +103,6 @@ def test_annotations_are_regions_nested_as_they_ran_and_add_up(traces):
 
     assert validate(doc) == []
     for run in doc["runs"]:
-        assert check_adds_up(run) == []
         assert [region["region_id"] for region in run["regions"]] == ["untuned_module:encoder", "untuned_module:head"]
         assert tree_shape(run["tree"]) == [
             ("untuned_module:encoder", [("untuned_module:scale", [])]),
@@ -117,7 +116,6 @@ def test_with_stack_module_calls_become_regions_around_and_inside_the_annotation
 
     assert validate(doc) == []
     for run in doc["runs"]:
-        assert check_adds_up(run) == []
         assert tree_shape(run["tree"]) == [
             (
                 "untuned_module:Annotated_0",

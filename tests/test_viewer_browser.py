@@ -11,7 +11,6 @@ from pathlib import Path
 import orjson
 import pytest
 from documents import HOSTILE, pipeline_doc, with_warning
-from hostile.make_corpus import OPERATOR_KEY
 from ranks import merged
 from viewer_server import ARTIFACTS, CHROMIUM, expecting, open_page, page_text, serve_viewer, warm_up
 
@@ -153,18 +152,14 @@ _PLANTED = """() => {
 """How many ``img`` elements or ``onerror`` attributes the page holds, shadow roots too (the viewer writes none)."""
 
 
-def test_an_operator_rows_extra_key_is_a_column_title_shown_as_text_and_its_script_never_runs(server, browser):
+def test_an_operator_rows_extra_key_never_reaches_the_page_and_its_script_never_runs(server, browser):
     with open_page(browser, f"{server}?before={OPERATOR_KEY_PROFILE}") as page:
         page.wait_for_selector("canvas")
         title = page.title()
         page.locator(".bk-tab", has_text="Operators").click()
-        header = page.locator(".operator-table .tabulator-col-title", has_text="onerror")
+        expecting()(page.locator(".operator-table .tabulator-col-title", has_text="key").first).to_be_visible()
 
-        expect = expecting()
-        expect(header).to_have_text(OPERATOR_KEY)
-        expect(page.locator(".operator-table .tabulator-cell", has_text="onerror")).to_have_text(OPERATOR_KEY)
-        header.hover()  # Tabulator repeats a title in a tooltip, written as HTML too
-        expect(page.locator(".tabulator-tooltip")).to_have_text(OPERATOR_KEY)
+        assert page.locator(".operator-table", has_text="onerror").count() == 0
         assert page.evaluate(_PLANTED) == 0
         assert page.title() == title
 

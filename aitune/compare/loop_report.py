@@ -31,7 +31,7 @@ from aitune.compare.verification import PairedSpeedup, RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.io import load, read_json
-from aitune.report.validate import json_path, problems_in
+from aitune.report.problems import json_path, problems_in
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
 COMPARE_REPORT = "compare.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from aitune.lazy_exports import lazy_exports
 
 # Eager, and after its submodule's import: the package's ``validate`` is the function, not the module.
-from aitune.report.validate import check_adds_up as check_adds_up
+from aitune.report.invariants import check_adds_up as check_adds_up
 from aitune.report.validate import validate as validate
 
 _HOMES = {

@@ -11,17 +11,20 @@ import secrets
 import shutil
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
 from aitune.analysis.gc_pause import gc_paused
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
+from aitune.report.invariants import profile_problems
+from aitune.report.model import Profile
 from aitune.report.ranks import check_ranks
-from aitune.report.validate import validate
+from aitune.report.validate import decode_profile, refused_problems, validate
 
 if TYPE_CHECKING:
     from aitune.analysis.events import TraceEvents
@@ -362,26 +365,58 @@ def _too_deep(name: str, limit: int = MAX_JSON_DEPTH) -> str:
 
 def load(path: str | Path) -> ProfileDoc:
     """Read and validate a profile document, ours or AITune's; `ProfileError` names the file and the field."""
-    return checked_profile(read_json(path, max_items=MAX_PROFILE_ITEMS), str(path))
+    name = str(path)
+    return checked_profile_json(unpacked(read_regular(path, MAX_JSON_BYTES), name), name)
+
+
+def checked_profile_json(
+    data: bytes, name: str, hint: bool = True, parse: Callable[[bytes], Any] | None = None
+) -> ProfileDoc:
+    """The profile document the JSON ``data`` holds, as the model reads it, when it is valid; `ProfileError`
+    naming ``name`` otherwise (see `checked_profile`).
+
+    The everyday case is one typed decode, which checks the document while it parses it, and the
+    invariants on the typed record; a document the model refuses is parsed again by ``parse`` (default:
+    `parse_json`, bounded for a profile) to say why.
+    """
+    check_item_count(data, name, MAX_PROFILE_ITEMS)
+    try:
+        profile = decode_profile(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        raw = parse(data) if parse is not None else parse_json(data, name, max_items=MAX_PROFILE_ITEMS)
+        return checked_profile(raw, name, hint)
+    return _checked(profile, profile_problems(profile), name, hint)
 
 
 def checked_profile(raw: Any, name: str, hint: bool = True) -> ProfileDoc:
-    """``raw`` when it is a valid profile document: header, schema, and the cross-checks no schema can say
-    (a merged document's ranks, `aitune.report.ranks.check_ranks`); `ProfileError` naming ``name``.
+    """``raw``, as the model reads it (keys it does not name left out), when it is a valid profile document:
+    header, types, and the cross-checks no type can say (a merged document's ranks,
+    `aitune.report.ranks.check_ranks`); `ProfileError` naming ``name``.
 
     ``hint``: point at ``aitune-profile validate`` when there are more problems than the first.
     """
     check_profile_header(raw, name)
-    problems = validate(raw)
-    if problems:
+    try:
+        profile = msgspec.convert(raw, Profile)
+    except msgspec.ValidationError:
+        return _checked(None, refused_problems(raw), name, hint)
+    return _checked(profile, profile_problems(profile), name, hint)
+
+
+def _checked(profile: Profile | None, problems: list[str], name: str, hint: bool) -> ProfileDoc:
+    """The model's reading of ``profile``, or `ProfileError` with the first of its ``problems``."""
+    if profile is None and not problems:  # refused, though no field says why: still no profile
+        problems = ["(document): not a profile document"]
+    if problems or profile is None:
         more = (
             f" (and {len(problems) - 1} more: `aitune-profile validate {name}` lists all)"
             if problems[1:] and hint
             else ""
         )
         raise ProfileError(f"{name}: {problems[0]}{more}")
-    check_ranks(raw, name)
-    return raw
+    doc = msgspec.to_builtins(profile)
+    check_ranks(doc, name)
+    return doc
 
 
 def check_profile_header(raw: Any, path: str | Path) -> None:

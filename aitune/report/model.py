@@ -59,6 +59,11 @@ class Config(Record):
     measured_runs: Positive | UnsetType = UNSET
     uses_inference_function: bool | UnsetType = UNSET
     max_depth: Positive | UnsetType = UNSET
+    record_shapes: bool | UnsetType = UNSET
+    with_stack: bool | UnsetType = UNSET
+    mode: Literal["full", "lite"] | UnsetType = UNSET
+    capture_mode: Annotated[Literal["script"], Meta(description="A script captured as one run.")] | UnsetType = UNSET
+    script_args: Annotated[Count, Meta(description="How many arguments the script was given.")] | UnsetType = UNSET
     operator_runs: (
         Annotated[
             Count | Literal["all"],
@@ -83,6 +88,7 @@ class Target(Record):
         ]
         | UnsetType
     ) = UNSET
+    script: Annotated[str, Meta(description="A captured script's file name (script mode).")] | UnsetType = UNSET
 
 
 class TensorSignature(Record):
@@ -505,6 +511,16 @@ class Warmup(Record):
     performed: Count
     steady: bool
     wall_times_us: list[Microseconds] | UnsetType = UNSET
+    set_aside: (
+        Annotated[
+            Count,
+            Meta(
+                description="Measured runs set aside as warmups because the run time was still falling (present when "
+                "above 0): the last of wall_times_us."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Distributed(Record):
@@ -628,7 +644,36 @@ class MachinePeak(Record):
     source: str
 
 
+class GainCalibration(Record):
+    """The gain model's figures for this machine (aitune.torch.calibration), measured once and cached: what
+    suggest predicts with. Bounded here as figures; a reader falls back to defaults for one out of its range."""
+
+    eager_op_us: Microseconds | UnsetType = UNSET
+    tuned_op_us: Microseconds | UnsetType = UNSET
+    tuned_call_us: Microseconds | UnsetType = UNSET
+    arithmetic: Annotated[dict[str, Rate], Meta(description="Tuned speedup per operator kind.")] | UnsetType = UNSET
+    source: str | UnsetType = UNSET
+    stateful_call_us: Microseconds | UnsetType = UNSET
+    device: str | UnsetType = UNSET
+
+
 class Environment(Record):
+    """Versions, device names and thread counts of the capturing process, and the machine's measured figures;
+    never user names, host names, environment variables or paths."""
+
+    aitune_version: str | UnsetType = UNSET
+    python: str | UnsetType = UNSET
+    implementation: str | UnsetType = UNSET
+    os: str | UnsetType = UNSET
+    machine: str | UnsetType = UNSET
+    cpu_count: Count | UnsetType = UNSET
+    torch: str | UnsetType = UNSET
+    torch_threads: Count | UnsetType = UNSET
+    cuda: str | UnsetType = UNSET
+    cuda_available: bool | UnsetType = UNSET
+    cudnn: str | UnsetType = UNSET
+    devices: list[str] | UnsetType = UNSET
+    gain_calibration: GainCalibration | UnsetType = UNSET
     machine_peaks: (
         Annotated[
             dict[str, MachinePeak],
@@ -636,6 +681,13 @@ class Environment(Record):
                 description="This machine's measured roofs per backend (cpu, cuda): a short calibration, cached per "
                 "machine (aitune.torch.peaks)."
             ),
+        ]
+        | UnsetType
+    ) = UNSET
+    capture_eager_op_us: (
+        Annotated[
+            Microseconds,
+            Meta(description="The gain model's eager chain timed between the measured runs (µs per operator, median)."),
         ]
         | UnsetType
     ) = UNSET

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.errors import ProfileError
-from aitune.report.validate import shortened
+from aitune.report.problems import shortened
 
 
 @dataclass(frozen=True)

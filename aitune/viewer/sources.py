@@ -28,7 +28,7 @@ from aitune.compare.loop_report import (
 from aitune.errors import ProfileError
 from aitune.report import ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
-from aitune.report.validate import shortened
+from aitune.report.problems import shortened
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Largest profile or trace the viewer reads (after gunzip); a profile is usually well under 1 MB."""
@@ -138,9 +138,10 @@ def parse_json(data: bytes, name: str) -> Any:
 
 
 def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
-    """A validated profile document from file bytes, ours or AITune's (`aitune.report.io.checked_profile`);
-    `ProfileError` names the problem."""
-    return report_io.checked_profile(parse_json(data, name), name, hint=False)
+    """A validated profile document from file bytes, ours or AITune's (`aitune.report.io.checked_profile_json`),
+    gunzipped first with the viewer's size limit; `ProfileError` names the problem."""
+    json = report_io.unpacked(data, name, MAX_FILE_BYTES, _VIEWER_FIX)
+    return report_io.checked_profile_json(json, name, hint=False, parse=lambda refused: parse_json(refused, name))
 
 
 def load_from_folder(root: Path, name: str) -> Loaded:

@@ -21,7 +21,7 @@ import msgspec
 
 from aitune.errors import ProfileError, TuningError
 from aitune.report.io import read_json
-from aitune.report.validate import json_path, non_finite, problem_message, problems_in, shortened
+from aitune.report.problems import json_path, non_finite, problem_message, problems_in, shortened
 from aitune.torch.backends import BACKENDS
 from aitune.torch.graphs.graph_spec import check_graph
 from aitune.torch.tuning.plan_model import (
