@@ -3,8 +3,7 @@
 Prints, as a Markdown table, the median wall time of N runs of each command in a fresh process,
 beside ``python -c pass`` in the same run: ``aitune-profile --help``, and ``report``, ``validate``,
 ``suggest``, ``compare`` of a profile of about 100 KB (the committed tuned-pipeline sample with its
-measured runs repeated until it is that big). The compiled schema's cache is warmed once first, as
-it is after a user's first command. Then the viewer's runs folder of 1,000 profiles: listing it.
+measured runs repeated until it is that big). Then the viewer's runs folder of 1,000 profiles: listing it.
 
 Measure on a quiet machine (load below 1): on a busy one every figure grows with the load.
 

@@ -261,15 +261,21 @@ def check_generation(run: Run, where: str = "runs[0]") -> list[str]:
 
 def check_device_pairs(run: Run, where: str = "runs[0]") -> list[str]:
     """A device time comes with its fraction and a fraction with its time, in the residual and every region."""
-    parts = [(("residual",), run.residual)] + [(("regions", i), region) for i, region in enumerate(run.regions)]
+    parts = [run.residual, *run.regions]
+    unpaired = [
+        index
+        for index, part in enumerate(parts)
+        if (part.device_time_us is UNSET) is not (part.device_time_fraction is UNSET)
+    ]
     problems = []
-    for path, part in parts:
-        has_time, has_fraction = part.device_time_us is not UNSET, part.device_time_fraction is not UNSET
-        if has_time != has_fraction:  # the path is spelled out only then
-            present, missing = (
-                ("device_time_us", "device_time_fraction") if has_time else ("device_time_fraction", "device_time_us")
-            )
-            problems.append(f"{where}.{json_path(path)}: {present!r} without {missing!r}; write both or neither")
+    for index in unpaired:  # the path is spelled out only for these
+        part, path = parts[index], ("residual",) if index == 0 else ("regions", index - 1)
+        present, missing = (
+            ("device_time_us", "device_time_fraction")
+            if part.device_time_us is not UNSET
+            else ("device_time_fraction", "device_time_us")
+        )
+        problems.append(f"{where}.{json_path(path)}: {present!r} without {missing!r}; write both or neither")
     return problems
 
 
@@ -294,15 +300,28 @@ def check_times_resolved(run: Run, where: str = "runs[0]") -> list[str]:
     """The times readers divide by (the run's, its phases', its regions' counted operators') are 0 or at least
     `TIME_RESOLUTION_US`."""
     timing = run.timing
-    times = [
-        (("timing", key), value)
-        for key, value in (
-            ("cpu_time_us", timing.cpu_time_us),
-            ("wall_time_us", timing.wall_time_us),
-            ("device_time_us", timing.device_time_us),
-        )
-        if value is not UNSET
+    values = [timing.cpu_time_us, timing.wall_time_us or 0.0, timing.device_time_us or 0.0]
+    values += [phase.cpu_time_us for phase in run.phases or ()]
+    values += [region.work.counted_cpu_time_us for region in run.regions if region.work]
+    values += [region.work.counted_device_time_us or 0.0 for region in run.regions if region.work]
+    if not [value for value in values if 0 < value < TIME_RESOLUTION_US]:
+        return []  # the everyday case: no path is spelled out
+    return [
+        f"{where}.{json_path(path)}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is "
+        f"0 or at least {TIME_RESOLUTION_US} µs"
+        for path, value in _divided_times(run)
+        if 0 < value < TIME_RESOLUTION_US
     ]
+
+
+def _divided_times(run: Run) -> list[tuple[tuple[str | int, ...], float]]:
+    """The times of a run that readers divide by, each with its path in the run."""
+    timing = run.timing
+    times: list[tuple[tuple[str | int, ...], float]] = [(("timing", "cpu_time_us"), timing.cpu_time_us)]
+    if timing.wall_time_us is not UNSET:
+        times.append((("timing", "wall_time_us"), timing.wall_time_us))
+    if timing.device_time_us is not UNSET:
+        times.append((("timing", "device_time_us"), timing.device_time_us))
     times += [(("phases", i, "cpu_time_us"), phase.cpu_time_us) for i, phase in enumerate(run.phases or ())]
     for i, region in enumerate(run.regions):
         work = region.work
@@ -310,9 +329,4 @@ def check_times_resolved(run: Run, where: str = "runs[0]") -> list[str]:
             times.append((("regions", i, "work", "counted_cpu_time_us"), work.counted_cpu_time_us))
             if work.counted_device_time_us is not UNSET:
                 times.append((("regions", i, "work", "counted_device_time_us"), work.counted_device_time_us))
-    return [
-        f"{where}.{json_path(path)}: {value:.3g} µs is below the trace clock's 1 ns resolution; a measured time is "
-        f"0 or at least {TIME_RESOLUTION_US} µs"
-        for path, value in times
-        if 0 < value < TIME_RESOLUTION_US  # the path is spelled out only then
-    ]
+    return times
