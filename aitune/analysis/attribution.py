@@ -12,7 +12,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from aitune.analysis.events import Launch, Span, ThreadView, TraceEvents
+from aitune.analysis.event_records import Launch
+from aitune.analysis.events import Span, ThreadView, TraceEvents
 from aitune.analysis.intervals import Interval, union_length
 from aitune.analysis.membership import MAX_REGION_DEPTH
 from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from aitune.analysis.collectives import PARAM_COMMS
-from aitune.analysis.events import CommunicationSpan, Span, TraceEvents
+from aitune.analysis.event_records import CommunicationSpan
+from aitune.analysis.events import Span, TraceEvents
 from aitune.analysis.intervals import Interval, columns, covered_within, enclosing_array, intersection, merged
 from aitune.analysis.membership import NodeKey, node_keys, nodes_at
 from aitune.analysis.shares import fraction

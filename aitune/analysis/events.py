@@ -20,138 +20,43 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import compress
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from aitune.analysis.collectives import CPU_PREFIXES, DEVICE_PREFIXES, communication_kind, message_bytes
+from aitune.analysis.event_records import (
+    MAX_MEMORY_DEVICES,
+    MEMORY_CATEGORY,
+    MEMORY_EVENT_NAME,
+    CommunicationSpan,
+    DeviceActivity,
+    Launch,
+    MemoryEvent,
+    memory_event,
+)
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.intervals import order_array, parent_array
 from aitune.analysis.membership import ThreadMembership, TreeEntry, region_tree, thread_membership
 from aitune.analysis.span import Span, ThreadKey
+from aitune.analysis.trace_checks import checked_metadata, what_is_wrong
+from aitune.analysis.trace_kinds import FOREIGN_MARKERS, detect_trace_kind
 from aitune.analysis.work import COUNTED, OpInputs, operator_inputs
 from aitune.errors import ProfileError
 from aitune.markers import (
-    AITUNE_06_RUN_SPAN,
-    AITUNE_06_SPAN_PREFIX,
     MODULE_CALL_PREFIX,
-    OPERATOR_RUN_WALLS_KEY,
-    PLAIN_WALLS_KEY,
-    PROFILER_STEP_PREFIX,
     REGION_SPAN_PREFIX,
     RUN_SPAN_PREFIX,
     SPAN_PREFIX,
     TRACE_KIND_AITUNE,
-    TRACE_KIND_AITUNE_06,
-    TRACE_KIND_TORCH,
     TRACE_METADATA_KEY,
-    region_span_name,
-    run_span_name,
     span_region_id,
-    user_span_region_id,
 )
 
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 SPAN_CATEGORIES = frozenset({"user_annotation", "cpu_op"})
 """aitune's spans are user annotations, or CPU ops when opened through torch's fast record-function path."""
-
-
-class Launch(NamedTuple):
-    """A host-side runtime call (cudaLaunchKernel, cudaMemcpyAsync, cudaStreamSynchronize, …)."""
-
-    name: str
-    start_us: float
-    duration_us: float
-    thread: ThreadKey
-    correlation: int
-
-
-class MemoryEvent(NamedTuple):
-    """One allocation (``bytes`` > 0) or free (``bytes`` < 0) the profiler recorded with ``profile_memory``.
-
-    ``device`` names the allocator's device (`memory_device`: ``cpu``, ``cuda:0``); ``allocator_total``
-    is the allocator's own count of live bytes after the event (its ``Total Allocated``), None when the
-    event does not give one.
-    """
-
-    time_us: float
-    bytes: int
-    allocator_total: int | None
-    device: str
-    thread: ThreadKey
-
-
-MEMORY_EVENT_NAME = "[memory]"
-"""The name torch's profiler gives its memory instant events (category ``cpu_instant_event``)."""
-
-MEMORY_CATEGORY = "cpu_instant_event"
-
-_DEVICE_TYPES = {0: "cpu", 1: "cuda", 2: "mkldnn", 9: "mps", 12: "meta", 13: "hpu", 20: "xpu", 21: "privateuseone"}
-"""c10's DeviceType numbers a memory event's ``Device Type`` gives, by name; others read as ``device_type_<n>``."""
-
-MAX_MEMORY_DEVICES = 16
-"""Most distinct devices whose memory events a trace is read for: a machine has a CPU and a few
-accelerators; a hostile trace naming thousands cannot grow the document by one entry per name."""
-
-_BYTES_LIMIT = 2**62
-"""A memory event's byte counts beyond this are not an allocation's (and would not stay exact in floats)."""
-
-
-def memory_device(device_type: Any, device_id: Any) -> str | None:
-    """The name of the device of a memory event's ``Device Type`` and ``Device Id``, ``cpu`` or ``cuda:0``;
-    None when they are not small integers.
-
-    >>> memory_device(0, -1), memory_device(1, 0), memory_device("1", 0)
-    ('cpu', 'cuda:0', None)
-    """
-    if (
-        type(device_type) is not int
-        or type(device_id) is not int
-        or not (0 <= device_type < 256 and -1 <= device_id < 4096)
-    ):
-        return None
-    name = _DEVICE_TYPES.get(device_type, f"device_type_{device_type}")
-    return name if device_id < 0 else f"{name}:{device_id}"
-
-
-def memory_event(time_us: float, thread: ThreadKey, args: Any) -> MemoryEvent | None:
-    """The `MemoryEvent` of a ``[memory]`` instant event's ``args`` (untrusted); None when they do not give
-    an integer ``Bytes`` and a device: such an event is skipped, never read as zero."""
-    if not isinstance(args, Mapping):
-        return None
-    size, total = args.get("Bytes"), args.get("Total Allocated")
-    device = memory_device(args.get("Device Type"), args.get("Device Id", -1))
-    if type(size) is not int or abs(size) > _BYTES_LIMIT or device is None:
-        return None
-    if type(total) is not int or not 0 <= total <= _BYTES_LIMIT:
-        total = None
-    return MemoryEvent(float(time_us), size, total, device, thread)
-
-
-class DeviceActivity(NamedTuple):
-    """Work that ran on the device, linked to its launch by the correlation id."""
-
-    name: str
-    category: str
-    start_us: float
-    duration_us: float
-    correlation: int
-
-
-class CommunicationSpan(NamedTuple):
-    """A CPU-side collective or point-to-point operation (see `aitune.analysis.collectives`) and the bytes it moves."""
-
-    name: str
-    start_us: float
-    duration_us: float
-    thread: ThreadKey
-    bytes: int | None  # None when the args carry no usable size
-    bytes_from: str | None  # how its args give bytes (collectives.PARAM_COMMS, INPUTS), None when they cannot
-
-    @property
-    def end_us(self) -> float:
-        return self.start_us + self.duration_us
 
 
 def frozen_array(values: Any, dtype: type) -> np.ndarray:
@@ -388,8 +293,8 @@ class EventsBuilder:
         """
         runs, regions, kind = self.runs, self.regions, TRACE_KIND_AITUNE
         detected = detect_trace_kind(runs, self.annotations, metadata)
-        if detected in _FOREIGN_MARKERS:
-            runs, regions = _FOREIGN_MARKERS[detected](self.annotations, self.module_calls)
+        if detected in FOREIGN_MARKERS:
+            runs, regions = FOREIGN_MARKERS[detected](self.annotations, self.module_calls)
             kind = detected
         ops = op_columns(self.op_names, self.op_starts, self.op_durations, self.op_threads)
         try:
@@ -618,119 +523,9 @@ def read_trace_events(trace: Mapping[str, Any]) -> TraceEvents:
             )
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
         index = next(index for index, event in enumerate(raw_events) if event is raw)
-        raise ProfileError(f"traceEvents[{index}] is malformed ({_what_is_wrong(raw)}); fix or drop it.") from None
+        raise ProfileError(f"traceEvents[{index}] is malformed ({what_is_wrong(raw)}); fix or drop it.") from None
     return builder.build(metadata)
 
 
 def _is_number(value: Any) -> bool:
     return type(value) in (int, float) and value == value and abs(value) != float("inf")
-
-
-_WALL_TIMES = ("run_wall_times_us", "warmup_wall_times_us", OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY)
-_METADATA_SHAPE = {
-    **dict.fromkeys(("created_at", "aitune_version"), str),
-    **dict.fromkeys(("config", "target", "input", "environment", "profiler", "memory"), dict),
-    **dict.fromkeys(("regions", "warnings", *_WALL_TIMES), list),
-}
-_METADATA_ITEMS = {
-    **dict.fromkeys(("regions", "warnings"), dict),
-    **dict.fromkeys(_WALL_TIMES, (int, float)),
-}
-
-
-def check_trace(raw: Any, name: str) -> dict[str, Any]:
-    """``raw`` when it is a Chrome trace document (an object with a ``traceEvents`` list); `ProfileError`
-    naming ``name`` otherwise."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("traceEvents"), list):
-        raise ProfileError(f"{name}: not a Chrome trace (no traceEvents list).")
-    return raw
-
-
-def checked_metadata(metadata: Any) -> Mapping[str, Any]:
-    """The trace's aitune metadata when the keys analysis reads have the right types; `ProfileError` otherwise."""
-    where = f"the trace's {TRACE_METADATA_KEY!r} metadata"
-    if not isinstance(metadata, Mapping):
-        raise ProfileError(f"{where} is {type(metadata).__name__}, not an object; re-export the trace.")
-    for key, kind in _METADATA_SHAPE.items():
-        value = metadata.get(key)
-        item_kind = _METADATA_ITEMS.get(key)
-        if value is not None and (
-            not isinstance(value, kind) or (item_kind and not all(isinstance(item, item_kind) for item in value))
-        ):
-            raise ProfileError(f"{where}: {key!r} has the wrong type ({str(value)[:40]!r}); re-export the trace.")
-    if not all(isinstance(region.get("id"), str) for region in metadata.get("regions") or ()):
-        raise ProfileError(f"{where}: every entry of 'regions' needs a string 'id'; re-export the trace.")
-    return metadata
-
-
-_EVENT_FIELDS = (("name", str), ("cat", str), ("ts", (int, float)), ("dur", (int, float)), ("args", dict))
-
-
-def _what_is_wrong(raw: Any) -> str:
-    """Which field of a malformed event is wrong, in words; only called once a read has failed."""
-    if not isinstance(raw, dict):
-        return f"an event must be an object, not {type(raw).__name__}"
-    if "ts" not in raw:
-        return "a complete event needs a 'ts'"
-    for key, kinds in _EVENT_FIELDS:
-        if key in raw and not isinstance(raw[key], kinds):
-            return f"{key!r} is {type(raw[key]).__name__} {str(raw[key])[:40]!r}"
-    for key in ("pid", "tid"):
-        if isinstance(raw.get(key), (list, dict)):
-            return f"{key!r} must be a number or a string"
-    return f"args.correlation must be an integer, not {str(raw['args'].get('correlation'))[:40]!r}"
-
-
-def detect_trace_kind(runs: Sequence[Span], annotations: Sequence[Span], metadata: Mapping[str, Any]) -> str | None:
-    """Which tool's run markers a trace holds (its aitune ``runs``, other ``annotations``, aitune
-    ``metadata``); None when it holds none.
-
-    aitune's come first: its captures run under a profiler schedule, so they hold ProfilerStep#N
-    spans too, and AITune 0.6 wraps each of its runs in one.
-    """
-    if runs or metadata:
-        return TRACE_KIND_AITUNE
-    names = {span.name for span in annotations}
-    if AITUNE_06_RUN_SPAN in names:
-        return TRACE_KIND_AITUNE_06
-    if any(name.startswith(PROFILER_STEP_PREFIX) for name in names):
-        return TRACE_KIND_TORCH
-    return None
-
-
-Markers = tuple[list[Span], list[Span]]
-"""(runs, regions) named in aitune's vocabulary."""
-
-
-def _aitune_06_markers(annotations: Sequence[Span], module_calls: Sequence[Span]) -> Markers:
-    """Runs from AITune's ``profiled_run`` spans, regions from its ``aitune.performance.<region id>`` spans."""
-    runs = [span for span in annotations if span.name == AITUNE_06_RUN_SPAN]
-    regions = [
-        span._replace(name=region_span_name(span.name[len(AITUNE_06_SPAN_PREFIX) :]))
-        for span in annotations
-        if span.name.startswith(AITUNE_06_SPAN_PREFIX) and span.name != AITUNE_06_RUN_SPAN
-    ]
-    return _numbered(runs), _in_time_order(regions)
-
-
-def _torch_profiler_markers(annotations: Sequence[Span], module_calls: Sequence[Span]) -> Markers:
-    """Runs from ``ProfilerStep#N``; regions from every other user annotation and from module calls."""
-    runs = [span for span in annotations if span.name.startswith(PROFILER_STEP_PREFIX)]
-    regions = [
-        span._replace(name=region_span_name(user_span_region_id(span.name)))
-        for span in (*annotations, *module_calls)
-        if not span.name.startswith(PROFILER_STEP_PREFIX)
-    ]
-    return _numbered(runs), _in_time_order(regions)
-
-
-_FOREIGN_MARKERS = {TRACE_KIND_AITUNE_06: _aitune_06_markers, TRACE_KIND_TORCH: _torch_profiler_markers}
-
-
-def _numbered(runs: list[Span]) -> list[Span]:
-    """Runs in time order, named ``aitune::run::<i>``: the i-th run recorded, whatever the step number."""
-    return [span._replace(name=run_span_name(index)) for index, span in enumerate(_in_time_order(runs))]
-
-
-def _in_time_order(spans: list[Span]) -> list[Span]:
-    return sorted(spans, key=lambda span: span.start_us)

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from aitune.analysis.events import MemoryEvent, Span, ThreadKey, TraceEvents
+from aitune.analysis.event_records import MemoryEvent
+from aitune.analysis.events import Span, ThreadKey, TraceEvents
 from aitune.markers import span_region_id, span_run_index
 
 STATS = ("allocated_bytes", "freed_bytes", "peak_live_bytes")

@@ -19,16 +19,10 @@ from typing import Any
 
 import msgspec
 
-from aitune.analysis.events import (
-    MEMORY_EVENT_NAME,
-    EventsBuilder,
-    TraceEvents,
-    check_trace,
-    checked_metadata,
-    file_columns,
-    read_trace_events,
-)
+from aitune.analysis.event_records import MEMORY_EVENT_NAME
+from aitune.analysis.events import EventsBuilder, TraceEvents, file_columns, read_trace_events
 from aitune.analysis.gc_pause import gc_paused
+from aitune.analysis.trace_checks import check_trace, checked_metadata
 from aitune.errors import ProfileError
 from aitune.markers import TRACE_METADATA_KEY
 

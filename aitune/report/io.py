@@ -19,6 +19,7 @@ import msgspec
 import orjson
 
 from aitune.analysis.gc_pause import gc_paused
+from aitune.analysis.trace_checks import check_trace
 from aitune.errors import OutputError, ProfileError
 from aitune.report.document import SCHEMA_VERSION, ProfileDoc
 from aitune.report.invariants import profile_problems
@@ -432,6 +433,4 @@ def check_profile_header(raw: Any, path: str | Path) -> None:
 
 def read_trace(path: str | Path) -> dict[str, Any]:
     """Read a Chrome trace (plain or gzipped); `ProfileError` when it is not one."""
-    from aitune.analysis.events import check_trace  # here: reading a document needs no trace analysis (numpy)
-
     return check_trace(read_json(path), str(path))

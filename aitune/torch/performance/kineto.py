@@ -23,14 +23,8 @@ import numpy as np
 from torch.profiler import profile
 
 from aitune.analysis.collectives import communication_kind
-from aitune.analysis.events import (
-    DEVICE_CATEGORIES,
-    LAUNCH_CATEGORIES,
-    MEMORY_CATEGORY,
-    EventsBuilder,
-    TraceEvents,
-    file_columns,
-)
+from aitune.analysis.event_records import MEMORY_CATEGORY
+from aitune.analysis.events import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, EventsBuilder, TraceEvents, file_columns
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.trace_json import trace_events_from_json
 from aitune.analysis.work import COUNTED
