@@ -175,17 +175,28 @@ def test_the_forecasts_read_back_from_the_suggestions_file_are_the_ones_suggest_
 
 
 @pytest.mark.parametrize(
-    ("raw", "sentence"),
+    ("change", "sentence"),
     [
-        ({"targets": "vae"}, "has no targets list, so it is not what `aitune-profile suggest --json` writes"),
-        ({"targets": [{"path": 7}]}, "targets[0].path 7 is not a string"),
         (
-            {"targets": [{"path": "vae", "predicted_speedup": "fast"}]},
-            "targets[0].predicted_speedup 'fast' is not a speedup (a number of at least 0, or null)",
+            lambda raw: raw.update(targets="vae"),
+            "has no targets list, so it is not what `aitune-profile suggest --json` writes",
+        ),
+        (lambda raw: raw["targets"][0].update(path=7), "targets[0].path: 7 is not of type 'string'"),
+        (
+            lambda raw: raw["targets"][0].update(predicted_speedup="fast"),
+            "targets[0].predicted_speedup: 'fast' is not of type 'number'",
+        ),
+        (
+            lambda raw: raw["targets"][0].update(predicted_speedup=-1.0),
+            "targets[0].predicted_speedup: -1.0 is less than the minimum of 0",
         ),
     ],
+    ids=["no-targets", "path", "not-a-number", "negative"],
 )
-def test_a_bad_suggestions_file_is_one_sentence_naming_the_field(raw, sentence):
+def test_a_bad_suggestions_file_is_one_sentence_naming_the_field(change, sentence):
+    raw = json.loads(json.dumps(suggested(("vae", 0.4, 2.0)).to_dict()))
+    change(raw)
+
     with pytest.raises(ProfileError) as error:
         read_forecasts(raw, "run/suggestions.json")
 

@@ -31,7 +31,7 @@ from aitune.compare.verification import PairedSpeedup, RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.io import load, read_json
-from aitune.report.problems import json_path, problems_in
+from aitune.report.problems import first_problem
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
 COMPARE_REPORT = "compare.json"
@@ -151,8 +151,7 @@ def _typed(raw: Any, name: str) -> report_model.CompareReport:
     try:
         return msgspec.convert(raw, report_model.CompareReport)
     except msgspec.ValidationError:
-        where, problem = min(problems_in(raw, report_model.CompareReport, ()), key=lambda found: json_path(found[0]))
-        raise _bad(name, f"{json_path(where)}: {problem}") from None
+        raise _bad(name, first_problem(raw, report_model.CompareReport)) from None
 
 
 def _end_to_end(figure: report_model.EndToEnd) -> EndToEnd:

@@ -21,15 +21,21 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from aitune.compare.end_to_end import CAPTURES, SOURCES
 from aitune.compare.quality import METRICS, PRECISIONS
 from aitune.compare.verification import COMPARISONS, MAX_CYCLE
-from aitune.report.model import MAX_FIGURE, Count, DocumentWarning, Domain, Figure, Microseconds, Rate
+from aitune.report.model import (
+    MAX_FIGURE,
+    MAX_ROWS,
+    Count,
+    DocumentWarning,
+    Domain,
+    Figure,
+    Label,
+    Microseconds,
+    Rate,
+    Sentence,
+    rows,
+)
 
-MAX_ROWS = 2**20
-"""Most rows of one list (regions, operators, ranks): far more than a capture holds."""
-
-Name = Annotated[str, Meta(max_length=4096)]
-"""A region path, a region id, an operator key, a backend's name: at most 4096 characters."""
-Sentence = Annotated[str, Meta(max_length=65536)]
-"""A reason, a warning, a problem, in words: at most 65,536 characters."""
+Name = Label
 Speedup = Rate
 """Before ÷ after (above 1: faster), or an end of its interval."""
 Bytes = Count
@@ -37,11 +43,6 @@ Source = Literal[SOURCES]
 Precision = Literal[PRECISIONS]
 Metric = Literal[tuple(METRICS)]
 Comparison = Literal[COMPARISONS]
-
-
-def _rows(item: type) -> object:
-    """A list of at most `MAX_ROWS` ``item``s."""
-    return Annotated[list[item], Meta(max_length=MAX_ROWS)]
 
 
 class Part(Struct, kw_only=True):
@@ -94,7 +95,7 @@ class PhaseRegionChange(Part):
 class PhaseChange(Part):
     name: Name
     change: Change
-    regions: _rows(PhaseRegionChange)
+    regions: rows(PhaseRegionChange)
 
 
 class TokenChange(Part):
@@ -177,7 +178,7 @@ class TunedRegion(Part):
 class WholeModel(Part):
     predicted_speedup: Speedup | None
     separate_predicted_speedup: Speedup | None
-    separate_paths: _rows(Name)
+    separate_paths: rows(Name)
     chosen: bool
     reason: Sentence
 
@@ -185,7 +186,7 @@ class WholeModel(Part):
 class Verification(Part):
     """Every region's check, in the order verified, and the kept set against eager (null when none was kept)."""
 
-    regions: _rows(RegionCheck)
+    regions: rows(RegionCheck)
     end_to_end: PairedSpeedup | None
 
 
@@ -205,7 +206,7 @@ class TaskGate(Part):
     metric: Metric
     minimum: Figure
     value: Figure | None
-    regions: _rows(Name)
+    regions: rows(Name)
     inputs: Annotated[int, Meta(ge=1, le=MAX_FIGURE)] = 1
     first_divergence: Count | None = None
     problem: Sentence | None = None
@@ -232,7 +233,7 @@ class Ranks(Part):
     ranks: Annotated[list[Rank], Meta(min_length=1, max_length=MAX_ROWS)]
     job: RankFigures
     slowest_rank: Count
-    stragglers: _rows(Sentence) = field(default_factory=list)
+    stragglers: rows(Sentence) = field(default_factory=list)
 
 
 class CompareReport(Part):
@@ -241,27 +242,27 @@ class CompareReport(Part):
 
     domain: Domain
     speedup: EndToEnd
-    tuned_regions: _rows(TunedRegion)
+    tuned_regions: rows(TunedRegion)
     captures_speedup: Interval | UnsetType = UNSET
     scenario: Name | UnsetType | None = UNSET
     runs: Runs | UnsetType = UNSET
     run_time: Change | UnsetType = UNSET
     residual: Change | UnsetType = UNSET
-    regions: _rows(RegionChange) | UnsetType = UNSET
-    headline: _rows(RegionChange) | UnsetType = UNSET
-    operators: _rows(OperatorChange) | UnsetType = UNSET
-    warnings_only_before: _rows(DocumentWarning) | UnsetType = UNSET
-    warnings_only_after: _rows(DocumentWarning) | UnsetType = UNSET
+    regions: rows(RegionChange) | UnsetType = UNSET
+    headline: rows(RegionChange) | UnsetType = UNSET
+    operators: rows(OperatorChange) | UnsetType = UNSET
+    warnings_only_before: rows(DocumentWarning) | UnsetType = UNSET
+    warnings_only_after: rows(DocumentWarning) | UnsetType = UNSET
     world_sizes: Annotated[list[Count | None], Meta(min_length=2, max_length=2)] | UnsetType = UNSET
-    phases: _rows(PhaseChange) | UnsetType = UNSET
-    tokens: _rows(TokenChange) | UnsetType = UNSET
-    memory: _rows(MemoryChange) | UnsetType = UNSET
+    phases: rows(PhaseChange) | UnsetType = UNSET
+    tokens: rows(TokenChange) | UnsetType = UNSET
+    memory: rows(MemoryChange) | UnsetType = UNSET
     memory_notes: Annotated[list[Sentence | None], Meta(min_length=2, max_length=2)] | UnsetType = UNSET
-    added: _rows(Name) | UnsetType = UNSET
-    removed: _rows(Name) | UnsetType = UNSET
+    added: rows(Name) | UnsetType = UNSET
+    removed: rows(Name) | UnsetType = UNSET
     whole_model: WholeModel | UnsetType | None = UNSET
     verification: Verification | UnsetType | None = UNSET
-    untuned_slowdowns: _rows(Slowdown) | UnsetType = UNSET
+    untuned_slowdowns: rows(Slowdown) | UnsetType = UNSET
     precision: Precision | UnsetType = UNSET
     task_gate: TaskGate | UnsetType | None = UNSET
     ranks: Ranks | UnsetType | None = UNSET

@@ -14,7 +14,7 @@ a present key is never null. Times are µs, fractions are in [0, 1], and every n
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -36,6 +36,8 @@ Count = Annotated[int, Meta(ge=0, le=MAX_FIGURE)]
 Positive = Annotated[int, Meta(ge=1, le=MAX_FIGURE)]
 Dimension = Annotated[int, Meta(ge=-MAX_FIGURE, le=MAX_FIGURE)]
 Name = Annotated[str, Meta(min_length=1)]
+Code = Annotated[str, Meta(pattern="^[A-Z][A-Z0-9_]*$")]
+"""A stable UPPER_SNAKE code: a warning's, a suggestion's reason's."""
 Domain = Literal["cpu", "device"]
 PhaseName = Literal["encoder", "prefill", "decode"]
 OperatorCategory = Literal[
@@ -48,6 +50,21 @@ MemoryDevice = Annotated[
         description="An allocator's device: cpu, cuda:0, device_type_<n>[:<id>].",
     ),
 ]
+
+
+MAX_ROWS = 2**20
+"""Most rows of one list in a tune folder's reports (regions, operators, ranks, targets): far more than a
+capture holds."""
+Label = Annotated[str, Meta(max_length=4096)]
+"""In a tune folder's reports, a region path, a region id, an operator key, a backend's name: at most 4096
+characters."""
+Sentence = Annotated[str, Meta(max_length=65536)]
+"""In a tune folder's reports, a reason, a warning, a problem, in words: at most 65,536 characters."""
+
+
+def rows(item: Any) -> Any:
+    """A list of at most `MAX_ROWS` ``item``s."""
+    return Annotated[list[item], Meta(max_length=MAX_ROWS)]
 
 
 class Record(Struct, kw_only=True):
@@ -457,7 +474,7 @@ class Profiler(Record):
 
 
 class DocumentWarning(Record):
-    code: Annotated[str, Meta(pattern="^[A-Z][A-Z0-9_]*$")]
+    code: Code
     message: str
     source: str
 

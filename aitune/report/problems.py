@@ -40,6 +40,12 @@ def problems_in(
     return parts or [(path, (describe or problem_message)(own, value, kind))]
 
 
+def first_problem(value: Any, kind: Any) -> str:
+    """The first problem of ``value``, a value that does not convert into ``kind``, in path order: ``path: problem``."""
+    where, problem = min(problems_in(value, kind, ()), key=lambda found: json_path(found[0]))
+    return f"{json_path(where)}: {problem}"
+
+
 def _part_problems(
     value: Any, kind: Any, path: tuple[Any, ...], describe: Describe
 ) -> list[tuple[tuple[Any, ...], str]]:
@@ -107,9 +113,9 @@ def problem_message(message: str, value: Any, kind: Any) -> str:
     the value quoted first, shortened, then what is wrong with it (msgspec's own path is left out)."""
     message = message.split(" - at `", 1)[0]
     quoted = shortened(repr(value))
-    literal = _bare(kind)
-    if message.startswith("Invalid enum value") and get_origin(literal) is Literal:
-        return f"{quoted} is not one of {', '.join(map(repr, get_args(literal)))}"
+    choices = _choices(kind)
+    if message.startswith("Invalid enum value") and choices is not None:
+        return f"{quoted} is not one of {', '.join(map(repr, choices))}"
     match = _EXPECTED.fullmatch(message)
     if match is None:
         return f"{quoted}: {message[:1].lower()}{message[1:]}"
@@ -123,6 +129,13 @@ def problem_message(message: str, value: Any, kind: Any) -> str:
         return f"{quoted} is too {'short' if shorter else 'long'} (at {'least' if shorter else 'most'} {length})"
     wanted = " or ".join(repr(_JSON_TYPES.get(name, name)) for name in names.split(" | "))
     return f"{quoted} is not of type {wanted}"
+
+
+def _choices(kind: Any) -> tuple[Any, ...] | None:
+    """The values of ``kind``'s ``Literal``, alone or in a union (an optional enum); None when it has none."""
+    kind = _bare(kind)
+    members = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else (kind,)
+    return next((get_args(_bare(member)) for member in members if get_origin(_bare(member)) is Literal), None)
 
 
 def _number(text: str) -> str:

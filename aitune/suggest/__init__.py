@@ -41,6 +41,7 @@ from aitune.suggest.gain import FALLBACK, UPPER_BOUND_CAP, Calibration, calibrat
 from aitune.suggest.headroom import Headroom, headroom_of
 from aitune.suggest.precision import ARITHMETIC_FACTORS, PrecisionOutlook, outlook
 from aitune.suggest.reasons import Reason, headroom_reasons, reasons
+from aitune.suggest.report_model import KIND, SCHEMA_VERSION
 
 __all__ = [
     "FALLBACK",
@@ -54,8 +55,6 @@ __all__ = [
     "suggest",
 ]
 
-SCHEMA_VERSION = 1
-KIND = "aitune-suggestions"
 RANK_DIGITS = 3
 """Predicted speedups equal to this many decimals rank by share: a parent that adds nothing the
 benchmarks speed up to its child's gain then comes first, and tuning it covers the child too."""

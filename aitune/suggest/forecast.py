@@ -1,8 +1,8 @@
 """What suggest forecast for one target, as compare sets it beside what was measured (no torch).
 
 The record suggest hands the later stages: `aitune.suggest.Suggestions.forecasts` makes it from the
-ranked targets, `read_forecasts` from a ``suggestions.json`` a tune folder holds (both speedups are
-end to end and of the region alone, before ÷ after).
+ranked targets, `read_forecasts` from a ``suggestions.json`` a tune folder holds, converted into its typed
+model (`aitune.suggest.report_model`; both speedups are end to end and of the region alone, before ÷ after).
 """
 
 from __future__ import annotations
@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from aitune.errors import ProfileError
-from aitune.report.problems import shortened
+from aitune.report.problems import first_problem
+from aitune.suggest.report_model import SuggestionsReport
 
 
 @dataclass(frozen=True)
@@ -27,35 +30,18 @@ class Forecast:
 
 
 def read_forecasts(raw: Any, name: str) -> dict[str, Forecast]:
-    """The forecasts of a parsed ``suggestions.json`` (`Suggestions.to_dict`) by path; `ProfileError` naming
-    ``name`` and the field when it is not one."""
-    targets = raw.get("targets") if isinstance(raw, Mapping) else None
-    if not isinstance(targets, list):
+    """The forecasts of a parsed ``suggestions.json`` (`Suggestions.to_dict`) by path, converted into
+    `SuggestionsReport`; `ProfileError` naming ``name`` and the JSON path of the first problem when it is not one."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("targets"), list):
         raise _bad(name, "has no targets list, so it is not what `aitune-profile suggest --json` writes")
-    forecasts = [_forecast(item, f"targets[{index}]", name) for index, item in enumerate(targets)]
-    return {forecast.path: forecast for forecast in forecasts}
-
-
-def _forecast(item: Any, where: str, name: str) -> Forecast:
-    if not isinstance(item, Mapping):
-        raise _bad(name, f"{where} is not an object")
-    path, region = item.get("path"), item.get("region_id")
-    if not isinstance(path, str):
-        raise _bad(name, f"{where}.path {shortened(repr(path))} is not a string")
-    if region is not None and not isinstance(region, str):
-        raise _bad(name, f"{where}.region_id {shortened(repr(region))} is not a string")
-    speedups = [
-        _speedup(item.get(key), f"{where}.{key}", name) for key in ("predicted_speedup", "predicted_region_speedup")
-    ]
-    return Forecast(path, region, *speedups)
-
-
-def _speedup(value: Any, where: str, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise _bad(name, f"{where} {shortened(repr(value))} is not a speedup (a number of at least 0, or null)")
-    return float(value)
+    try:
+        report = msgspec.convert(raw, SuggestionsReport)
+    except msgspec.ValidationError:
+        raise _bad(name, first_problem(raw, SuggestionsReport)) from None
+    return {
+        target.path: Forecast(target.path, target.region_id, target.predicted_speedup, target.predicted_region_speedup)
+        for target in report.targets
+    }
 
 
 def _bad(name: str, problem: str) -> ProfileError:

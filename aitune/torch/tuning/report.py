@@ -3,7 +3,8 @@
 Keys are stable: every key is always present, with null where a figure does not apply (a skipped
 candidate has no build time). ``schema_version`` changes when a key's meaning does; keys added since
 (``speedup_interval``, ``verdict``, ``thread_budget``, ``held_memory``, ``process_memory``, ``precision`` on
-modules and candidates, ``precision_choices``) are additive.
+modules and candidates, ``precision_choices``) are additive. `aitune.torch.tuning.report_model` is the report's
+one written definition.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from aitune.markers import AOT_REGION_KIND, region_id
 from aitune.torch.backends.threads import torch_threads
 from aitune.torch.graphs.graph_spec import GraphSpec
 from aitune.torch.tuning.outcome import EAGER, CandidateResult, GraphResult, RegionOutcome
+from aitune.torch.tuning.report_model import REPORT_SCHEMA_VERSION
 from aitune.torch.tuning.trial import Candidate, Trial
-
-REPORT_SCHEMA_VERSION = 1
 
 
 def candidate_entry(candidate: Candidate) -> CandidateResult:
