@@ -14,9 +14,13 @@ a present key is never null. Times are µs, fractions are in [0, 1], and every n
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
 
+import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
+
+from aitune.report.memo import derived
 
 SCHEMA_VERSION = 1
 """The version of the profile document this aitune writes and reads."""
@@ -826,3 +830,45 @@ class Profile(Section, kw_only=True):
     ranks: Ranks | UnsetType = UNSET
     scenarios: Annotated[list[Scenario], Meta(min_length=1)] | UnsetType = UNSET
     distributed: Distributed | UnsetType = UNSET
+
+
+T = TypeVar("T")
+
+
+def as_profile(doc: Profile | Mapping[str, Any]) -> Profile:
+    """``doc`` as the typed record every reader reads: itself, or a document's dict (a capture's, a test's, a
+    scenario's view) converted once per `aitune.report.memo.computed_once` block.
+
+    The door readers move through one at a time: a reader that takes the typed record calls it first, so its
+    callers may still hold the dict. ``msgspec.ValidationError`` for a dict that is no valid document.
+    """
+    if isinstance(doc, Profile):
+        return doc
+    return derived(doc, "typed", lambda: msgspec.convert(doc, Profile))
+
+
+def given(value: T | UnsetType, default: T) -> T:
+    """``value``, or ``default`` where the document leaves it out (`UNSET`)."""
+    return default if value is UNSET else value
+
+
+TimedRecord = Timing | DomainTimes | RegionShare | TreeNode
+"""A record with a time per domain: a run's timing, a residual, a region's share, a tree node."""
+
+
+def time_in(record: TimedRecord, domain: Domain) -> float | None:
+    """The record's time in ``domain`` (µs, the total for a tree node); None where it has no device time."""
+    value = record.device_time_us if domain == "device" else record.cpu_time_us
+    return None if value is UNSET else value
+
+
+def fraction_in(record: DomainTimes | RegionShare | TreeNode, domain: Domain) -> float | None:
+    """The record's share of its run in ``domain``; None where it has no device time."""
+    value = record.device_time_fraction if domain == "device" else record.cpu_time_fraction
+    return None if value is UNSET else value
+
+
+def self_time_in(node: TreeNode, domain: Domain) -> float | None:
+    """A tree node's self time in ``domain`` (µs: what none of its children accounts for); None without device time."""
+    value = node.device_self_time_us if domain == "device" else node.cpu_self_time_us
+    return None if value is UNSET else value

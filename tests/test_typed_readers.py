@@ -1,0 +1,104 @@
+"""Readers take the typed record: the profile document is read by attribute, never by string key.
+
+A reader moves through one door, `aitune.report.model.as_profile` (the record itself, or a dict converted once
+per `computed_once` block), then reads fields (``run.timing.cpu_time_us``, `time_in(record, domain)` for a
+domain's figure). `TYPED_READERS` lists the modules that have moved: none of them may index a dict by a string
+key, ``.get`` one or test one with ``in``. The rest of the reading stages are held by a ratchet: their string-key
+reads may only become fewer (`READS_LEFT`), so no new one is written while they move.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import msgspec
+import pytest
+from documents import pipeline_doc
+
+from aitune.report.memo import computed_once
+from aitune.report.model import Profile, as_profile, fraction_in, given, time_in
+
+PACKAGE = Path(__file__).resolve().parent.parent / "aitune"
+
+TYPED_READERS: tuple[str, ...] = ()
+"""Modules (relative to ``aitune/``) that read documents only through the typed record."""
+
+READING_STAGES = ("report", "compare", "suggest", "viewer", "cli")
+"""The folders whose modules read profile documents (and the reports beside them)."""
+NOT_READERS = {
+    "report/builder.py",  # writes the document from a trace
+    "report/model.py",  # the one definition
+    "report/invariants.py",
+    "report/validate.py",
+    "report/problems.py",
+    "report/io.py",
+    "compare/report_model.py",
+    "suggest/report_model.py",
+}
+"""The model's own modules, the door that checks a file against it, and the writer."""
+
+READS_LEFT = 671
+"""String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
+
+
+def string_key_reads(source: str) -> list[int]:
+    """The lines of ``source`` that index by a string constant, ``.get`` one or test membership of one."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source)) if _reads_by_string_key(node))
+
+
+def _reads_by_string_key(node: ast.AST) -> bool:
+    if isinstance(node, ast.Subscript):
+        return _is_text(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        return bool(node.args) and _is_text(node.args[0])
+    if isinstance(node, ast.Compare):
+        return _is_text(node.left) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+    return False
+
+
+def _is_text(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(node, ast.JoinedStr)
+
+
+def _reading_modules() -> list[Path]:
+    modules = [path for stage in READING_STAGES for path in sorted((PACKAGE / stage).rglob("*.py"))]
+    return [path for path in modules if path.relative_to(PACKAGE).as_posix() not in NOT_READERS]
+
+
+def test_the_scan_finds_each_kind_of_string_key_read():
+    source = 'a = doc["runs"]\nb = run.get("timing")\nc = f"{d}_time_us" in timing\nd = run.timing.cpu_time_us\n'
+    assert string_key_reads(source) == [1, 2, 3]
+
+
+def test_a_typed_reader_reads_no_field_by_string_key():
+    offending = {module: string_key_reads((PACKAGE / module).read_text(encoding="utf-8")) for module in TYPED_READERS}
+    assert {module: lines for module, lines in offending.items() if lines} == {}
+
+
+def test_string_key_reads_only_become_fewer():
+    count = sum(len(string_key_reads(path.read_text(encoding="utf-8"))) for path in _reading_modules())
+    assert count <= READS_LEFT, (
+        f"{count} string-key reads in the reading stages, more than the {READS_LEFT} left: read the typed record "
+        "(`aitune.report.model.as_profile`) instead"
+    )
+
+
+def test_the_door_converts_a_document_once_per_block_and_passes_a_record_through():
+    doc = pipeline_doc(unet_us=400.0)
+    record = as_profile(doc)
+    assert isinstance(record, Profile) and as_profile(record) is record
+    assert as_profile(doc) is not record  # outside a block every reader converts afresh (tests edit documents)
+    with computed_once():
+        assert as_profile(doc) is as_profile(doc)
+    with pytest.raises(msgspec.ValidationError):
+        as_profile({"runs": []})
+
+
+def test_a_domain_figure_is_read_by_name_and_absent_device_time_is_none():
+    run = as_profile(pipeline_doc(unet_us=400.0)).runs[0]
+    assert time_in(run.timing, "cpu") == run.timing.cpu_time_us > 0
+    assert time_in(run.timing, "device") is None
+    region = run.regions[0]
+    assert fraction_in(region, "cpu") == region.cpu_time_fraction and fraction_in(region, "device") is None
+    assert given(run.timing.device_time_us, 0.0) == 0.0
