@@ -6,9 +6,10 @@ Every string that came from a document goes through `terminal_text`: never marku
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +20,7 @@ from aitune.report.efficiency import region_efficiencies
 from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si, whole_percent
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
+from aitune.report.model import DocumentWarning, Profile, as_profile, given
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
@@ -52,7 +54,7 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
     table = Table(title=terminal_text(f"Where the time goes ({domain}, median per run)"))
     for header in ("Region", "Median (ms)", "Share", "Min–max (ms)"):
         table.add_column(header, justify="left" if header == "Region" else "right")
-    headline = headline_rows(doc, domain) if doc["runs"] else []
+    headline = headline_rows(doc, domain) if as_profile(doc).runs else []
     rows = sorted((row for row in headline if row.role != "residual"), key=lambda row: -statistics.median(row.times_us))
     for row in rows[:limit]:
         table.add_row(terminal_text(row.label), *_time_cells(row))
@@ -68,15 +70,16 @@ def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TO
     return Group(table, *lines)
 
 
-def warnings_table(warnings: list[Mapping[str, Any]], title: str = "Warnings") -> Table | None:
-    """Code, source and message of each warning; ``None`` when there are none."""
+def warnings_table(warnings: Sequence[DocumentWarning | Mapping[str, Any]], title: str = "Warnings") -> Table | None:
+    """Code, source and message of each warning (a document's, or a diff's as it found them); ``None`` when
+    there are none."""
     if not warnings:
         return None
     table = Table(title=terminal_text(title), show_lines=False)
     for header in ("Code", "Source", "Message"):
         table.add_column(header, overflow="fold")
-    for item in warnings:
-        table.add_row(*(terminal_text(item.get(key, MISSING)) for key in ("code", "source", "message")))
+    for item in msgspec.convert(warnings, list[DocumentWarning]):
+        table.add_row(*(terminal_text(text) for text in (item.code, item.source, item.message)))
     return table
 
 
@@ -123,17 +126,18 @@ def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
     return Group(table, terminal_text(memory_source(doc) or ""))
 
 
-def profile_view(doc: Mapping[str, Any]) -> Group:
+def profile_view(doc: Profile | Mapping[str, Any]) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
-    config, target = doc.get("config", {}), doc.get("target", {})
+    record = as_profile(doc)
+    target = given(record.target.script, None) or given(record.target.type, MISSING)
     overview = [
         terminal_text(
-            f"aitune profile · target {target.get('script') or target.get('type', MISSING)} · "
-            f"created {doc.get('created_at') or MISSING} · aitune {doc.get('aitune_version') or MISSING}"
+            f"aitune profile · target {target} · "
+            f"created {record.created_at or MISSING} · aitune {record.aitune_version or MISSING}"
         ),
         terminal_text(
-            f"warmup runs {config.get('warmup_runs', MISSING)} · measured runs {len(doc['runs'])} · "
-            f"{len(doc.get('regions', []))} region(s) observed"
+            f"warmup runs {given(record.config.warmup_runs, MISSING)} · measured runs {len(record.runs)} · "
+            f"{len(record.regions)} region(s) observed"
         ),
         *([terminal_text(f"calls: {note}")] if (note := calls_note(doc)) else []),
     ]
@@ -152,7 +156,7 @@ def profile_view(doc: Mapping[str, Any]) -> Group:
     efficiency = efficiency_table(doc)
     if efficiency is not None:
         parts.append(efficiency)
-    warnings = warnings_table(doc.get("warnings", []))
+    warnings = warnings_table(record.warnings)
     if warnings is not None:
         parts.append(warnings)
     return Group(*parts)
@@ -200,8 +204,9 @@ def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | Non
 
 def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
     """A merged document's ranks: each rank's step times, then each region's median per rank, largest first."""
-    ranks = doc["ranks"]
-    table = Table(title=terminal_text(f"Ranks ({ranks['domain']}, {ranks['world_size']} ranks, median per run)"))
+    ranks = as_profile(doc).ranks
+    assert ranks is not msgspec.UNSET, "ranks_view takes a merged document (is_merged)"
+    table = Table(title=terminal_text(f"Ranks ({ranks.domain}, {ranks.world_size} ranks, median per run)"))
     for header in ("Rank", "Median (ms)", "Min–max (ms)", "Barrier wait (ms)", "Slowest in", "Straggler in"):
         table.add_column(header, justify="left" if header in ("Rank", "Straggler in") else "right")
     for row in rank_rows(doc):
@@ -227,11 +232,10 @@ def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
         )
     if len(rows) > limit:
         regions.add_row(terminal_text(f"… {len(rows) - limit} more region(s)"), "", "", "", "")
-    run = ranks["run_time"]
-    balance = factor(run.get("imbalance"))
+    balance = factor(given(ranks.run_time.imbalance, None))
     line = (
         f"merged: each run is its step's slowest rank; run time imbalance (max ÷ median across ranks) {balance}, "
-        f"critical rank {ranks['critical_rank']}"
+        f"critical rank {ranks.critical_rank}"
     )
     return Group(table, regions, terminal_text(line))
 
