@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Collection, Iterable
 
 import pandas as pd
+from msgspec import UNSET
 
 from aitune.analysis.events import TraceEvents
 from aitune.analysis.statistics import outlier_indices
@@ -28,6 +29,7 @@ from aitune.report.formatting import MISSING
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
 from aitune.report.memory import format_bytes, memory_rows
+from aitune.report.model import as_profile, given
 from aitune.report.phases import phase_figures
 from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
@@ -86,7 +88,7 @@ def region_summary(doc: ProfileDoc, domain: str, keep: Collection[str] = ()) -> 
     a looked-through region's self time is a row of its own (``keep``: paths shown whole), and the
     residual comes last.
     """
-    kinds = {meta["id"]: meta["kind"] for meta in doc["regions"]}
+    kinds = {meta.id: meta.kind for meta in as_profile(doc).regions}
     rows = [
         {
             "path": row.path,
@@ -106,19 +108,14 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
 
     Outliers are judged on wall time by the core's rule, so they are the runs its RUN_OUTLIERS warning names.
     """
+    runs = as_profile(doc).runs
+    walls = [given(run.timing.wall_time_us, run.timing.cpu_time_us) for run in runs]
+    marked = set(outlier_indices(walls))
     rows = [
-        {
-            "run_index": run["run_index"],
-            "wall_time_us": run["timing"].get("wall_time_us", run["timing"]["cpu_time_us"]),
-            "cpu_time_us": run["timing"]["cpu_time_us"],
-            "device_time_us": run["timing"].get("device_time_us"),
-        }
-        for run in doc["runs"]
+        (run.run_index, wall, run.timing.cpu_time_us, given(run.timing.device_time_us, None), index in marked)
+        for index, (run, wall) in enumerate(zip(runs, walls, strict=True))
     ]
-    frame = pd.DataFrame(rows, columns=RUN_COLUMNS[:-1])
-    marked = set(outlier_indices(frame["wall_time_us"].tolist()))
-    frame["outlier"] = [index in marked for index in range(len(frame))]
-    return frame
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 PHASE_COLUMNS = ["phase", "row", "time_us", "fraction", "tokens"]
@@ -188,7 +185,8 @@ def efficiency_table(doc: ProfileDoc) -> pd.DataFrame:
 
 def warning_table(doc: ProfileDoc) -> pd.DataFrame:
     """The document's warnings as rows of code, message and source."""
-    return pd.DataFrame(doc["warnings"], columns=WARNING_COLUMNS)
+    warnings = as_profile(doc).warnings
+    return pd.DataFrame([(w.code, w.message, w.source) for w in warnings], columns=WARNING_COLUMNS)
 
 
 def rank_table(doc: ProfileDoc) -> pd.DataFrame:
@@ -201,10 +199,11 @@ def rank_region_table(doc: ProfileDoc) -> pd.DataFrame:
 
     Each row also says which rank is slowest at that quantity and its imbalance (max ÷ median across ranks).
     """
-    if not rank_rows(doc):
+    ranks = as_profile(doc).ranks
+    if ranks is UNSET or not rank_rows(doc):
         return pd.DataFrame(columns=RANK_REGION_COLUMNS)
-    run = doc["ranks"]["run_time"]
-    quantities = [(RUN_TIME, run["median_us"], run["slowest_rank"], run.get("imbalance"))]
+    run = ranks.run_time
+    quantities = [(RUN_TIME, run.median_us, run.slowest_rank, given(run.imbalance, None))]
     quantities += [
         (row.region_id, row.medians_us, row.slowest_rank, row.imbalance) for row in regions_across_ranks(doc)
     ]
@@ -218,7 +217,7 @@ def rank_region_table(doc: ProfileDoc) -> pd.DataFrame:
 
 def run_indices(doc: ProfileDoc) -> list[int]:
     """The measured runs' indices, in document order."""
-    return [run["run_index"] for run in doc["runs"]]
+    return [run.run_index for run in as_profile(doc).runs]
 
 
 def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
