@@ -105,7 +105,8 @@ def merge_ranks(folder: Path, *, out: Path | None, as_json: bool) -> None:
 def _print_profile(doc: Any, *between: Any) -> None:
     """A written profile's summary, then ``between`` (a merged document's ranks), then its warnings."""
     from aitune.cli.render import profile_summary, warnings_table
+    from aitune.report.model import as_profile
 
-    warnings = warnings_table(doc["warnings"])
+    warnings = warnings_table(as_profile(doc).warnings)
     for part in (profile_summary(doc), *between, *([warnings] if warnings is not None else [])):
         console.print(part)

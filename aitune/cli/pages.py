@@ -14,6 +14,7 @@ from aitune.compare.loop_report import LoopReport
 from aitune.report.document import ProfileDoc, scenario_names
 from aitune.report.html import MAX_SCENARIOS, Section, headlines, overview, region_tree, render_html, render_page
 from aitune.report.memo import computed_once
+from aitune.report.model import as_profile
 from aitune.report.safe_text import shown_name
 from aitune.report.samples import select_scenario
 from aitune.suggest import suggest
@@ -28,7 +29,7 @@ def profile_page(doc: ProfileDoc) -> str:
 
 def suggestion_sections(doc: ProfileDoc) -> list[Section]:
     """The suggestions of each scenario (of the document itself when it has none); none without measured runs."""
-    if not doc["runs"]:
+    if not as_profile(doc).runs:
         return []
     names = scenario_names(doc)
     sections = []

@@ -28,6 +28,7 @@ from aitune.compare.loop_report import (
 from aitune.errors import ProfileError
 from aitune.report import ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
+from aitune.report.model import as_profile, given
 from aitune.report.problems import shortened
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -185,7 +186,7 @@ def _validated_file(path: Path, mtime_ns: int, size: int, name: str) -> ProfileD
 
 def trace_beside(profile_path: Path, doc: ProfileDoc, root: Path) -> Path | None:
     """The trace the document names (``trace_file``), when it is a file next to the profile inside ``root``."""
-    trace_name = doc.get("trace_file")
+    trace_name = given(as_profile(doc).trace_file, "")
     if not trace_name:
         return None
     folder = profile_path.parent.relative_to(root.resolve()).as_posix()
