@@ -95,6 +95,11 @@ class ProfileStore(param.Parameterized):
         """The loaded profiles by side, ``before`` first, narrowed to the chosen scenario; empty when none."""
         return {side: loaded.scenario(self.scenario) for side in SIDES if (loaded := getattr(self, side)) is not None}
 
+    def pair(self) -> tuple[Loaded, Loaded]:
+        """Both sides narrowed to the chosen scenario, before first; only for a pair (`is_pair`)."""
+        before, after = self.sides().values()
+        return before, after
+
     def scenarios(self) -> list[str]:
         """The scenario names every loaded profile has (in the before profile's order); [] for single-input ones."""
         loaded = [item for item in (self.before, self.after) if item is not None]
@@ -119,11 +124,14 @@ class ProfileStore(param.Parameterized):
         def lined_up() -> pd.DataFrame:
             if not self.is_pair:
                 return self._stacked(lambda doc: tables.region_summary(doc, domain))
-            docs = self.sides()
-            keep = dict(zip(SIDES, compare.kept_whole(docs["before"].doc, docs["after"].doc), strict=True))
-            frames = [tables.region_summary(docs[side].doc, domain, keep[side]).assign(side=side) for side in SIDES]
+            before, after = self.pair()
+            keep = compare.kept_whole(before.doc, after.doc)
+            frames = [
+                tables.region_summary(loaded.doc, domain, kept).assign(side=side)
+                for side, loaded, kept in zip(SIDES, (before, after), keep, strict=True)
+            ]
             regions = pd.concat(frames, ignore_index=True)
-            paths = dict(zip(SIDES, compare.headline_paths(docs["before"].doc, docs["after"].doc), strict=True))
+            paths = dict(zip(SIDES, compare.headline_paths(before.doc, after.doc), strict=True))
             rows = regions[["side", "region_id", "path"]].itertuples(index=False)
             return regions.assign(path=[paths[side].get(label, path) for side, label, path in rows])
 
@@ -188,7 +196,7 @@ class ProfileStore(param.Parameterized):
             docs = {side: loaded.doc for side, loaded in self.sides().items()}
             nodes = {side: tree.run_nodes(docs[side], runs[side], domain) for side in docs}
             if self.is_pair:
-                nodes = tree.lined_up_nodes(docs["before"], docs["after"], nodes)
+                nodes = tree.lined_up_nodes(*docs.values(), nodes)
             return tree.aligned_tree(nodes)
 
         return self._cached(("tree", domain, run), aligned)
@@ -269,8 +277,8 @@ class ProfileStore(param.Parameterized):
         return domain if domain == "cpu" or self.has_device_time() else "cpu"
 
     def _operator_changes(self, domain: str) -> pd.DataFrame:
-        docs = self.sides()
-        rows = compare.operator_changes(docs["before"].doc, docs["after"].doc, domain, limit=OPERATOR_ROWS)
+        before, after = self.pair()
+        rows = compare.operator_changes(before.doc, after.doc, domain, limit=OPERATOR_ROWS)
         data = [[row.key, row.device_type, row.before_us, row.after_us, row.delta_us] for row in rows]
         return pd.DataFrame(data, columns=OPERATOR_CHANGE_COLUMNS)
 
