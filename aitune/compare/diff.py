@@ -26,9 +26,11 @@ operation per side instead of thousands of Python calls.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import msgspec
 
 from aitune.compare.change import Change, change
 from aitune.compare.phases import PhaseChange, TokenChange, phase_changes, token_changes
@@ -37,7 +39,9 @@ from aitune.markers import parse_region_id
 from aitune.report import document, ranks
 from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
+from aitune.report.memo import computed_once
 from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
+from aitune.report.model import UNSET, DocumentWarning, OperatorRow, Profile, as_profile, given, time_in
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -139,22 +143,29 @@ class ProfileDiff:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, derived properties included."""
-        data = asdict(self)
-        data["runs"] = {"before": self.runs[0], "after": self.runs[1]}
-        for key in ("run_time", "residual"):
-            data[key]["beyond_noise"] = getattr(self, key).beyond_noise
-        for key in ("regions", "headline"):
-            for row, region in zip(data[key], getattr(self, key), strict=True):
-                row["status"] = region.status
-                row["change"]["beyond_noise"] = region.change.beyond_noise
-        for row, operator in zip(data["operators"], self.operators, strict=True):
-            row["delta_us"] = operator.delta_us
-        for row, memory in zip(data["memory"], self.memory, strict=True):
-            row["peak_delta_bytes"] = memory.peak_delta_bytes
-        data["added"], data["removed"] = self.added, self.removed
-        return data
+        return {
+            **asdict(self),
+            "runs": {"before": self.runs[0], "after": self.runs[1]},
+            "run_time": _change_dict(self.run_time),
+            "residual": _change_dict(self.residual),
+            "regions": [_region_dict(row) for row in self.regions],
+            "headline": [_region_dict(row) for row in self.headline],
+            "operators": [{**asdict(row), "delta_us": row.delta_us} for row in self.operators],
+            "memory": [{**asdict(row), "peak_delta_bytes": row.peak_delta_bytes} for row in self.memory],
+            "added": self.added,
+            "removed": self.removed,
+        }
 
 
+def _change_dict(change: Change) -> dict[str, Any]:
+    return {**asdict(change), "beyond_noise": change.beyond_noise}
+
+
+def _region_dict(row: RegionChange) -> dict[str, Any]:
+    return {**asdict(row), "change": _change_dict(row.change), "status": row.status}
+
+
+@computed_once()  # each side is converted to the typed record once, and its headline rows found once
 def compare_profiles(
     before: Mapping[str, Any], after: Mapping[str, Any], *, domain: str = "cpu", scenario: str | None = None
 ) -> ProfileDiff:
@@ -164,16 +175,14 @@ def compare_profiles(
     """
     if domain not in DOMAINS:
         raise ProfileError(f"unknown time domain {domain!r}; choose one of {', '.join(DOMAINS)}.")
-    sides = {"before": select_scenario(before, scenario), "after": select_scenario(after, scenario)}
-    for name, doc in sides.items():
-        _check_has_domain(doc, domain, name)
-    old, new = sides["before"], sides["after"]
+    old, new = select_scenario(before, scenario), select_scenario(after, scenario)
+    old_record, new_record = _checked_side(old, domain, "before"), _checked_side(new, domain, "after")
     known: dict[tuple[str, tuple[float, ...], tuple[float, ...]], Change] = {}  # the headline repeats most regions
-    warnings_before, warnings_after = _one_sided_warnings(old.get("warnings", []), new.get("warnings", []))
+    warnings_before, warnings_after = _one_sided_warnings(old_record.warnings, new_record.warnings)
     return ProfileDiff(
         domain=domain,
         scenario=scenario,
-        runs=(len(old["runs"]), len(new["runs"])),
+        runs=(len(old_record.runs), len(new_record.runs)),
         run_time=change(run_samples(old, domain), run_samples(new, domain)),
         residual=change(residual_samples(old, domain), residual_samples(new, domain)),
         regions=_region_changes(*lined_up(old, new, region_samples, domain), known),
@@ -181,7 +190,7 @@ def compare_profiles(
         operators=operator_changes(old, new, domain),
         warnings_only_before=warnings_before,
         warnings_only_after=warnings_after,
-        world_sizes=(ranks.world_size(old), ranks.world_size(new)),
+        world_sizes=(ranks.world_size(old_record), ranks.world_size(new_record)),
         phases=phase_changes(old, new) if domain == "cpu" else [],
         tokens=token_changes(old, new) if domain == "cpu" else [],
         memory=memory_changes(old, new),
@@ -242,14 +251,19 @@ def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
     ``unet``); script mode names none, its paths starting from the script's globals (``pipe.unet``).
     A side that names no root has the other side's stripped, so both read ``unet``.
     """
-    roots = (before.get("target", {}).get("root", ""), after.get("target", {}).get("root", ""))
+    roots = (given(as_profile(before).target.root, ""), given(as_profile(after).target.root, ""))
     return ("" if roots[0] else roots[1], "" if roots[1] else roots[0])
 
 
 def kept_whole(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[set[str], set[str]]:
     """Per side, the paths its headline shows whole although it could look through them: those the other
     side has but does not look through (a tuned wrapper has no regions inside), so the two meet as one row."""
-    roots = aligning_roots(before, after)
+    return _kept_whole(before, after, aligning_roots(before, after))
+
+
+def _kept_whole(
+    before: Mapping[str, Any], after: Mapping[str, Any], roots: tuple[str, str]
+) -> tuple[set[str], set[str]]:
     looked = [
         {relative_path(path, root) for path in looked_through(doc)}
         for doc, root in zip((before, after), roots, strict=True)
@@ -281,8 +295,8 @@ def lined_up(
     module's forward is tuned through a child, ``aot_module:vae.decoder``. A root object's own entry
     method (``generate``, module path ``""``) has no module to meet and stays as it is.
     """
-    old_root, new_root = aligning_roots(before, after)
-    old_keep, new_keep = kept_whole(before, after)
+    old_root, new_root = roots = aligning_roots(before, after)
+    old_keep, new_keep = _kept_whole(before, after, roots)
     old, new = samples(before, domain, old_root, old_keep), samples(after, domain, new_root, new_keep)
     return (
         _methods_moved(old, new, RegionIndex(before), old_root),
@@ -334,11 +348,13 @@ def operator_changes(
 
 def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
     runs = max(1, len(document.operator_runs(doc)))  # the runs the table totals
+    # operator_views hands out the rows as the document holds them (dicts): read as the model reads them
+    views = [msgspec.convert(view, list[OperatorRow]) for view in operator_views(doc).values()]
     times: dict[tuple[str, str], float] = {}
-    for row in (row for view in operator_views(doc).values() for row in view):
-        value = row.get(f"self_{domain}_time_total_us")
-        if value is not None:
-            times[(row["key"], row.get("device_type", ""))] = value / runs
+    for row in (row for view in views for row in view):
+        value = row.self_device_time_total_us if domain == "device" else row.self_cpu_time_total_us
+        if value is not UNSET:
+            times[(row.key, given(row.device_type, ""))] = value / runs
     return times
 
 
@@ -361,18 +377,21 @@ def _region_changes(
 
 
 def _one_sided_warnings(
-    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+    before: list[DocumentWarning], after: list[DocumentWarning]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Warnings whose code appears on one side only (messages carry figures, so codes are compared)."""
-    before, after = list(before), list(after)
-    old_codes, new_codes = {w["code"] for w in before}, {w["code"] for w in after}
-    return [dict(w) for w in before if w["code"] not in new_codes], [
-        dict(w) for w in after if w["code"] not in old_codes
+    """Warnings whose code appears on one side only (messages carry figures, so codes are compared), as the
+    document's dicts."""
+    old_codes, new_codes = {w.code for w in before}, {w.code for w in after}
+    return [msgspec.to_builtins(w) for w in before if w.code not in new_codes], [
+        msgspec.to_builtins(w) for w in after if w.code not in old_codes
     ]
 
 
-def _check_has_domain(doc: Mapping[str, Any], domain: str, side: str) -> None:
-    if not doc["runs"]:
+def _checked_side(doc: Mapping[str, Any], domain: str, side: str) -> Profile:
+    """``doc`` as the typed record; `ProfileError` unless it has measured runs with time in ``domain``."""
+    record = as_profile(doc)
+    if not record.runs:
         raise ProfileError(f"the {side} profile has no measured runs; capture it again.")
-    if any(f"{domain}_time_us" not in run["timing"] for run in doc["runs"]):
+    if any(time_in(run.timing, domain) is None for run in record.runs):  # type: ignore[arg-type]
         raise ProfileError(f"the {side} profile has no {domain} time data; compare with --domain cpu.")
+    return record

@@ -68,9 +68,8 @@ class RegionGain:
         return self.predicted_speedup / self.realised_speedup
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["check"] = self.check.to_dict() if self.check is not None else None
-        return {**data, "tuned": self.tuned, "prediction_error": self.prediction_error}
+        check = self.check.to_dict() if self.check is not None else None
+        return {**asdict(self), "check": check, "tuned": self.tuned, "prediction_error": self.prediction_error}
 
 
 def speedup(change: Change) -> tuple[float | None, float | None, float | None]:

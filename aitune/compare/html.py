@@ -7,6 +7,8 @@ the terminal words them (`change_speedup`, `speedup_line`); names pass through `
 
 from __future__ import annotations
 
+import msgspec
+
 from aitune.compare.change import Change
 from aitune.compare.diff import ProfileDiff
 from aitune.compare.end_to_end import captures_line
@@ -14,6 +16,7 @@ from aitune.compare.gains import change_speedup, speedup, speedup_line
 from aitune.compare.loop_report import LoopReport
 from aitune.report.formatting import factor, ms, ms_change
 from aitune.report.html import MAX_MESSAGE_CHARS, Html, Section, facts_list, name, paragraph, table
+from aitune.report.model import DocumentWarning
 from aitune.report.svg import Interval, Pair, interval_chart, pair_chart
 
 
@@ -116,7 +119,8 @@ def one_sided_warnings(diff: ProfileDiff) -> Section:
     """Warnings whose code one side alone has."""
     parts = []
     for side, items in (("before", diff.warnings_only_before), ("after", diff.warnings_only_after)):
-        rows = [(w["code"], w["source"], name(w["message"], MAX_MESSAGE_CHARS)) for w in items]
+        warnings = msgspec.convert(items, list[DocumentWarning])  # the document's dicts, read as the model reads them
+        rows = [(w.code, w.source, name(w.message, MAX_MESSAGE_CHARS)) for w in warnings]
         if rows:
             parts.append(f"<h3>Only {side}</h3>" + table(["Code", "Source", "Message"], rows, css="text"))
     return Section("Warnings on one side only", Html("".join(parts)), "warnings")

@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aitune.report.formatting import factor, ms
+from aitune.report.model import Profile, as_profile
 
 
-def run_times(doc: Mapping[str, Any]) -> list[float]:
+def run_times(doc: Profile | Mapping[str, Any]) -> list[float]:
     """The host time of each measured run of a profile document, in µs."""
-    return [float(run["timing"]["cpu_time_us"]) for run in doc.get("runs", [])]
+    return [float(run.timing.cpu_time_us) for run in as_profile(doc).runs]
 
 
 def rank_figures(before: Sequence[Sequence[float]], after: Sequence[Sequence[float]]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.errors import ProfileError
+from aitune.report.model import UNSET, Profile, as_profile, given
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,12 @@ class RegionAcrossRanks:
         return self.medians_us[self.slowest_rank]
 
 
-def is_merged(doc: Mapping[str, Any]) -> bool:
+def is_merged(doc: Profile | Mapping[str, Any]) -> bool:
     """Whether ``doc`` was written by ``aitune-profile merge`` (it has a ``ranks`` block)."""
-    return "ranks" in doc
+    return as_profile(doc).ranks is not UNSET
 
 
-def check_ranks(doc: Mapping[str, Any], name: str) -> None:
+def check_ranks(doc: Profile | Mapping[str, Any], name: str) -> None:
     """`ProfileError` naming ``name`` unless a merged document's ``ranks`` block agrees with itself.
 
     The schema gives each field its type; this says what no schema can: ``world_size`` is the number of
@@ -55,58 +56,59 @@ def check_ranks(doc: Mapping[str, Any], name: str) -> None:
     reader may size a table by ``world_size``: the file holds that many ranks, never a number it merely
     states. Nothing for a single capture.
     """
-    if not is_merged(doc):
+    ranks = as_profile(doc).ranks
+    if ranks is UNSET:
         return
-    ranks = doc["ranks"]
-    size = len(ranks["per_rank"])
+    size = len(ranks.per_rank)
     fix = "merge the rank folders again"
-    if ranks["world_size"] != size:
+    if ranks.world_size != size:
         raise ProfileError(
-            f"{name}: ranks.world_size is {ranks['world_size']} but ranks.per_rank lists {size} ranks; {fix}."
+            f"{name}: ranks.world_size is {ranks.world_size} but ranks.per_rank lists {size} ranks; {fix}."
         )
-    if [entry["rank"] for entry in ranks["per_rank"]] != list(range(size)):
+    if [entry.rank for entry in ranks.per_rank] != list(range(size)):
         raise ProfileError(f"{name}: ranks.per_rank must list ranks 0 to {size - 1} in order; {fix}.")
-    named = [ranks["critical_rank"], *ranks["step_ranks"]]
-    spreads = [ranks["run_time"], *ranks["regions"]]
-    named += [spread["slowest_rank"] for spread in spreads]
-    if any(rank >= size for rank in named) or any(len(spread["median_us"]) != size for spread in spreads):
+    spreads = [ranks.run_time, *ranks.regions]
+    named = [ranks.critical_rank, *ranks.step_ranks, *(spread.slowest_rank for spread in spreads)]
+    if any(rank >= size for rank in named) or any(len(spread.median_us) != size for spread in spreads):
         raise ProfileError(f"{name}: ranks names a rank outside 0 to {size - 1}, or lacks a rank's median; {fix}.")
 
 
-def world_size(doc: Mapping[str, Any]) -> int | None:
+def world_size(doc: Profile | Mapping[str, Any]) -> int | None:
     """The number of ranks a merged document merged; None for a single capture."""
-    return doc["ranks"]["world_size"] if is_merged(doc) else None
+    ranks = as_profile(doc).ranks
+    return None if ranks is UNSET else ranks.world_size
 
 
-def rank_rows(doc: Mapping[str, Any]) -> list[RankRow]:
+def rank_rows(doc: Profile | Mapping[str, Any]) -> list[RankRow]:
     """One row per rank of a merged document, by rank; [] for a single capture."""
-    if not is_merged(doc):
+    ranks = as_profile(doc).ranks
+    if ranks is UNSET:
         return []
-    ranks = doc["ranks"]
-    named = {item["rank"]: item["region_id"] for item in ranks["stragglers"]}
+    named = {item.rank: item.region_id for item in ranks.stragglers}
     rows = []
-    for entry in ranks["per_rank"]:
-        times, waits = entry["run_times_us"], entry.get("barrier_wait_us")
+    for entry in ranks.per_rank:
+        times, waits = entry.run_times_us, given(entry.barrier_wait_us, None)
         rows.append(
             RankRow(
-                rank=entry["rank"],
+                rank=entry.rank,
                 median_us=statistics.median(times),
                 min_us=min(times),
                 max_us=max(times),
                 barrier_wait_us=statistics.median(waits) if waits else None,
-                slowest_steps=ranks["step_ranks"].count(entry["rank"]),
-                straggler_region=named.get(entry["rank"]),
+                slowest_steps=ranks.step_ranks.count(entry.rank),
+                straggler_region=named.get(entry.rank),
             )
         )
     return rows
 
 
-def regions_across_ranks(doc: Mapping[str, Any]) -> list[RegionAcrossRanks]:
+def regions_across_ranks(doc: Profile | Mapping[str, Any]) -> list[RegionAcrossRanks]:
     """Every region of a merged document (the residual too), slowest rank's median first; [] for a single capture."""
-    if not is_merged(doc):
+    ranks = as_profile(doc).ranks
+    if ranks is UNSET:
         return []
     rows = [
-        RegionAcrossRanks(item["region_id"], item["median_us"], item["slowest_rank"], item.get("imbalance"))
-        for item in doc["ranks"]["regions"]
+        RegionAcrossRanks(item.region_id, item.median_us, item.slowest_rank, given(item.imbalance, None))
+        for item in ranks.regions
     ]
     return sorted(rows, key=lambda row: (-row.max_us, row.region_id))
