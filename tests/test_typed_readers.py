@@ -21,7 +21,15 @@ from aitune.report.model import Profile, as_profile, fraction_in, given, time_in
 
 PACKAGE = Path(__file__).resolve().parent.parent / "aitune"
 
-TYPED_READERS: tuple[str, ...] = ("cli/pages.py", "cli/render.py", "viewer/tables.py")
+TYPED_READERS: tuple[str, ...] = (
+    "cli/pages.py",
+    "cli/render.py",
+    "compare/diff.py",
+    "compare/gains.py",
+    "compare/html.py",
+    "report/ranks.py",
+    "viewer/tables.py",
+)
 """Modules (relative to ``aitune/``) that read documents only through the typed record."""
 
 READING_STAGES = ("report", "compare", "suggest", "viewer", "cli")
@@ -38,7 +46,7 @@ NOT_READERS = {
 }
 """The model's own modules, the door that checks a file against it, and the writer."""
 
-READS_LEFT = 620
+READS_LEFT = 549
 """String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
 
 

@@ -415,9 +415,8 @@ def _checked(profile: Profile | None, problems: list[str], name: str, hint: bool
             else ""
         )
         raise ProfileError(f"{name}: {problems[0]}{more}")
-    doc = msgspec.to_builtins(profile)
-    check_ranks(doc, name)
-    return doc
+    check_ranks(profile, name)
+    return msgspec.to_builtins(profile)
 
 
 def check_profile_header(raw: Any, path: str | Path) -> None:
