@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import param
 
@@ -20,6 +21,7 @@ from aitune.errors import ProfileError
 from aitune.report import scenario_names
 from aitune.report.efficiency import machine_peaks
 from aitune.report.memory import memory_note, memory_source
+from aitune.report.model import DocumentWarning, as_profile
 from aitune.report.phases import split_line, tokens_line
 from aitune.report.safe_text import shown_name
 from aitune.report.samples import has_device_time
@@ -288,10 +290,19 @@ class ProfileStore(param.Parameterized):
         diff = self.comparison("cpu")
         if diff is None:  # not compared yet: the view says so
             return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
-        new_codes = {warning["code"] for warning in diff.warnings_only_after}
-        persisting = [w for w in self.sides()["after"].doc["warnings"] if w["code"] not in new_codes]
-        groups = {"gone": diff.warnings_only_before, "new": diff.warnings_only_after, "persisting": persisting}
-        frames = [pd.DataFrame(rows, columns=tables.WARNING_COLUMNS).assign(status=s) for s, rows in groups.items()]
+        gone, new = (
+            msgspec.convert(found, list[DocumentWarning])
+            for found in (diff.warnings_only_before, diff.warnings_only_after)
+        )
+        new_codes = {warning.code for warning in new}
+        persisting = [w for w in as_profile(self.pair()[1].doc).warnings if w.code not in new_codes]
+        groups = {"gone": gone, "new": new, "persisting": persisting}
+        frames = [
+            pd.DataFrame([(w.code, w.message, w.source) for w in found], columns=tables.WARNING_COLUMNS).assign(
+                status=status
+            )
+            for status, found in groups.items()
+        ]
         return pd.concat(frames, ignore_index=True)
 
     def run_indices(self, side: str) -> list[int]:
