@@ -2,8 +2,9 @@
 
 aitune writes a list of rows per sort key; NVIDIA AITune writes an object per sort key with its rows
 under ``events`` (beside ``sort_by`` and ``row_limit``). Documents are kept as their tool wrote them
-(a bundle of AITune's file still loads in AITune's tooling), so every reader of operator rows — the
-Markdown, compare's operator changes, the viewer's tables — goes through `operator_views`.
+(a bundle of AITune's file still loads in AITune's tooling), so every reader of operator rows — compare's
+operator changes, the viewer's tables — goes through `operator_views`, and the tables every report shows
+(`operator_tables`) read the same rows of the typed record.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Any
 
 from aitune.markers import MARKER_KEY_PREFIXES
 from aitune.report.formatting import MISSING, ms
+from aitune.report.model import AITuneOperatorTable, OperatorRow, Profile, as_profile, given
 
 CPU_VIEW = "cpu_time_total"
+DEVICE_VIEW = "device_time_total"
 AITUNE = "aitune"
 
 
@@ -25,11 +28,9 @@ def operator_views(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]
     and its ``aitune.performance.*`` spans, since torch's key averages count annotations) are left
     out, so both tools' tables list the same kind of thing; the values of the other rows are untouched.
     """
+    # the rows themselves, not records: compare's operator changes and the viewer's table still read them by key
     views = doc.get("profiler", {}).get("key_averages", {})
-    return {
-        key: [row for row in _rows(view) if not str(row.get("key", "")).startswith(MARKER_KEY_PREFIXES)]
-        for key, view in views.items()
-    }
+    return {key: [row for row in _rows(view) if _is_operator(str(row.get("key", "")))] for key, view in views.items()}
 
 
 def operator_rows(doc: Mapping[str, Any], view: str = CPU_VIEW) -> list[Mapping[str, Any]]:
@@ -38,19 +39,30 @@ def operator_rows(doc: Mapping[str, Any], view: str = CPU_VIEW) -> list[Mapping[
     return views.get(view) or next(iter(views.values()), [])
 
 
-def written_by(doc: Mapping[str, Any]) -> str:
+def written_by(doc: Profile | Mapping[str, Any]) -> str:
     """``"aitune"`` for this project's documents, ``"AITune <version>"`` for NVIDIA AITune's own.
 
     AITune's are recognised by their operator tables, an object per sort key (ours are lists).
     """
-    views = doc.get("profiler", {}).get("key_averages", {})
-    if any(isinstance(view, Mapping) for view in views.values()):
-        return f"AITune {doc.get('aitune_version') or '(unknown version)'}"
+    record = as_profile(doc)
+    if any(isinstance(view, AITuneOperatorTable) for view in given(record.profiler.key_averages, {}).values()):
+        return f"AITune {record.aitune_version or '(unknown version)'}"
     return AITUNE
 
 
 def _rows(view: Any) -> list[Mapping[str, Any]]:
     return view.get("events", []) if isinstance(view, Mapping) else view
+
+
+def _operator_rows(record: Profile, view: str) -> list[OperatorRow]:
+    """`operator_views`' rows of one view, as records; [] when the document has no such view."""
+    table = given(record.profiler.key_averages, {}).get(view, [])
+    rows = table.events if isinstance(table, AITuneOperatorTable) else table
+    return [row for row in rows if _is_operator(row.key)]
+
+
+def _is_operator(key: str) -> bool:
+    return not key.startswith(MARKER_KEY_PREFIXES)
 
 
 OPERATOR_HEADER = (
@@ -62,24 +74,25 @@ OPERATOR_HEADER = (
     "Self device (ms)",
     "Device total (ms)",
 )
-_TIME_KEYS = ("self_cpu_time_total_us", "cpu_time_total_us", "self_device_time_total_us", "device_time_total_us")
 
 
-def operator_tables(doc: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, ...]]]]:
+def operator_tables(doc: Profile | Mapping[str, Any]) -> list[tuple[str, list[tuple[str, ...]]]]:
     """The top-operator tables every reader shows, as ``(title, rows)`` under `OPERATOR_HEADER`: by CPU
     total, then by device total, each only when the document holds rows for it (times in ms)."""
-    views = operator_views(doc)
+    record = as_profile(doc)
     tables = []
-    for view, title in (("cpu_time_total", "by CPU total"), ("device_time_total", "by device total")):
-        rows = [
-            (
-                str(row["key"]),
-                str(row.get("device_type", MISSING)),
-                str(row["count"]),
-                *(ms(row.get(key)) for key in _TIME_KEYS),
-            )
-            for row in views.get(view, [])
-        ]
+    for view, title in ((CPU_VIEW, "by CPU total"), (DEVICE_VIEW, "by device total")):
+        rows = [_operator_cells(row) for row in _operator_rows(record, view)]
         if rows:
             tables.append((title, rows))
     return tables
+
+
+def _operator_cells(row: OperatorRow) -> tuple[str, ...]:
+    times = (row.self_cpu_time_total_us, row.cpu_time_total_us, row.self_device_time_total_us, row.device_time_total_us)
+    return (
+        row.key,
+        str(given(row.device_type, MISSING)),
+        str(row.count),
+        *(ms(given(time_us, None)) for time_us in times),
+    )

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.markers import region_path
-from aitune.report.document import LITE_LACKS, is_lite
+from aitune.report.document import LITE_LACKS, LITE_MODE
+from aitune.report.model import UNSET, MemoryRun, MemoryStats, Profile, as_profile, given
 
 WHOLE_RUN = "(whole run)"
 """The label of a run's own row: everything allocated on the run's thread while it ran."""
@@ -36,19 +37,19 @@ class MemoryRow:
         return "run" if self.region_id is None else "region"
 
 
-def memory_rows(doc: Mapping[str, Any]) -> list[MemoryRow]:
+def memory_rows(doc: Profile | Mapping[str, Any]) -> list[MemoryRow]:
     """The whole run's rows (one per device), then each region's in the order the runs first show them;
     [] when the document holds no measured memory (`memory_note` says why)."""
-    runs = (doc.get("memory") or {}).get("runs") or []
+    runs = _memory_runs(as_profile(doc))
     if not runs:
         return []
-    collected: dict[tuple[str | None, str], list[Mapping[str, Any]]] = {}
+    collected: dict[tuple[str | None, str], list[MemoryStats]] = {}
     for run in runs:
-        for device, stats in run["devices"].items():
+        for device, stats in run.devices.items():
             collected.setdefault((None, device), []).append(stats)
-        for region in run["regions"]:
-            for device, stats in region["devices"].items():
-                collected.setdefault((region["region_id"], device), []).append(stats)
+        for region in run.regions:
+            for device, stats in region.devices.items():
+                collected.setdefault((region.region_id, device), []).append(stats)
     ordered = sorted(collected.items(), key=lambda item: item[0][0] is not None)  # stable: run rows first
     return [_row(region, device, stats) for (region, device), stats in ordered]
 
@@ -60,42 +61,47 @@ def top_memory_rows(rows: list[MemoryRow], limit: int) -> tuple[list[MemoryRow],
     return [row for row in rows if row.role == "run"] + regions[:limit], max(0, len(regions) - limit)
 
 
-def _row(region: str | None, device: str, stats: list[Mapping[str, Any]]) -> MemoryRow:
-    peaks = [item["allocator_peak_bytes"] for item in stats if "allocator_peak_bytes" in item]
+def _row(region: str | None, device: str, stats: list[MemoryStats]) -> MemoryRow:
+    peaks = [item.allocator_peak_bytes for item in stats if item.allocator_peak_bytes is not UNSET]
     return MemoryRow(
         region_id=region,
         label=WHOLE_RUN if region is None else region_path(region),
         device=device,
-        allocated_bytes=statistics.median(item["allocated_bytes"] for item in stats),
-        freed_bytes=statistics.median(item["freed_bytes"] for item in stats),
-        peak_live_bytes=max(item["peak_live_bytes"] for item in stats),
+        allocated_bytes=statistics.median(item.allocated_bytes for item in stats),
+        freed_bytes=statistics.median(item.freed_bytes for item in stats),
+        peak_live_bytes=max(item.peak_live_bytes for item in stats),
         allocator_peak_bytes=max(peaks) if peaks else None,
     )
 
 
-def memory_note(doc: Mapping[str, Any]) -> str | None:
+def memory_note(doc: Profile | Mapping[str, Any]) -> str | None:
     """Why ``doc`` shows no memory, in the words every reader shows; None when it shows some."""
-    memory = doc.get("memory")
-    if is_lite(doc):
+    record = as_profile(doc)
+    if record.profiler.mode == LITE_MODE:
         return f"lite capture: {LITE_LACKS}"
-    if memory is None:
+    if record.memory is UNSET:
         return "memory not recorded (a document written before aitune recorded memory, or without operator data)"
-    if not memory.get("runs"):
+    if not _memory_runs(record):
         return "no memory events in this trace: record it with torch.profiler.profile(profile_memory=True)"
     return None
 
 
-def memory_source(doc: Mapping[str, Any]) -> str | None:
+def memory_source(doc: Profile | Mapping[str, Any]) -> str | None:
     """Which runs the memory comes from, in words; None when there is none."""
-    memory = doc.get("memory") or {}
-    runs = len(memory.get("runs") or ())
+    record = as_profile(doc)
+    runs = len(_memory_runs(record))
     if not runs:
         return None
     own = "; the measured runs' timing never paid for it"
     return {
         "operator_runs": f"memory from the {runs} operator run(s) of their own, after the measured runs{own}",
         "memory_run": f"memory from one run of its own before the measured runs{own}",
-    }.get(memory.get("runs_from"), f"memory from the {runs} measured run(s), whose trace recorded it")
+    }.get(record.memory.runs_from, f"memory from the {runs} measured run(s), whose trace recorded it")
+
+
+def _memory_runs(record: Profile) -> list[MemoryRun]:
+    """The runs the document's memory comes from; [] without memory or memory events."""
+    return [] if record.memory is UNSET else given(record.memory.runs, [])
 
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")

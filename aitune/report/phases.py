@@ -15,6 +15,7 @@ from typing import Any
 from aitune.analysis.shares import median_share
 from aitune.markers import region_path
 from aitune.report.formatting import ms
+from aitune.report.model import UNSET, Profile, as_profile
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class TokenFigures:
 
 def phase_split(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The document's ``phase_split``; None when its runs are not generate-like."""
+    # the dict, not the record: suggest's phase advice reads it by key
     return doc.get("phase_split")
 
 
@@ -60,6 +62,7 @@ def phase_names(doc: Mapping[str, Any]) -> list[str]:
 
 def phase_figures(doc: Mapping[str, Any]) -> list[PhaseFigures]:
     """Each phase's time and share of the run, over the measured runs; [] when not generate-like."""
+    # read as a dict: suggest calls it on documents the model refuses and falls back from their bad figures
     found = []
     for name in phase_names(doc):
         entries = [_phase(run, name) for run in doc["runs"]]
@@ -74,19 +77,22 @@ def phase_figures(doc: Mapping[str, Any]) -> list[PhaseFigures]:
     return found
 
 
-def token_figures(doc: Mapping[str, Any]) -> TokenFigures | None:
+def token_figures(doc: Profile | Mapping[str, Any]) -> TokenFigures | None:
     """The token figures of every measured run that has them; None when none has."""
-    runs = [run["generation"] for run in doc["runs"] if "generation" in run]
-    if not runs or phase_split(doc) is None:
+    record = as_profile(doc)
+    runs = [run.generation for run in record.runs if run.generation is not UNSET]
+    if not runs or record.phase_split is UNSET:
         return None
-    per_token = [run["time_per_output_token_us"] for run in runs if "time_per_output_token_us" in run]
+    per_token = [run.time_per_output_token_us for run in runs if run.time_per_output_token_us is not UNSET]
     return TokenFigures(
-        output_tokens=max(run["output_tokens"] for run in runs),
-        ttft_us=[run["ttft_us"] for run in runs],
-        per_token_median_us=[figure["median"] for figure in per_token],
-        per_token_p90_us=[figure["p90"] for figure in per_token],
-        tokens_per_second=[run["tokens_per_second"] for run in runs],
-        decode_tokens_per_second=[run["decode_tokens_per_second"] for run in runs if "decode_tokens_per_second" in run],
+        output_tokens=max(run.output_tokens for run in runs),
+        ttft_us=[run.ttft_us for run in runs],
+        per_token_median_us=[figure.median for figure in per_token],
+        per_token_p90_us=[figure.p90 for figure in per_token],
+        tokens_per_second=[run.tokens_per_second for run in runs],
+        decode_tokens_per_second=[
+            run.decode_tokens_per_second for run in runs if run.decode_tokens_per_second is not UNSET
+        ],
     )
 
 
@@ -94,19 +100,19 @@ def median_or_none(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def split_line(doc: Mapping[str, Any]) -> str | None:
+def split_line(doc: Profile | Mapping[str, Any]) -> str | None:
     """How the runs were split, in the words every reader shows; None when not generate-like."""
-    split = phase_split(doc)
-    if split is None:
+    split = as_profile(doc).phase_split
+    if split is UNSET:
         return None
-    where = f" under {region_path(split['within'])}" if "within" in split else ""
+    where = "" if split.within is UNSET else f" under {region_path(split.within)}"
     return (
-        f"phases {', '.join(split['phases'])}: one token per call of {region_path(split['step_region'])}{where} "
-        f"(decided by {split['method'].replace('_', ' ')}: {split['basis']})"
+        f"phases {', '.join(split.phases)}: one token per call of {region_path(split.step_region)}{where} "
+        f"(decided by {split.method.replace('_', ' ')}: {split.basis})"
     )
 
 
-def tokens_line(doc: Mapping[str, Any]) -> str | None:
+def tokens_line(doc: Profile | Mapping[str, Any]) -> str | None:
     """``4 tokens · time to first token 5.443 ms · per output token 2.310 ms (p90 2.356 ms) · 325.3 tokens/s``
     (medians over the runs); None when not generate-like."""
     figures = token_figures(doc)
