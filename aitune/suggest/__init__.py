@@ -33,6 +33,8 @@ from typing import Any
 from aitune.analysis.shares import fraction, median_share
 from aitune.errors import ProfileError
 from aitune.report.efficiency import efficiency_by_region
+from aitune.report.memo import computed_once
+from aitune.report.model import Profile, as_profile
 from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
@@ -196,8 +198,9 @@ class Suggestions:
         }
 
 
+@computed_once()  # gather, advice, phase_advice and calibration_of read one typed record of the document
 def suggest(
-    profile: Mapping[str, Any],
+    profile: Profile | Mapping[str, Any],
     *,
     top: int | None = None,
     domain: str | None = None,
@@ -213,13 +216,14 @@ def suggest(
     """
     if top is not None and top < 1:
         raise ProfileError(f"top must be at least 1 (got {top}); pass --top 1 or more.")
-    doc = select_scenario(profile, scenario)
-    if not doc["runs"]:
+    doc = select_scenario(profile, scenario)  # the report's helpers read this view; suggest's own its record
+    record = as_profile(doc)
+    if not record.runs:
         raise ProfileError("the profile has no measured runs to suggest from; capture it again.")
     domain = _domain(doc, domain)
     run_times = run_samples(doc, domain)
     found = gather(doc, domain)
-    calibration = calibration_of(profile, on_device=has_device_time(doc))
+    calibration = calibration_of(record, on_device=has_device_time(doc))
     efficiency = efficiency_by_region(doc)
     targets = sorted(
         (

@@ -14,12 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UNSET, UnsetType
+
 from aitune.analysis.shares import fraction
-from aitune.report.document import operator_runs
 from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import headline_rows
+from aitune.report.model import CaptureOverhead, Profile, as_profile
 from aitune.report.samples import residual_causes
-from aitune.suggest.candidates import Found, wrappable
+from aitune.suggest.candidates import Found, traced_runs, wrappable
 from aitune.suggest.phase_advice import phase_advice
 
 ADVICE_MIN_SHARE = 0.01
@@ -70,12 +72,15 @@ class Advice:
 
 def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
-    phase's findings (`aitune.suggest.phase_advice`), the first call."""
-    lines = list(_annotations(doc, domain))
+    phase's findings (`aitune.suggest.phase_advice`), the first call.
+
+    ``doc`` is the document's dict, which the report's helpers read; the rest is read from its typed record."""
+    record = as_profile(doc)
+    lines = list(_annotations(doc, record, domain))
     lines += [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
-    lines += sorted(_residual(doc), key=lambda item: -item.time_per_run_us)
+    lines += sorted(_residual(doc, record), key=lambda item: -item.time_per_run_us)
     lines += [Advice(*finding) for finding in phase_advice(doc)]
-    first = _first_call(doc.get("capture_overhead"))
+    first = _first_call(record.capture_overhead)
     return lines + ([first] if first is not None else [])
 
 
@@ -96,12 +101,12 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
     return Advice("ENTRY_METHOD", message, time, share)
 
 
-def _annotations(doc: Mapping[str, Any], domain: str) -> Iterable[Advice]:
+def _annotations(doc: Mapping[str, Any], record: Profile, domain: str) -> Iterable[Advice]:
     """A line per headline region no wrapper can take (a plain torch.profiler trace's annotations), largest first."""
     rows = [
         row
         for row in headline_rows(doc, domain)
-        if row.role == "region" and row.path and not wrappable(doc, row.label) and row.share >= ADVICE_MIN_SHARE
+        if row.role == "region" and row.path and not wrappable(record, row.label) and row.share >= ADVICE_MIN_SHARE
     ]
     for row in sorted(rows, key=lambda row: -row.share):
         time = statistics.median(row.times_us)
@@ -114,17 +119,17 @@ def _annotations(doc: Mapping[str, Any], domain: str) -> Iterable[Advice]:
         yield Advice("ANNOTATION_REGION", message, time, row.share)
 
 
-def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
+def _residual(doc: Mapping[str, Any], record: Profile) -> Iterable[Advice]:
     """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU).
 
     Time and share are the measured runs' (medians, as the headline's); separate operator runs give each
     cause's part of the residual only.
     """
-    measured = [run["residual"] for run in doc["runs"]]
-    time = statistics.median(residual["cpu_time_us"] for residual in measured)
-    share = statistics.median(residual["cpu_time_fraction"] for residual in measured)
-    traced = [run["residual"] for run in operator_runs(doc)]
-    if not all("causes" in residual for residual in traced):
+    measured = [run.residual for run in record.runs]
+    time = statistics.median(residual.cpu_time_us for residual in measured)
+    share = statistics.median(residual.cpu_time_fraction for residual in measured)
+    traced = [run.residual for run in traced_runs(record)]
+    if not all(residual.causes is not UNSET for residual in traced):
         if share >= ADVICE_MIN_SHARE:
             message = (
                 f"{ms(time)} ms a run ({percent(share)}) run outside every module; this profile does not split "
@@ -132,9 +137,9 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
             )
             yield Advice("RESIDUAL", message, time, share)
         return
-    separate = bool(doc.get("operator_runs"))
+    separate = record.operator_runs is not UNSET
     source = (
-        f"; the residual of the {len(doc['runs'])} measured run(s), split by cause as the {len(traced)} run(s) "
+        f"; the residual of the {len(record.runs)} measured run(s), split by cause as the {len(traced)} run(s) "
         "that traced operators split theirs"
         if separate
         else ""
@@ -152,11 +157,11 @@ def _residual(doc: Mapping[str, Any]) -> Iterable[Advice]:
             yield Advice(code, message, cause_us, cause_share)
 
 
-def _first_call(overhead: Mapping[str, Any] | None) -> Advice | None:
+def _first_call(overhead: CaptureOverhead | UnsetType) -> Advice | None:
     """The cold first warmup against the warm ones (`aitune.analysis.statistics.capture_overhead`)."""
-    if not overhead or "first_wall_time_us" not in overhead:
+    if overhead is UNSET or overhead.first_wall_time_us is UNSET:
         return None
-    first, warm = overhead["first_wall_time_us"], overhead["plain_wall_time_us"]
+    first, warm = overhead.first_wall_time_us, overhead.plain_wall_time_us
     if warm <= 0 or first < FIRST_CALL_MIN_RATIO * warm:
         return None
     message = (

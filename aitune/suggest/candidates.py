@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import UNSET
 
 from aitune.markers import (
     AOT_REGION_KIND,
@@ -25,22 +27,31 @@ from aitune.markers import (
     is_module_path,
     parse_region_id,
 )
-from aitune.report.document import operator_runs
+from aitune.report.model import (
+    Profile,
+    RegionMeta,
+    RegionShare,
+    Run,
+    TimedRecord,
+    TreeNode,
+    as_profile,
+    given,
+    self_time_in,
+    time_in,
+)
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import path_of
 
 WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KIND})
 """Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""
-MAX_STRUCTURE_US = 1_000_000.0
-"""Bound on ``call_structure_us`` read from a document (its schema's): beyond it the figure is not one."""
 
 
-def wrappable(doc: Mapping[str, Any], region_id: str) -> bool:
+def wrappable(doc: Profile | Mapping[str, Any], region_id: str) -> bool:
     """Whether the region's path names a module that ``aitune.torch.wrap`` and ``--targets`` can take: a module
     path (`aitune.markers.is_module_path`: ``features.0``, ``blocks.1.attn``) of a wrappable kind, in a document
     whose regions are module paths (not a plain torch.profiler trace, whose regions are annotations and
     ``nn.Module: <Class>_<k>`` calls)."""
-    if doc.get("profiler", {}).get("trace_kind") == TRACE_KIND_TORCH:
+    if as_profile(doc).profiler.trace_kind == TRACE_KIND_TORCH:
         return False
     kind, path = parse_region_id(region_id)
     return kind.id_prefix in WRAPPABLE_KINDS and is_module_path(path)
@@ -161,27 +172,31 @@ class _Mix:
 
 
 def gather(doc: Mapping[str, Any], domain: str) -> Found:
-    """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate."""
-    regions, runs, mix_runs = RegionIndex(doc), len(doc["runs"]), len(operator_runs(doc))
-    run_us = statistics.median(run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"])
+    """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate.
+
+    ``doc`` is the document's dict: `RegionIndex` reads it; everything else is read from its typed record."""
+    record, regions = as_profile(doc), RegionIndex(doc)
+    runs, mix_runs = len(record.runs), len(traced_runs(record))
+    run_us = statistics.median(_time_us(run.timing, domain) for run in record.runs)
     found = Found({}, defaultdict(list), {}, False, regions.marked, run_us)
     run_key = ""  # the run being walked, for `Candidate.run_mixes`
 
-    def visit(node: Mapping[str, Any], index: int | None, parent: str | None) -> _Mix:
+    def visit(node: TreeNode | RegionShare, index: int | None, parent: str | None) -> _Mix:
         """Add ``node`` to its candidate; ``index`` None: an operator run's node, whose operator mix alone counts."""
-        path, method = regions.module_path(node["region_id"])
+        path, method = regions.module_path(node.region_id)
         subtree = _Mix()
-        if "operators" in node:
-            subtree.add(_Mix(defaultdict(float, node["operators"]["categories"]), node["operators"]["count"], True))
-        children = node.get("children", ())
-        if path and not wrappable(doc, node["region_id"]):  # an annotation: advice, not a target
+        if node.operators is not UNSET:
+            subtree.add(_Mix(defaultdict(float, node.operators.categories), node.operators.count, True))
+        children = node.children if isinstance(node, TreeNode) else ()
+        if path and not wrappable(record, node.region_id):  # an annotation: advice, not a target
             for child in children:
                 subtree.add(visit(child, index, parent))
             return subtree
         if not path:  # the root object's entry method: the modules under it are the top-level targets
             if index is not None:
-                own = node.get(f"{domain}_self_time_us", node.get(f"{domain}_time_us", 0.0))
-                found.root_methods.setdefault(path_of(node["region_id"]), [0.0] * runs)[index] += own
+                own = self_time_in(node, domain) if isinstance(node, TreeNode) else None  # flat: no self time
+                own = _time_us(node, domain) if own is None else own
+                found.root_methods.setdefault(path_of(node.region_id), [0.0] * runs)[index] += own
                 found.root_has_children = found.root_has_children or bool(children)
             for child in children:
                 visit(child, index, None)
@@ -202,66 +217,81 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
         for kind, us in subtree.categories.items():
             candidate.mix[kind] += us
         if subtree.seen:
-            candidate.mix_cpu_us += node["cpu_time_us"]
+            candidate.mix_cpu_us += node.cpu_time_us
             run_mix = candidate.run_mixes.setdefault(run_key, RunMix())
             for kind, us in subtree.categories.items():
                 run_mix.categories[kind] += us
-            run_mix.cpu_us += node["cpu_time_us"]
+            run_mix.cpu_us += node.cpu_time_us
             run_mix.count += subtree.count
         candidate.operators += subtree.count
         candidate.has_mix = candidate.has_mix or subtree.seen
         return subtree
 
-    for index, run in enumerate(doc["runs"]):
+    for index, run in enumerate(record.runs):
         run_key = f"runs[{index}]"
-        for node in run.get("tree") or run["regions"]:
+        for node in _top_nodes(run):
             visit(node, index, None)
-    for index, run in enumerate(
-        doc.get("operator_runs", ())
-    ):  # the measured runs were clock-timed: the mixes are these runs'
+    # the measured runs were clock-timed: the mixes are these runs'
+    for index, run in enumerate(given(record.operator_runs, [])):
         run_key = f"operator_runs[{index}]"
-        for node in run.get("tree") or run["regions"]:
+        for node in _top_nodes(run):
             visit(node, None, None)
+    meta = {region.id: region for region in record.regions}
     for candidate in found.candidates.values():
         candidate.above = candidate.ancestors(found.candidates)
-        _describe(candidate, regions)
+        _describe(candidate, meta)
         if candidate.parent is not None:
             found.children[candidate.parent].append(candidate)
     found.children = dict(found.children)
     return found
 
 
+def traced_runs(record: Profile) -> list[Run]:
+    """The runs that traced operators, as `aitune.report.document.operator_runs` picks them: a clock-timed
+    capture's operator runs, else the measured runs."""
+    return given(record.operator_runs, record.runs)
+
+
+def _top_nodes(run: Run) -> Sequence[TreeNode | RegionShare]:
+    """A run's region tree, or its flat regions where it has none (or an empty one)."""
+    return given(run.tree, []) or run.regions
+
+
+def _time_us(record: TimedRecord, domain: str) -> float:
+    """The record's time in ``domain`` (µs), 0 where it has none (no device time)."""
+    time = time_in(record, domain)  # type: ignore[arg-type]  # `suggest` checked it is one of DOMAINS
+    return 0.0 if time is None else time
+
+
 def _add_timing(
-    candidate: Candidate, node: Mapping[str, Any], index: int, parent: str | None, method: str | None, domain: str
+    candidate: Candidate, node: TreeNode | RegionShare, index: int, parent: str | None, method: str | None, domain: str
 ) -> None:
     """One measured run's time and calls of ``node`` on its ``candidate``."""
-    time = node.get(f"{domain}_time_us", 0.0)
+    time = _time_us(node, domain)
     candidate.times[index] += time
-    candidate.calls[index] += node["calls"]
-    candidate.region_time[node["region_id"]] += time
+    candidate.calls[index] += node.calls
+    candidate.region_time[node.region_id] += time
     candidate.parent_time[parent] += time
     candidate.method = candidate.method or method
-    candidate.cpu_us += node["cpu_time_us"]
-    candidate.device_us += node.get("device_time_us", 0.0)
+    candidate.cpu_us += node.cpu_time_us
+    candidate.device_us += given(node.device_time_us, 0.0)
 
 
-def _describe(candidate: Candidate, regions: RegionIndex) -> None:
+def _describe(candidate: Candidate, meta: Mapping[str, RegionMeta]) -> None:
     """Module type, input shapes, stateful I/O, the call's structure cost and whether it ran outside the root's
-    forward, from the ``regions`` entries of the region ids merged in (the largest structure cost of them)."""
-    for region in candidate.region_time:
-        meta = regions.meta.get(region, {})
-        candidate.module_type = candidate.module_type or meta.get("module_type")
-        candidate.stateful_io = candidate.stateful_io or meta.get("stateful_io") is True
-        candidate.outside_root = candidate.outside_root or meta.get("outside_root_forward") is True
-        candidate.call_structure_us = max(candidate.call_structure_us, _structure_us(meta.get("call_structure_us")))
-        shapes = meta.get("input_shapes", {})
-        if shapes.get("distinct", 0) > candidate.shapes:
-            candidate.shapes, candidate.examples = shapes["distinct"], list(shapes.get("examples", []))
-
-
-def _structure_us(value: Any) -> float:
-    """A region entry's ``call_structure_us`` when it is a number in its schema's range, else 0 (not measured)."""
-    return float(value) if number_within(value, 0.0, MAX_STRUCTURE_US) else 0.0
+    forward, from the ``regions`` entries (``meta``, by id) of the region ids merged in (the largest structure
+    cost of them)."""
+    for region_id in candidate.region_time:
+        region = meta.get(region_id)
+        if region is None:
+            continue
+        candidate.module_type = candidate.module_type or given(region.module_type, None)
+        candidate.stateful_io = candidate.stateful_io or region.stateful_io is True
+        candidate.outside_root = candidate.outside_root or region.outside_root_forward is True
+        candidate.call_structure_us = max(candidate.call_structure_us, given(region.call_structure_us, 0.0))
+        shapes = region.input_shapes
+        if shapes is not UNSET and shapes.distinct > candidate.shapes:
+            candidate.shapes, candidate.examples = shapes.distinct, list(shapes.examples)
 
 
 def number_within(value: Any, low: float, high: float) -> bool:

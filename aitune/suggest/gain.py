@@ -38,7 +38,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from aitune.report.formatting import factor
+from aitune.report.model import GainCalibration, Profile, as_profile, given
 from aitune.suggest.candidates import Candidate, number_within
 from aitune.suggest.headroom import Headroom, capped_speedup
 
@@ -100,31 +104,38 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, data: Any) -> Calibration | None:
-        """The calibration ``data`` describes, or None when it is not one (a field missing, not a finite
-        number in its range): the caller then uses `FALLBACK`. One without ``stateful_call_us`` (measured
-        before it was) uses `STATEFUL_CALL_US` for it; one without ``device`` was measured on the CPU (every
-        calibration was, before the device was recorded). Read from files: nothing in it is trusted."""
-        if not isinstance(data, Mapping):
+        """The calibration ``data`` (a cached calibration's parsed JSON) describes, or None when it is not one
+        (`from_record`). Read from files: nothing in it is trusted."""
+        try:
+            return cls.from_record(msgspec.convert(data, GainCalibration))
+        except msgspec.ValidationError:
             return None
-        figures = [data.get(key) for key in ("eager_op_us", "tuned_op_us", "tuned_call_us")]
+
+    @classmethod
+    def from_record(cls, record: GainCalibration) -> Calibration | None:
+        """The calibration ``record`` describes, or None when it is not one (a figure missing or out of its
+        range): the caller then uses `FALLBACK`. One without ``stateful_call_us`` (measured before it was) uses
+        `STATEFUL_CALL_US` for it; one without ``device`` was measured on the CPU (every calibration was, before
+        the device was recorded)."""
+        figures = [given(value, None) for value in (record.eager_op_us, record.tuned_op_us, record.tuned_call_us)]
         if not all(number_within(value, 0.0, MAX_HOST_US) for value in figures):
             return None
-        arithmetic = data.get("arithmetic", {})
-        if not isinstance(arithmetic, Mapping) or not all(
+        arithmetic = given(record.arithmetic, {})
+        if not all(
             kind in ARITHMETIC_KINDS and number_within(speedup, 1.0, MAX_ARITHMETIC_SPEEDUP)
             for kind, speedup in arithmetic.items()
         ):
             return None
-        stateful = data.get("stateful_call_us", 0.0)
+        stateful = given(record.stateful_call_us, 0.0)
         if not number_within(stateful, 0.0, MAX_HOST_US):
             return None
-        source, device = data.get("source"), data.get("device", LEGACY_DEVICE)
-        if not isinstance(device, str) or not 0 < len(device) <= MAX_DEVICE_CHARS:
+        device = given(record.device, LEGACY_DEVICE)
+        if not 0 < len(device) <= MAX_DEVICE_CHARS:
             return None
         return cls(
             *map(float, figures),
             {k: float(v) for k, v in arithmetic.items()},
-            str(source)[:200] or "?",
+            str(given(record.source, None))[:200] or "?",
             float(stateful),
             device,
         )
@@ -217,24 +228,22 @@ class Prediction:
         return self.host_us / self.time_us if self.time_us > 0 else 0.0
 
 
-def calibration_of(profile: Mapping[str, Any], *, on_device: bool) -> Calibration:
+def calibration_of(profile: Profile | Mapping[str, Any], *, on_device: bool) -> Calibration:
     """The calibration a profile carries (``environment.gain_calibration``) at the speed the machine had
     during the capture (`at_capture_speed`), when it was measured on the device the profile's runs used
     (`measured_on`: ``on_device`` says whether they had device time); else `FALLBACK`, whose source then
     says why (measured on another machine, it is not scaled)."""
-    environment = profile.get("environment")
-    if not isinstance(environment, Mapping):
+    environment = as_profile(profile).environment
+    if environment is UNSET or environment.gain_calibration is UNSET:
         return FALLBACK
-    found = Calibration.from_dict(environment.get("gain_calibration"))
+    found = Calibration.from_record(environment.gain_calibration)
     if found is None:
         return FALLBACK
-    devices = environment.get("devices")
-    names = [name for name in devices if isinstance(name, str)] if isinstance(devices, list) else []
-    if not measured_on(found, on_device, names):
+    if not measured_on(found, on_device, given(environment.devices, [])):
         ran_on = "a CUDA device" if on_device else "the CPU"
         why = f"the profile's calibration is of {found.device[:80]}, its runs of {ran_on}"
         return replace(FALLBACK, source=f"fallback table: {why}")
-    return at_capture_speed(found, environment.get(CAPTURE_DISPATCH_KEY))
+    return at_capture_speed(found, given(environment.capture_eager_op_us, None))
 
 
 def measured_on(calibration: Calibration, on_device: bool, device_names: Sequence[str] = ()) -> bool:

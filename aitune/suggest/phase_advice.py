@@ -14,10 +14,13 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
+from msgspec import UNSET
+
 from aitune.markers import region_path
 from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import phase_rows
-from aitune.report.phases import phase_figures, phase_split
+from aitune.report.model import Profile, Run, as_profile, given
+from aitune.report.phases import phase_figures
 
 DISPATCH_CALL_RATIO = 0.5
 """A decode call (one token) costing at least this fraction of the prefill call (the whole prompt) is dominated by
@@ -29,16 +32,19 @@ GROWTH_RATIO = 1.25
 
 
 def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, float]]:
-    """(code, message, µs per run, share of the run) per finding about the decode phase; nothing for other profiles."""
-    split = phase_split(doc)
-    figures = {figure.name: figure for figure in phase_figures(doc)}
-    if split is None or "decode" not in figures or "prefill" not in figures:
+    """(code, message, µs per run, share of the run) per finding about the decode phase; nothing for other profiles.
+
+    ``doc`` is the document's dict, which the report's phase helpers read; the rest is read from its typed record."""
+    record = as_profile(doc)
+    split = record.phase_split
+    if split is UNSET or not {"decode", "prefill"} <= set(split.phases):
         return
-    decode, step = figures["decode"], split["step_region"]
+    decode = next(figure for figure in phase_figures(doc) if figure.name == "decode")  # one per split phase
+    step = split.step_region
     name = region_path(step)
     rows = {row.region_id: row for row in phase_rows(doc, "decode")}
     prefill_rows = {row.region_id: row for row in phase_rows(doc, "prefill")}
-    lengths = next((meta.get("call_lengths") for meta in doc.get("regions", ()) if meta.get("id") == step), None) or []
+    lengths = _call_lengths(record, step)
     known = [length for length in lengths if isinstance(length, int)]
     cached = len(known) == len(lengths) > 1 and max(known[1:]) < known[0]  # decode calls take fewer tokens
     if cached and step in rows and step in prefill_rows and decode.steps:
@@ -67,11 +73,7 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
             per_run,
             decode.share * residual.share,
         )
-    growths = [
-        run["generation"]["time_per_output_token_us"]["growth"]
-        for run in doc["runs"]
-        if "growth" in run.get("generation", {}).get("time_per_output_token_us", {})
-    ]
+    growths = [growth for growth in map(_growth, record.runs) if growth is not None]
     if growths and statistics.median(growths) >= GROWTH_RATIO:
         yield (
             "PHASE_DECODE_GROWING",
@@ -81,12 +83,7 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
             decode.median_us,
             decode.share,
         )
-    lengths = next((meta.get("call_lengths") for meta in doc.get("regions", ()) if meta.get("id") == step), None)
-    if (
-        lengths
-        and len(lengths) > 1
-        and all(isinstance(a, int) and isinstance(b, int) and b == a + 1 for a, b in pairwise(lengths))
-    ):
+    if len(lengths) > 1 and all(isinstance(a, int) and isinstance(b, int) and b == a + 1 for a, b in pairwise(lengths)):
         yield (
             "PHASE_NO_CACHE",
             f"each call of {name} reads the whole sequence again ({lengths[0]} → {lengths[-1]} tokens): no key/value "
@@ -94,3 +91,16 @@ def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, floa
             decode.median_us,
             decode.share,
         )
+
+
+def _call_lengths(record: Profile, region_id: str) -> list[int | None]:
+    """The tokens each call of the region took (its ``regions`` entry's ``call_lengths``); [] where not recorded."""
+    lengths = next((given(meta.call_lengths, None) for meta in record.regions if meta.id == region_id), None)
+    return lengths or []
+
+
+def _growth(run: Run) -> float | None:
+    """The run's growth of the time per decode token (`aitune.report.model.TimePerToken`); None where absent."""
+    if run.generation is UNSET or run.generation.time_per_output_token_us is UNSET:
+        return None
+    return given(run.generation.time_per_output_token_us.growth, None)
