@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from aitune.errors import ProfileError
 from aitune.report.memo import derived
 
 SCHEMA_VERSION = 1
@@ -840,11 +841,21 @@ def as_profile(doc: Profile | Mapping[str, Any]) -> Profile:
     scenario's view) converted once per `aitune.report.memo.computed_once` block.
 
     The door readers move through one at a time: a reader that takes the typed record calls it first, so its
-    callers may still hold the dict. ``msgspec.ValidationError`` for a dict that is no valid document.
+    callers may still hold the dict. `ProfileError` naming the JSON path for a dict that is no valid document
+    (a file is refused earlier, by `aitune.report.io.load`).
     """
     if isinstance(doc, Profile):
         return doc
-    return derived(doc, "typed", lambda: msgspec.convert(doc, Profile))
+    return derived(doc, "typed", lambda: _converted(doc))
+
+
+def _converted(doc: Mapping[str, Any]) -> Profile:
+    try:
+        return msgspec.convert(doc, Profile)
+    except msgspec.ValidationError as error:
+        raise ProfileError(
+            f"not a valid profile document: {error}; pass one `aitune-profile validate` accepts."
+        ) from None
 
 
 def given(value: T | UnsetType, default: T) -> T:
