@@ -809,6 +809,12 @@ class Section(Record):
     phase_split: PhaseSplit | UnsetType = UNSET
     memory: Memory | UnsetType = UNSET
 
+    def traced_runs(self) -> list[Run]:
+        """The runs that traced operators (their residual causes and operator mixes, the runs the operator
+        table totals): the operator runs of a capture whose measured runs a clock timed, else the measured
+        runs (none of which did, in a lite document)."""
+        return self.runs if self.operator_runs is UNSET else self.operator_runs
+
 
 class Scenario(Section, kw_only=True):
     """One more input of the same capture (``--scenario``), measured like the top level."""

@@ -21,7 +21,7 @@ from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import headline_rows
 from aitune.report.model import CaptureOverhead, Profile, as_profile
 from aitune.report.samples import residual_causes
-from aitune.suggest.candidates import Found, traced_runs, wrappable
+from aitune.suggest.candidates import Found, wrappable
 from aitune.suggest.phase_advice import phase_advice
 
 ADVICE_MIN_SHARE = 0.01
@@ -128,7 +128,7 @@ def _residual(doc: Mapping[str, Any], record: Profile) -> Iterable[Advice]:
     measured = [run.residual for run in record.runs]
     time = statistics.median(residual.cpu_time_us for residual in measured)
     share = statistics.median(residual.cpu_time_fraction for residual in measured)
-    traced = [run.residual for run in traced_runs(record)]
+    traced = [run.residual for run in record.traced_runs()]
     if not all(residual.causes is not UNSET for residual in traced):
         if share >= ADVICE_MIN_SHARE:
             message = (

@@ -176,7 +176,7 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
 
     ``doc`` is the document's dict: `RegionIndex` reads it; everything else is read from its typed record."""
     record, regions = as_profile(doc), RegionIndex(doc)
-    runs, mix_runs = len(record.runs), len(traced_runs(record))
+    runs, mix_runs = len(record.runs), len(record.traced_runs())
     run_us = statistics.median(_time_us(run.timing, domain) for run in record.runs)
     found = Found({}, defaultdict(list), {}, False, regions.marked, run_us)
     run_key = ""  # the run being walked, for `Candidate.run_mixes`
@@ -244,12 +244,6 @@ def gather(doc: Mapping[str, Any], domain: str) -> Found:
             found.children[candidate.parent].append(candidate)
     found.children = dict(found.children)
     return found
-
-
-def traced_runs(record: Profile) -> list[Run]:
-    """The runs that traced operators, as `aitune.report.document.operator_runs` picks them: a clock-timed
-    capture's operator runs, else the measured runs."""
-    return given(record.operator_runs, record.runs)
 
 
 def _top_nodes(run: Run) -> Sequence[TreeNode | RegionShare]:
