@@ -7,10 +7,13 @@ numpy), so the commands that only read a document never import it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Required, TypedDict
+from typing import Any, Required, TypedDict, overload
+
+import msgspec
 
 from aitune.analysis.warnings import ProfileWarning
 from aitune.report.memo import derived
+from aitune.report.model import UNSET, Profile, Record, Run, UnsetType, as_profile, given
 
 SCHEMA_VERSION = 1
 
@@ -26,47 +29,69 @@ LITE_LACKS = (
 """What a lite document lacks, in the words every reader shows."""
 
 
-def is_lite(doc: Mapping[str, Any]) -> bool:
+class _Mode(Record):
+    mode: str | UnsetType = UNSET
+
+
+class _Profiled(Record):
+    """What `is_lite` reads of a dict: a document's, or a capture's metadata, which is no document."""
+
+    profiler: _Mode | UnsetType = UNSET
+
+
+def is_lite(doc: Profile | Mapping[str, Any]) -> bool:
     """Whether ``doc`` (a document, or a capture's metadata) comes from a lite capture."""
-    return doc.get("profiler", {}).get("mode") == LITE_MODE
+    profiler = doc.profiler if isinstance(doc, Profile) else msgspec.convert(doc, _Profiled).profiler
+    return profiler is not UNSET and profiler.mode == LITE_MODE
 
 
-def operator_runs_note(doc: Mapping[str, Any]) -> str | None:
+def operator_runs_note(doc: Profile | Mapping[str, Any]) -> str | None:
     """How a full capture that traced operators in runs of their own got its numbers, in the words
     every reader shows; None for any other document."""
-    count = len(doc.get("operator_runs") or ())
+    count = len(given(as_profile(doc).operator_runs, []))
     if not count:
         return None
     return f"operators traced in {count} run(s) of their own, after the measured runs (timed by a clock)"
 
 
-def calls_note(doc: Mapping[str, Any]) -> str | None:
+def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
     """Every call the capture made and what it was for, in the words every reader shows; None for a
     document without a warmup section (an analysed foreign trace, or no warmups asked for)."""
-    warmup = doc.get("warmup")
-    if not warmup:
+    record = as_profile(doc)
+    warmup = record.warmup
+    if warmup is UNSET:
         return None
-    set_aside = warmup.get("set_aside", 0)
-    parts = [f"{warmup['performed'] - set_aside} plain warmup(s)"]
+    set_aside = given(warmup.set_aside, 0)
+    parts = [f"{warmup.performed - set_aside} plain warmup(s)"]
     if set_aside:
         parts.append(f"{set_aside} run(s) set aside as warmups (the run time was still falling)")
-    parts.append(f"{len(doc.get('runs', ()))} measured run(s)")
+    parts.append(f"{len(record.runs)} measured run(s)")
     if set_aside:
-        plain = doc.get("capture_overhead", {}).get("plain_samples", 0)
+        plain = 0 if record.capture_overhead is UNSET else record.capture_overhead.plain_samples
         parts.append(f"{plain} plain call(s) for the overhead's baseline")
-    if count := len(doc.get("operator_runs") or ()):
+    if count := len(given(record.operator_runs, [])):
         parts.append(f"{count} operator run(s) (the operator table; the first records the input shapes)")
-    elif is_lite(doc):
+    elif is_lite(record):
         parts.append("1 instrumented warmup (it records the input shapes)")
-    elif doc.get("profiler", {}).get("mode") == FULL_MODE:
+    elif record.profiler.mode == FULL_MODE:
         parts.append("1 memory run and the profiler's warmup")
     return " + ".join(parts)
 
 
-def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+@overload
+def operator_runs(doc: Profile) -> list[Run]: ...
+@overload
+def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
+def operator_runs(doc: Profile | Mapping[str, Any]) -> list[Run] | list[Mapping[str, Any]]:
     """The runs of ``doc`` that traced operators (their residual causes, operator mixes and the
     runs ``profiler.key_averages`` totals): its ``operator_runs`` when the measured runs were timed
-    by a clock, else the measured runs (none of which did, in a lite document)."""
+    by a clock, else the measured runs (none of which did, in a lite document).
+
+    A record gives its `Run` records; a document's dict gives its own run dicts, which the readers not
+    yet moved to the record index by key.
+    """
+    if isinstance(doc, Profile):
+        return given(doc.operator_runs, []) or doc.runs
     return doc.get("operator_runs") or doc["runs"]
 
 
@@ -216,9 +241,9 @@ def combine_scenarios(names: list[str], docs: list[ProfileDoc]) -> ProfileDoc:
     return combined
 
 
-def scenario_names(doc: ProfileDoc) -> list[str]:
+def scenario_names(doc: Profile | Mapping[str, Any]) -> list[str]:
     """The scenario names of a document; [] when it profiled one input."""
-    return [scenario["name"] for scenario in doc.get("scenarios", [])]
+    return [scenario.name for scenario in given(as_profile(doc).scenarios, [])]
 
 
 def select_scenario(doc: ProfileDoc, name: str | None) -> ProfileDoc:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from aitune.markers import region_path
+from aitune.report.model import Profile, as_profile, given
 
 ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
 """Read as entry methods in profiles whose regions do not mark their ``method`` (AITune's, older ones)."""
@@ -20,9 +23,12 @@ ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
 class RegionIndex:
     """The ``regions`` entries of one document by region id, and whether any of them marks its ``method``."""
 
-    def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.meta: dict[str, Mapping[str, Any]] = {region["id"]: region for region in doc.get("regions", ())}
-        self.marked = any("method" in region for region in self.meta.values())
+    def __init__(self, doc: Profile | Mapping[str, Any]) -> None:
+        regions = as_profile(doc).regions
+        # as dicts for the readers that still read an entry by key (aitune.suggest.candidates)
+        self.meta: dict[str, Mapping[str, Any]] = {region.id: msgspec.to_builtins(region) for region in regions}
+        self._methods = {region.id: given(region.method, None) for region in regions}
+        self.marked = any(method is not None for method in self._methods.values())
 
     def module_path(self, region_id: str) -> tuple[str, str | None]:
         """(module path, entry method or None): ``untuned_module:vae.decode`` → ``("vae", "decode")``.
@@ -31,7 +37,7 @@ class RegionIndex:
         """
         name = region_path(region_id)
         if self.marked:
-            method = self.meta.get(region_id, {}).get("method")
+            method = self._methods.get(region_id)
         else:
             last = name.rpartition(".")[2]
             method = last if last in ENTRY_METHOD_NAMES else None

@@ -11,23 +11,44 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from aitune.analysis.shares import fraction
 from aitune.errors import ProfileError
 from aitune.markers import region_path
 from aitune.report import document
 from aitune.report.headline import headline_rows
+from aitune.report.model import (
+    UNSET,
+    Communication,
+    Count,
+    Profile,
+    Record,
+    RegionShare,
+    Residual,
+    Run,
+    Timing,
+    TreeNode,
+    UnsetType,
+    as_profile,
+    given,
+    time_in,
+)
 
 DOMAINS = ("cpu", "device")
 
 Samples = dict[str, tuple[str, list[float]]]
 """Per path: the region id (or headline label) found there and its time in each run (µs)."""
 
+RunPart = TypeVar("RunPart", Run, Mapping[str, Any])
+"""A run as a record, or as a document's dict (from a reader that still indexes runs by key)."""
+
 
 def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
     """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
-    if scenario is not None and not document.scenario_names(doc):  # type: ignore[arg-type]
+    if scenario is not None and not document.scenario_names(doc):
         raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
     try:
         return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
@@ -48,24 +69,39 @@ def relative_path(path: str, root: str) -> str:
     return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
 
 
-def has_device_time(doc: Mapping[str, Any]) -> bool:
+def has_device_time(doc: Profile | Mapping[str, Any]) -> bool:
     """Whether the document has a device domain: every measured run carries device time (none without runs)."""
-    runs = doc["runs"]
-    return bool(runs) and all("device_time_us" in run["timing"] for run in runs)
+    runs = as_profile(doc).runs
+    return bool(runs) and all(run.timing.device_time_us is not UNSET for run in runs)
 
 
-def median_run(runs: Sequence[Mapping[str, Any]], domain: str = "cpu") -> Mapping[str, Any]:
-    """The median run by its ``domain`` time: the lower middle one of an even count, ties by run index."""
-    ordered = sorted(runs, key=lambda run: (run["timing"].get(f"{domain}_time_us", 0.0), run["run_index"]))
+def median_run(runs: Sequence[RunPart], domain: str = "cpu") -> RunPart:
+    """The median run by its ``domain`` time: the lower middle one of an even count, ties by run index.
+
+    It is one of ``runs``: a record, or a dict where they are a document's dicts.
+    """
+    ordered = sorted(runs, key=lambda run: _run_order(run, domain))
     return ordered[(len(ordered) - 1) // 2]
 
 
-def run_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+class _TimedRun(Record):
+    """What `median_run` reads of a run handed over as a dict: converting only this skips its tree."""
+
+    run_index: Count
+    timing: Timing
+
+
+def _run_order(run: Run | Mapping[str, Any], domain: str) -> tuple[float, int]:
+    timed = run if isinstance(run, Run) else msgspec.convert(run, _TimedRun)
+    return time_in(timed.timing, domain) or 0.0, timed.run_index
+
+
+def run_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[float]:
     """Each measured run's time in ``domain`` (µs)."""
-    return [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+    return [time_in(run.timing, domain) or 0.0 for run in as_profile(doc).runs]
 
 
-def residual_samples(doc: Mapping[str, Any], domain: str) -> list[float]:
+def residual_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[float]:
     """Each measured run's time outside every region in ``domain`` (µs): the headline's residual.
 
     Below regions that span the run, that leaves out their self time, which the document's own
@@ -84,64 +120,82 @@ class ResidualCause:
     of_residual: float  # its fraction of the residual
 
 
-def residual_causes(doc: Mapping[str, Any]) -> dict[str, ResidualCause]:
+def residual_causes(doc: Profile | Mapping[str, Any]) -> dict[str, ResidualCause]:
     """Each residual cause that every traced run split its residual into, in the first run's order;
     empty when no run did (a lite or an AITune document)."""
-    residuals = [run["residual"] for run in document.operator_runs(doc) if "causes" in run["residual"]]
+    residuals = [run.residual for run in document.operator_runs(as_profile(doc)) if run.residual.causes is not UNSET]
     if not residuals:
         return {}
+    causes = [given(residual.causes, {}) for residual in residuals]
     summary = {}
-    for cause in residuals[0]["causes"]:
-        if not all(cause in residual["causes"] for residual in residuals):
+    for cause in causes[0]:
+        if not all(cause in split for split in causes):
             continue  # communication: only in a trace that holds some
-        parts = [residual["causes"][cause] for residual in residuals]
+        parts = [split[cause] for split in causes]
         of_residual = [
-            fraction(part["cpu_time_us"], r["cpu_time_us"]) for part, r in zip(parts, residuals, strict=True)
+            fraction(part.cpu_time_us, residual.cpu_time_us) for part, residual in zip(parts, residuals, strict=True)
         ]
         summary[cause] = ResidualCause(
-            time_us=statistics.median(part["cpu_time_us"] for part in parts),
-            share=statistics.median(part["cpu_time_fraction"] for part in parts),
+            time_us=statistics.median(part.cpu_time_us for part in parts),
+            share=statistics.median(part.cpu_time_fraction for part in parts),
             of_residual=statistics.median(of_residual),
         )
     return summary
 
 
-def region_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
+def region_samples(
+    doc: Profile | Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()
+) -> Samples:
     """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
     top level into a tree still lines up (``keep`` is the headline's: every region has a row here).
     """
-    return _region_values(doc, lambda share: share.get(f"{domain}_time_us", 0.0), root)
+    return _region_values(as_profile(doc), lambda share: time_in(share, domain) or 0.0, root)
 
 
-def region_communication_samples(doc: Mapping[str, Any]) -> Samples:
+def region_communication_samples(doc: Profile | Mapping[str, Any]) -> Samples:
     """Per region path, as `region_samples`: its CPU time with communication in flight in each run (µs; 0 without)."""
-    return _region_values(doc, communication_us)
+    return _region_values(as_profile(doc), communication_us)
 
 
-def communication_us(share: Mapping[str, Any]) -> float:
+class _Communicating(Record):
+    """What `communication_us` reads of a part handed over as a dict (or ``{}`` for none)."""
+
+    communication: Communication | UnsetType = UNSET
+
+
+def communication_us(share: RegionShare | TreeNode | Run | Residual | Mapping[str, Any]) -> float:
     """The CPU time with communication in flight of a region, a run or a residual (µs; 0 when it has none)."""
-    return (share.get("communication") or {}).get("cpu_time_us", 0.0)
+    part = msgspec.convert(share, _Communicating) if isinstance(share, Mapping) else share
+    return 0.0 if part.communication is UNSET else part.communication.cpu_time_us
 
 
-def _region_values(doc: Mapping[str, Any], value_of: Callable[[Mapping[str, Any]], float], root: str = "") -> Samples:
+_Share = RegionShare | TreeNode
+"""A region's times in one run: a topmost region's share, or a node of the run's tree."""
+
+
+def _region_values(record: Profile, value_of: Callable[[_Share], float], root: str = "") -> Samples:
     samples: Samples = {}
-    for index, run in enumerate(doc["runs"]):
-        for share in _walk(run.get("tree") or run["regions"]):
-            path = path_of(share["region_id"], root)
-            _, values = samples.setdefault(path, (share["region_id"], [0.0] * len(doc["runs"])))
+    runs = record.runs
+    for index, run in enumerate(runs):
+        for share in _walk(given(run.tree, []) or run.regions):
+            path = path_of(share.region_id, root)
+            _, values = samples.setdefault(path, (share.region_id, [0.0] * len(runs)))
             values[index] += value_of(share)
     return samples
 
 
-def headline_samples(doc: Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
+def headline_samples(
+    doc: Profile | Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()
+) -> Samples:
     """Per path of a headline row but the residual (see `aitune.report.headline_rows`, which ``keep`` goes to):
     its label and its times (µs)."""
     return {relative_path(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain, keep)[:-1]}
 
 
-def _walk(shares: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+def _walk(shares: Iterable[_Share]) -> Iterable[_Share]:
     for share in shares:
         yield share
-        yield from _walk(share.get("children", ()))
+        if isinstance(share, TreeNode):
+            yield from _walk(share.children)
