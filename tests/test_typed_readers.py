@@ -28,8 +28,12 @@ TYPED_READERS: tuple[str, ...] = (
     "compare/gains.py",
     "compare/html.py",
     "report/communication.py",
+    "report/headline.py",
     "report/memory.py",
     "report/ranks.py",
+    "report/regions.py",
+    "report/samples.py",
+    "report/section_rows.py",
     "suggest/__init__.py",
     "suggest/advice.py",
     "suggest/candidates.py",
@@ -56,7 +60,7 @@ NOT_READERS = {
 }
 """The model's own modules, the door that checks a file against it, and the writer."""
 
-READS_LEFT = 415
+READS_LEFT = 343
 """String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
 
 
