@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, factor, ms, percent
@@ -30,6 +32,18 @@ from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.markdown import time_domains
 from aitune.report.memory import memory_note
+from aitune.report.model import (
+    UNSET,
+    CaptureOverhead,
+    Profile,
+    Summary,
+    Target,
+    Timing,
+    TreeNode,
+    as_profile,
+    given,
+    time_in,
+)
 from aitune.report.phases import split_line, tokens_line
 from aitune.report.safe_text import MAX_NAME_CHARS, html_name, html_text, shown_name
 from aitune.report.samples import median_run
@@ -144,26 +158,31 @@ def profile_sections(doc: ProfileDoc) -> list[Section]:
     return [section for section in sections if section.body]
 
 
-def overview(doc: ProfileDoc) -> Section:
+def overview(doc: Profile | Mapping[str, Any]) -> Section:
     """What was profiled, when, how, and by which aitune."""
-    config, target = doc.get("config", {}), doc.get("target", {})
+    record = as_profile(doc)
     facts = [
-        ("Target", target.get("script") or target.get("type") or MISSING),
-        ("Created", doc.get("created_at") or MISSING),
-        ("aitune version", doc.get("aitune_version") or MISSING),
-        ("Runs", f"{config.get('warmup_runs', MISSING)} warmup, {len(doc['runs'])} measured"),
-        ("Regions observed", str(len(doc.get("regions", [])))),
-        ("Profiler activities", ", ".join(doc.get("profiler", {}).get("activities", [])) or MISSING),
+        ("Target", _target_name(record.target) or MISSING),
+        ("Created", record.created_at or MISSING),
+        ("aitune version", record.aitune_version or MISSING),
+        ("Runs", f"{given(record.config.warmup_runs, MISSING)} warmup, {len(record.runs)} measured"),
+        ("Regions observed", str(len(record.regions))),
+        ("Profiler activities", ", ".join(given(record.profiler.activities, [])) or MISSING),
     ]
-    if is_lite(doc):
+    if is_lite(record):
         facts.append(("Lite capture", LITE_LACKS))
-    if note := operator_runs_note(doc):
+    if note := operator_runs_note(record):
         facts.append(("Operator runs", note))
-    if overhead := doc.get("capture_overhead"):
-        facts.append(("Capture overhead", _overhead(overhead)))
-    if names := scenario_names(doc):
+    if record.capture_overhead is not UNSET:
+        facts.append(("Capture overhead", _overhead(record.capture_overhead)))
+    if names := scenario_names(record):
         facts.append(("Scenarios", ", ".join(names)))
     return Section("Overview", facts_list(facts), "overview")
+
+
+def _target_name(target: Target) -> str:
+    """The captured script's name, else the profiled object's type; "" when the document names neither."""
+    return given(target.script, "") or given(target.type, "")
 
 
 def facts_list(facts: Iterable[tuple[str, str]]) -> Html:
@@ -172,20 +191,20 @@ def facts_list(facts: Iterable[tuple[str, str]]) -> Html:
     return Html(f'<dl class="facts">{items}</dl>')
 
 
-def _overhead(overhead: Mapping[str, Any]) -> str:
-    ratio = factor(overhead["ratio"], overhead.get("ratio_low"), overhead.get("ratio_high"))
+def _overhead(overhead: CaptureOverhead) -> str:
+    ratio = factor(overhead.ratio, given(overhead.ratio_low, None), given(overhead.ratio_high, None))
     return (
-        f"median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-        f"{ms(overhead['plain_wall_time_us'])} ms uninstrumented ({ratio})"
+        f"median run {ms(overhead.captured_wall_time_us)} ms under capture vs "
+        f"{ms(overhead.plain_wall_time_us)} ms uninstrumented ({ratio})"
     )
 
 
 def headlines(doc: ProfileDoc) -> list[Section]:
     """Per time domain, the headline's rows (`aitune.report.headline`): a chart of their shares and a table."""
-    return [headline(doc, domain) for domain in time_domains(doc)] if doc["runs"] else []
+    return [headline(doc, domain) for domain in time_domains(doc)] if as_profile(doc).runs else []
 
 
-def headline(doc: ProfileDoc, domain: str) -> Section:
+def headline(doc: Profile | Mapping[str, Any], domain: str) -> Section:
     """Where the time goes in ``domain``: each headline row's median time and share, largest first, residual last."""
     rows = headline_rows(doc, domain)
     ordered = sorted(rows[:-1], key=lambda row: -statistics.median(row.times_us)) + rows[-1:]
@@ -208,54 +227,57 @@ def headline(doc: ProfileDoc, domain: str) -> Section:
     return Section(title, Html(run_line(doc, domain) + bar_chart(title, bars) + body), "headline")
 
 
-def run_line(doc: ProfileDoc, domain: str) -> Html:
+def run_line(doc: Profile | Mapping[str, Any], domain: str) -> Html:
     """The run time in ``domain``: median and range over the measured runs."""
-    times = [run["timing"].get(f"{domain}_time_us", 0.0) for run in doc["runs"]]
+    times = [_run_time(run.timing, domain) or 0.0 for run in as_profile(doc).runs]
     spread = f"{ms(min(times))}–{ms(max(times))} ms over {len(times)} run(s)"
     return paragraph(f"Run time: median {ms(statistics.median(times))} ms ({spread}, {domain}).", css="lead")
 
 
-def run_timing(doc: ProfileDoc) -> Section:
+def run_timing(doc: Profile | Mapping[str, Any]) -> Section:
     """The run statistics (median, p10, p90, CV of each timing), a chart of every run's time, and the runs' table."""
+    record = as_profile(doc)
     parts = []
-    if stats := doc.get("statistics", {}).get("runs"):
+    if stats := {} if record.statistics is UNSET else given(record.statistics.runs, {}):
         parts.append(
             table(
                 ["", "Median (ms)", "p10 (ms)", "p90 (ms)", "CV"],
                 [(key.removesuffix("_us").replace("_", " "), *_spread(summary)) for key, summary in stats.items()],
             )
         )
-    domain = "wall" if all("wall_time_us" in run["timing"] for run in doc["runs"]) else "cpu"
+    domain = "wall" if all(run.timing.wall_time_us is not UNSET for run in record.runs) else "cpu"
     bars = [
-        Bar(
-            f"run {run['run_index']}",
-            run["timing"].get(f"{domain}_time_us", 0.0),
-            f"{ms(run['timing'].get(f'{domain}_time_us'))} ms",
-        )
-        for run in doc["runs"]
+        Bar(f"run {run.run_index}", _run_time(run.timing, domain) or 0.0, f"{ms(_run_time(run.timing, domain))} ms")
+        for run in record.runs
     ]
     if bars:
         parts.append(bar_chart(f"Each run's {domain} time", bars))
     runs = [
-        (str(run["run_index"]), *(ms(run["timing"].get(f"{key}_time_us")) for key in ("wall", "cpu", "device")))
-        for run in doc["runs"]
+        (str(run.run_index), *(ms(_run_time(run.timing, key)) for key in ("wall", "cpu", "device")))
+        for run in record.runs
     ]
     parts.append(table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], runs))
     return Section("Run timing", Html("".join(parts)), "runs")
 
 
-def _spread(summary: Mapping[str, float]) -> tuple[str, str, str, str]:
-    return ms(summary["median"]), ms(summary["p10"]), ms(summary["p90"]), percent(summary["cv"])
+def _run_time(timing: Timing, domain: str) -> float | None:
+    """The run's time in ``domain`` (µs), ``wall`` too, which `time_in` does not know; None where it has none."""
+    return given(timing.wall_time_us, None) if domain == "wall" else time_in(timing, domain)
 
 
-def region_tree(doc: ProfileDoc) -> Section:
+def _spread(summary: Summary) -> tuple[str, str, str, str]:
+    return ms(summary.median), ms(summary.p10), ms(summary.p90), percent(summary.cv)
+
+
+def region_tree(doc: Profile | Mapping[str, Any]) -> Section:
     """The median run's region tree as nested ``<details>``: total, self time and share of each region."""
-    runs = [run for run in doc["runs"] if run.get("tree")]
+    runs = [run for run in as_profile(doc).runs if given(run.tree, [])]
     if not runs:
         return Section("Region tree", Html(""), "tree")
     run = median_run(runs)
     parts, shown = [], 0
-    stack: list[tuple[Mapping[str, Any] | None, int]] = [(node, 0) for node in reversed(run["tree"])]
+    tree = given(run.tree, [])
+    stack: list[tuple[TreeNode | None, int]] = [(node, 0) for node in reversed(tree)]
     while stack:  # without recursion: a tree nests as deep as its JSON
         node, depth = stack.pop()
         if node is None:
@@ -267,10 +289,10 @@ def region_tree(doc: ProfileDoc) -> Section:
         opened = " open" if depth < TREE_OPEN_DEPTH else ""
         parts.append(f"<details{opened}><summary>{_tree_label(node)}</summary>")
         stack.append((None, depth))
-        stack += [(child, depth + 1) for child in reversed(node["children"])]
+        stack += [(child, depth + 1) for child in reversed(node.children)]
     parts += ["</details>" for node, _ in stack if node is None]
-    total = _count(run["tree"])
-    intro = paragraph(f"Run {run['run_index']}, the median run: total and self CPU time, share of the run.")
+    total = _count(tree)
+    intro = paragraph(f"Run {run.run_index}, the median run: total and self CPU time, share of the run.")
     return Section(
         "Region tree",
         Html(intro + f'<div class="tree">{"".join(parts)}</div>' + _left_out(total - shown, "region")),
@@ -278,21 +300,21 @@ def region_tree(doc: ProfileDoc) -> Section:
     )
 
 
-def _tree_label(node: Mapping[str, Any]) -> Html:
+def _tree_label(node: TreeNode) -> Html:
     figures = (
-        f"{node['calls']} call(s) · {ms(node['cpu_time_us'])} ms total · {ms(node['cpu_self_time_us'])} ms self · "
-        f"{percent(node['cpu_time_fraction'])}"
+        f"{node.calls} call(s) · {ms(node.cpu_time_us)} ms total · {ms(node.cpu_self_time_us)} ms self · "
+        f"{percent(node.cpu_time_fraction)}"
     )
-    if "device_time_us" in node:
-        figures += f" · device {ms(node['device_time_us'])} ms"
-    return Html(f'<span class="region">{name(node["region_id"])}</span> <span class="figures">{text(figures)}</span>')
+    if node.device_time_us is not UNSET:
+        figures += f" · device {ms(node.device_time_us)} ms"
+    return Html(f'<span class="region">{name(node.region_id)}</span> <span class="figures">{text(figures)}</span>')
 
 
-def _count(nodes: Sequence[Mapping[str, Any]]) -> int:
+def _count(nodes: Sequence[TreeNode]) -> int:
     count, pending = 0, list(nodes)
     while pending:
         count += 1
-        pending += pending.pop()["children"]
+        pending += pending.pop().children
     return count
 
 
@@ -343,16 +365,19 @@ def operators(doc: ProfileDoc) -> Section:
     return Section("Operators", Html("".join(parts)), "operators")
 
 
-def warnings(doc: ProfileDoc) -> Section:
+def warnings(doc: Profile | Mapping[str, Any]) -> Section:
     """The document's warnings: code, source and message."""
-    rows = [(w["code"], w["source"], name(w["message"], MAX_MESSAGE_CHARS)) for w in doc["warnings"]]
+    rows = [(w.code, w.source, name(w.message, MAX_MESSAGE_CHARS)) for w in as_profile(doc).warnings]
     body = table(["Code", "Source", "Message"], rows, css="text") if rows else paragraph("None.")
     return Section("Warnings", body, "warnings")
 
 
-def environment(doc: ProfileDoc) -> Section:
-    """The versions and machine the profile was captured with, folded."""
-    items = doc.get("environment") or {}
+def environment(doc: Profile | Mapping[str, Any]) -> Section:
+    """The versions and machine the profile was captured with, folded: the keys the model names, in its order
+    (a capture writes them in that order), each nested block shown as its JSON's Python form."""
+    record = as_profile(doc).environment
+    # enc_hook: a live capture's torch version is a `str` subclass (TorchVersion), shown as its text
+    items = {} if record is UNSET else msgspec.to_builtins(record, enc_hook=str)
     rows = [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)) for key, value in items.items()
     ]
@@ -419,5 +444,4 @@ def render_html(doc: ProfileDoc, extra: Sequence[Section] = ()) -> str:
         sections = [*sections[:-1], *extra, sections[-1]]
     else:
         sections = [*sections, *extra]
-    target = doc.get("target", {})
-    return render_page("aitune profile", sections, subtitle=str(target.get("script") or target.get("type") or ""))
+    return render_page("aitune profile", sections, subtitle=_target_name(as_profile(doc).target))
