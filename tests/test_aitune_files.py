@@ -11,6 +11,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from cli_helpers import ROOT, invoke_cli
 
@@ -52,7 +53,7 @@ def test_validate_says_it_is_a_valid_aitune_profile():
 def test_its_operator_rows_are_its_operators_with_their_values_untouched():
     saved = aitune_profile()["profiler"]["key_averages"]["cpu_time_total"]["events"]
 
-    rows = operator_rows(aitune_profile())
+    rows = msgspec.to_builtins(operator_rows(aitune_profile()))
 
     assert [row["key"] for row in saved if row not in rows] == MARKER_ROWS
     assert rows == [row for row in saved if row["key"] not in MARKER_ROWS]

@@ -15,6 +15,7 @@ import sys
 import unicodedata
 from collections.abc import Iterator
 
+import msgspec
 import orjson
 import panel as pn
 import pytest
@@ -312,7 +313,7 @@ def test_an_operator_rows_extra_key_never_reaches_the_viewer():
 
     root = views.Operators(store=store, selection=Selection())._render().get_root()
 
-    assert all(OPERATOR_KEY not in row for rows in operator_views(doc).values() for row in rows)
+    assert all(OPERATOR_KEY not in msgspec.to_builtins(row) for rows in operator_views(doc).values() for row in rows)
     (grid,) = [model for model in root.references() if isinstance(model, DataTabulator)]
     assert OPERATOR_KEY not in {column.field for column in grid.columns}
     assert not any("<" in column.title for column in grid.columns)

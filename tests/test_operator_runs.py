@@ -82,7 +82,7 @@ def test_the_operator_table_totals_the_operator_runs_only(split_and_all):
     split, traced = split_and_all
 
     def linear_calls(doc):
-        return next(row["count"] for row in operator_rows(doc) if row["key"] == "aten::linear")
+        return next(row.count for row in operator_rows(doc) if row.key == "aten::linear")
 
     assert linear_calls(traced) == 4 * linear_calls(split) / 2  # per run, the same work
 
@@ -148,7 +148,7 @@ def test_readers_take_operator_data_from_the_operator_runs(split_and_all):
     assert "Median over the 2 operator runs of the CPU time outside every region" in text
     codes = {reason.code for target in suggest(split).targets for reason in target.reasons}
     assert "NO_OPERATOR_MIX" not in codes
-    totals = {row["key"]: row["self_cpu_time_total_us"] for row in operator_rows(split)}
+    totals = {row.key: row.self_cpu_time_total_us for row in operator_rows(split)}
     per_run = {row.key: row.before_us for row in compare.compare_profiles(split, split).operators}
     assert per_run == {key: pytest.approx(totals[key] / 2) for key in per_run}  # over its 2 operator runs
 

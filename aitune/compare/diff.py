@@ -36,12 +36,12 @@ from aitune.compare.change import Change, change
 from aitune.compare.phases import PhaseChange, TokenChange, phase_changes, token_changes
 from aitune.errors import ProfileError
 from aitune.markers import parse_region_id
-from aitune.report import document, ranks
+from aitune.report import ranks
 from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.memo import computed_once
 from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
-from aitune.report.model import UNSET, DocumentWarning, OperatorRow, Profile, as_profile, given, time_in
+from aitune.report.model import UNSET, DocumentWarning, Profile, as_profile, given, time_in
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -347,11 +347,9 @@ def operator_changes(
 
 
 def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
-    runs = max(1, len(document.operator_runs(doc)))  # the runs the table totals
-    # operator_views hands out the rows as the document holds them (dicts): read as the model reads them
-    views = [msgspec.convert(view, list[OperatorRow]) for view in operator_views(doc).values()]
+    runs = max(1, len(as_profile(doc).traced_runs()))  # the runs the table totals
     times: dict[tuple[str, str], float] = {}
-    for row in (row for view in views for row in view):
+    for row in (row for view in operator_views(doc).values() for row in view):
         value = row.self_device_time_total_us if domain == "device" else row.self_cpu_time_total_us
         if value is not UNSET:
             times[(row.key, given(row.device_type, ""))] = value / runs

@@ -233,12 +233,11 @@ def combine_scenarios(names: list[str], docs: list[ProfileDoc]) -> ProfileDoc:
     Readers that know one input only (AITune's) see the first scenario, as if it had been profiled alone.
     """
     assert names and len(names) == len(docs), "one name per scenario document"
-    combined = ProfileDoc(**docs[0])  # type: ignore[typeddict-item]
-    combined["scenarios"] = [
+    sections = [
         {"name": name, **{key: doc[key] for key in SCENARIO_KEYS if key in doc}}  # type: ignore[literal-required]
         for name, doc in zip(names, docs, strict=True)
     ]
-    return combined
+    return {**docs[0], "scenarios": sections}  # type: ignore[return-value]
 
 
 def scenario_names(doc: Profile | Mapping[str, Any]) -> list[str]:

@@ -18,10 +18,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitune.report.document import operator_runs
+import msgspec
+
+from aitune.report.document import is_lite
+from aitune.report.model import UNSET, Domain, MachinePeak, Profile, Run, TreeNode, UnsetType, Work, as_profile, given
 
 MOSTLY_UNCOUNTED = 0.5
 """A region whose uncounted time exceeds this share of its operator time is mostly uncounted."""
+GPU_BACKEND, CPU_BACKEND = "cuda", "cpu"
+"""The ``machine_peaks`` backends whose roofs a region's device time, or its CPU time, is measured against."""
+FALLBACK_DTYPE = "float32"
+"""The GEMM rate work of a dtype the machine has no rate for is timed at (else the best rate it has)."""
 
 
 @dataclass(frozen=True)
@@ -94,121 +101,144 @@ class RegionEfficiency:
         }
 
 
-def machine_peaks(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The document's measured roofs by backend (``cpu``, ``cuda``); {} when it has none."""
-    peaks = doc.get("environment", {}).get("machine_peaks")
-    return dict(peaks) if isinstance(peaks, Mapping) else {}
+def machine_peaks(doc: Profile | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The document's measured roofs by backend (``cpu``, ``cuda``), as plain dicts for the viewer's roofline;
+    {} when it has none."""
+    return {backend: msgspec.to_builtins(roof) for backend, roof in _peaks(as_profile(doc)).items()}
 
 
-def has_work(doc: Mapping[str, Any]) -> bool:
+def has_work(doc: Profile | Mapping[str, Any]) -> bool:
     """Whether ``doc`` holds work per region (a full capture whose operator runs recorded shapes)."""
-    return any(work for run in _traced(doc) for work in _run_works(run).values())
+    return any(_run_works(run) for run in _traced(as_profile(doc)))
 
 
-def region_efficiencies(doc: Mapping[str, Any]) -> list[RegionEfficiency]:
+def region_efficiencies(doc: Profile | Mapping[str, Any]) -> list[RegionEfficiency]:
     """Every region with work, the most counted time first; [] for a document without work."""
-    per_region: dict[str, list[dict[str, Any]]] = {}
-    for run in _traced(doc):
+    record = as_profile(doc)
+    per_region: dict[str, list[_SummedWork]] = {}
+    for run in _traced(record):
         for region_id, work in _run_works(run).items():
             per_region.setdefault(region_id, []).append(work)
-    peaks = machine_peaks(doc)
+    peaks = _peaks(record)
     found = [_efficiency(region_id, works, peaks) for region_id, works in per_region.items()]
     return sorted(found, key=lambda item: (-(item.counted_us + item.uncounted_us), item.region_id))
 
 
-def efficiency_by_region(doc: Mapping[str, Any]) -> dict[str, RegionEfficiency]:
+def efficiency_by_region(doc: Profile | Mapping[str, Any]) -> dict[str, RegionEfficiency]:
     """`region_efficiencies` keyed by region id."""
     return {item.region_id: item for item in region_efficiencies(doc)}
 
 
-def _traced(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [] if doc.get("profiler", {}).get("mode") == "lite" else list(operator_runs(doc))
+def _peaks(record: Profile) -> dict[str, MachinePeak]:
+    return {} if record.environment is UNSET else given(record.environment.machine_peaks, {})
 
 
-def _run_works(run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _traced(record: Profile) -> list[Run]:
+    return [] if is_lite(record) else record.traced_runs()
+
+
+@dataclass(frozen=True)
+class _SummedWork:
+    """`Work` records added up (a region's over its subtree, or over its places in a run's tree), key by key as
+    the records hold them: a device time stays `UNSET` until a record with one is added."""
+
+    flops: int = 0
+    bytes: int = 0
+    counted_cpu_time_us: float = 0
+    uncounted_cpu_time_us: float = 0
+    counted_device_time_us: float | UnsetType = UNSET
+    uncounted_device_time_us: float | UnsetType = UNSET
+    flops_by_dtype: Mapping[str, float] = field(default_factory=dict)
+    uncounted_operators: Mapping[str, float] = field(default_factory=dict)
+
+    def plus(self, work: Work | _SummedWork) -> _SummedWork:
+        return _SummedWork(
+            self.flops + work.flops,
+            self.bytes + work.bytes,
+            self.counted_cpu_time_us + work.counted_cpu_time_us,
+            self.uncounted_cpu_time_us + work.uncounted_cpu_time_us,
+            _plus(self.counted_device_time_us, work.counted_device_time_us),
+            _plus(self.uncounted_device_time_us, work.uncounted_device_time_us),
+            _merged(self.flops_by_dtype, work.flops_by_dtype),
+            _merged(self.uncounted_operators, work.uncounted_operators),
+        )
+
+    def time_us(self, domain: Domain, counted: bool) -> float:
+        """The counted (or uncounted) operators' time in ``domain``; 0 where no record had it."""
+        if domain == "device":
+            value = self.counted_device_time_us if counted else self.uncounted_device_time_us
+        else:
+            value = self.counted_cpu_time_us if counted else self.uncounted_cpu_time_us
+        return float(given(value, 0))
+
+
+_NO_WORK = _SummedWork()
+
+
+def _plus(total: float | UnsetType, value: float | UnsetType) -> float | UnsetType:
+    return total if value is UNSET else given(total, 0) + value
+
+
+def _merged(total: Mapping[str, float], more: Mapping[str, float]) -> dict[str, float]:
+    merged = dict(total)
+    for name, value in more.items():
+        merged[name] = merged.get(name, 0) + value
+    return merged
+
+
+def _run_works(run: Run) -> dict[str, _SummedWork]:
     """Each region's work in one run, its children's included (tree nodes summed up their subtrees)."""
-    found: dict[str, dict[str, Any]] = {}
-    if "tree" in run:
-        for node in run["tree"]:
+    found: dict[str, _SummedWork] = {}
+    if run.tree is not UNSET:
+        for node in run.tree:
             _subtree(node, found)
     else:
-        for share in run.get("regions", ()):
-            if "work" in share:
-                found[share["region_id"]] = _add({}, share["work"])
+        for share in run.regions:
+            if share.work is not UNSET:
+                found[share.region_id] = _NO_WORK.plus(share.work)
     return found
 
 
-def _subtree(node: Mapping[str, Any], found: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    total = _add({}, node["work"]) if "work" in node else {}
-    for child in node.get("children", ()):
-        if below := _subtree(child, found):  # a child without work adds nothing, not zeros
-            total = _add(total, below)
-    if total:
-        found[node["region_id"]] = _add(found.get(node["region_id"], {}), total)
+def _subtree(node: TreeNode, found: dict[str, _SummedWork]) -> _SummedWork | None:
+    """The work of ``node``'s subtree (None: no node in it has work), each node's also added to ``found``."""
+    total = None if node.work is UNSET else _NO_WORK.plus(node.work)
+    for child in node.children:
+        if (below := _subtree(child, found)) is not None:  # a child without work adds nothing, not zeros
+            total = (_NO_WORK if total is None else total).plus(below)
+    if total is not None:
+        found[node.region_id] = found.get(node.region_id, _NO_WORK).plus(total)
     return total
 
 
-_SUMMED = (
-    "flops",
-    "bytes",
-    "counted_cpu_time_us",
-    "uncounted_cpu_time_us",
-    "counted_device_time_us",
-    "uncounted_device_time_us",
-)
-
-
-def _add(total: dict[str, Any], work: Mapping[str, Any]) -> dict[str, Any]:
-    result = dict(total)
-    for key in _SUMMED:
-        if key in work:
-            result[key] = result.get(key, 0) + work[key]
-    for key in ("flops_by_dtype", "uncounted_operators"):
-        merged = dict(result.get(key, {}))
-        for name, value in work.get(key, {}).items():
-            merged[name] = merged.get(name, 0) + value
-        result[key] = merged
-    return result
-
-
-def _efficiency(
-    region_id: str, works: list[dict[str, Any]], peaks: Mapping[str, Mapping[str, Any]]
-) -> RegionEfficiency:
-    device = any("counted_device_time_us" in work for work in works) and "cuda" in peaks
-    domain, backend = ("device", "cuda") if device else ("cpu", "cpu")
-    prefix = "device" if device else "cpu"
-
-    def median(key: str) -> float:
-        return statistics.median(float(work.get(key, 0)) for work in works)
-
-    flops, moved = median("flops"), median("bytes")
-    by_dtype = {
-        name: statistics.median(w.get("flops_by_dtype", {}).get(name, 0) for w in works) for name in _names(works)
-    }
-    roof = peaks.get(backend)
+def _efficiency(region_id: str, works: list[_SummedWork], peaks: Mapping[str, MachinePeak]) -> RegionEfficiency:
+    device = any(work.counted_device_time_us is not UNSET for work in works) and GPU_BACKEND in peaks
+    domain: Domain = "device" if device else "cpu"
+    flops = statistics.median(float(work.flops) for work in works)
+    moved = statistics.median(float(work.bytes) for work in works)
+    by_dtype = {name: statistics.median(work.flops_by_dtype.get(name, 0) for work in works) for name in _names(works)}
+    roof = peaks.get(GPU_BACKEND if device else CPU_BACKEND)
     roof_us = peak = bandwidth = None
-    if roof:
-        rates = {name: float(rate) for name, rate in roof.get("gemm_flops_per_s", {}).items() if rate > 0}
-        bandwidth = float(roof.get("copy_bytes_per_s", 0)) or None
-        fallback = rates.get("float32") or max(rates.values(), default=0.0)
+    if roof is not None:
+        rates = {name: float(rate) for name, rate in roof.gemm_flops_per_s.items() if rate > 0}
+        bandwidth = float(roof.copy_bytes_per_s) or None
+        fallback = rates.get(FALLBACK_DTYPE) or max(rates.values(), default=0.0)
         if fallback and bandwidth:
             compute_s = sum(count / rates.get(name, fallback) for name, count in by_dtype.items())
             roof_us = max(compute_s, moved / bandwidth) * 1e6
             peak = flops / compute_s if compute_s > 0 else fallback
-    uncounted = works[0].get("uncounted_operators", {})
     return RegionEfficiency(
         region_id,
         domain,
         flops,
         moved,
-        median(f"counted_{prefix}_time_us"),
-        median(f"uncounted_{prefix}_time_us"),
+        statistics.median(work.time_us(domain, counted=True) for work in works),
+        statistics.median(work.time_us(domain, counted=False) for work in works),
         roof_us,
         peak,
         bandwidth,
-        dict(sorted(uncounted.items(), key=lambda item: -item[1])),
+        dict(sorted(works[0].uncounted_operators.items(), key=lambda item: -item[1])),
     )
 
 
-def _names(works: Iterable[Mapping[str, Any]]) -> list[str]:
-    return sorted({name for work in works for name in work.get("flops_by_dtype", {})})
+def _names(works: Iterable[_SummedWork]) -> list[str]:
+    return sorted({name for work in works for name in work.flops_by_dtype})

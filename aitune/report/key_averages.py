@@ -3,8 +3,8 @@
 aitune writes a list of rows per sort key; NVIDIA AITune writes an object per sort key with its rows
 under ``events`` (beside ``sort_by`` and ``row_limit``). Documents are kept as their tool wrote them
 (a bundle of AITune's file still loads in AITune's tooling), so every reader of operator rows — compare's
-operator changes, the viewer's tables — goes through `operator_views`, and the tables every report shows
-(`operator_tables`) read the same rows of the typed record.
+operator changes, the viewer's tables, the tables every report shows (`operator_tables`) — goes through
+`operator_views`, which gives either shape's rows as `OperatorRow` records.
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ DEVICE_VIEW = "device_time_total"
 AITUNE = "aitune"
 
 
-def operator_views(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
-    """The operator rows by sort key (``cpu_time_total``, ``device_time_total``), as the document saved them.
+def operator_views(doc: Profile | Mapping[str, Any]) -> dict[str, list[OperatorRow]]:
+    """The operator rows by sort key (``cpu_time_total``, ``device_time_total``), in the order the document
+    saved them.
 
     Rows that are run or region markers rather than operators (AITune's tables list ``ProfilerStep*``
     and its ``aitune.performance.*`` spans, since torch's key averages count annotations) are left
     out, so both tools' tables list the same kind of thing; the values of the other rows are untouched.
     """
-    # the rows themselves, not records: compare's operator changes and the viewer's table still read them by key
-    views = doc.get("profiler", {}).get("key_averages", {})
-    return {key: [row for row in _rows(view) if _is_operator(str(row.get("key", "")))] for key, view in views.items()}
+    tables = given(as_profile(doc).profiler.key_averages, {})
+    return {view: [row for row in _rows(table) if _is_operator(row.key)] for view, table in tables.items()}
 
 
-def operator_rows(doc: Mapping[str, Any], view: str = CPU_VIEW) -> list[Mapping[str, Any]]:
+def operator_rows(doc: Profile | Mapping[str, Any], view: str = CPU_VIEW) -> list[OperatorRow]:
     """The rows of one sorted view (`operator_views`); the first view saved when ``view`` is absent."""
     views = operator_views(doc)
     return views.get(view) or next(iter(views.values()), [])
@@ -50,15 +50,8 @@ def written_by(doc: Profile | Mapping[str, Any]) -> str:
     return AITUNE
 
 
-def _rows(view: Any) -> list[Mapping[str, Any]]:
-    return view.get("events", []) if isinstance(view, Mapping) else view
-
-
-def _operator_rows(record: Profile, view: str) -> list[OperatorRow]:
-    """`operator_views`' rows of one view, as records; [] when the document has no such view."""
-    table = given(record.profiler.key_averages, {}).get(view, [])
-    rows = table.events if isinstance(table, AITuneOperatorTable) else table
-    return [row for row in rows if _is_operator(row.key)]
+def _rows(table: list[OperatorRow] | AITuneOperatorTable) -> list[OperatorRow]:
+    return table.events if isinstance(table, AITuneOperatorTable) else table
 
 
 def _is_operator(key: str) -> bool:
@@ -79,10 +72,10 @@ OPERATOR_HEADER = (
 def operator_tables(doc: Profile | Mapping[str, Any]) -> list[tuple[str, list[tuple[str, ...]]]]:
     """The top-operator tables every reader shows, as ``(title, rows)`` under `OPERATOR_HEADER`: by CPU
     total, then by device total, each only when the document holds rows for it (times in ms)."""
-    record = as_profile(doc)
+    views = operator_views(doc)
     tables = []
     for view, title in ((CPU_VIEW, "by CPU total"), (DEVICE_VIEW, "by device total")):
-        rows = [_operator_cells(row) for row in _operator_rows(record, view)]
+        rows = [_operator_cells(row) for row in views.get(view, [])]
         if rows:
             tables.append((title, rows))
     return tables

@@ -15,7 +15,7 @@ from typing import Any
 from aitune.analysis.shares import median_share
 from aitune.markers import region_path
 from aitune.report.formatting import ms
-from aitune.report.model import UNSET, Profile, as_profile
+from aitune.report.model import UNSET, Phase, PhaseSplit, Profile, Run, as_profile, given
 
 
 @dataclass(frozen=True)
@@ -48,30 +48,30 @@ class TokenFigures:
     decode_tokens_per_second: list[float]
 
 
-def phase_split(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def phase_split(doc: Profile | Mapping[str, Any]) -> PhaseSplit | None:
     """The document's ``phase_split``; None when its runs are not generate-like."""
-    # the dict, not the record: suggest's phase advice reads it by key
-    return doc.get("phase_split")
+    split = as_profile(doc).phase_split
+    return None if split is UNSET else split
 
 
-def phase_names(doc: Mapping[str, Any]) -> list[str]:
+def phase_names(doc: Profile | Mapping[str, Any]) -> list[str]:
     """The phases of the document's runs, in order ([] when not generate-like)."""
     split = phase_split(doc)
-    return list(split["phases"]) if split else []
+    return [] if split is None else list(split.phases)
 
 
-def phase_figures(doc: Mapping[str, Any]) -> list[PhaseFigures]:
+def phase_figures(doc: Profile | Mapping[str, Any]) -> list[PhaseFigures]:
     """Each phase's time and share of the run, over the measured runs; [] when not generate-like."""
-    # read as a dict: suggest calls it on documents the model refuses and falls back from their bad figures
+    record = as_profile(doc)
     found = []
-    for name in phase_names(doc):
-        entries = [_phase(run, name) for run in doc["runs"]]
+    for name in phase_names(record):
+        phases = [_phase(run, name) for run in record.runs]
         found.append(
             PhaseFigures(
                 name=name,
-                times_us=[entry.get("cpu_time_us", 0.0) for entry in entries],
-                fractions=[entry.get("cpu_time_fraction", 0.0) for entry in entries],
-                steps=max((entry.get("steps", 0) for entry in entries), default=0),
+                times_us=[0.0 if phase is None else phase.cpu_time_us for phase in phases],
+                fractions=[0.0 if phase is None else phase.cpu_time_fraction for phase in phases],
+                steps=max((0 if phase is None else phase.steps for phase in phases), default=0),
             )
         )
     return found
@@ -128,5 +128,5 @@ def tokens_line(doc: Profile | Mapping[str, Any]) -> str | None:
     return " · ".join(parts)
 
 
-def _phase(run: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    return next((phase for phase in run.get("phases", ()) if phase["name"] == name), {})
+def _phase(run: Run, name: str) -> Phase | None:
+    return next((phase for phase in given(run.phases, []) if phase.name == name), None)

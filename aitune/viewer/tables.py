@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Iterable
 
+import msgspec
 import pandas as pd
 from msgspec import UNSET
 
@@ -150,7 +151,7 @@ def phase_table(doc: ProfileDoc) -> pd.DataFrame:
 
 def operator_table(doc: ProfileDoc) -> pd.DataFrame:
     """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
-    frame = pd.DataFrame(operator_rows(doc))
+    frame = pd.DataFrame(msgspec.to_builtins(operator_rows(doc)))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
 
 
