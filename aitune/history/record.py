@@ -17,13 +17,15 @@ import orjson
 
 from aitune.report.document import scenario_names
 from aitune.report.headline import headline_rows
-from aitune.report.samples import DOMAINS, has_device_time
+from aitune.report.model import UNSET, Profile, as_profile, given
+from aitune.report.samples import DOMAINS, has_device_time, run_samples
 
 RUN_TIME = "(run time)"
 """The path under which a run's own time is kept beside its headline rows."""
 
 MACHINE_FIELDS = ("machine", "cpu_count", "torch", "cuda", "devices", "torch_threads")
-"""The environment fields that make two runs comparable; `history check` refuses a mix unless asked."""
+"""The environment fields (of `aitune.report.model.Environment`) that make two runs comparable; `history check`
+refuses a mix unless asked."""
 
 
 @dataclass(frozen=True)
@@ -61,22 +63,26 @@ class RunRecord:
         return self.series[0]
 
 
-def workload_identity(doc: Mapping[str, Any]) -> dict[str, Any]:
+def workload_identity(doc: Profile | Mapping[str, Any]) -> dict[str, Any]:
     """What was measured: the target's type and root, each input's path, shape and dtype, the scenarios."""
+    record = as_profile(doc)
     signature = [
-        {key: item.get(key) for key in ("path", "shape", "dtype")} for item in doc["input"].get("signature", ())
+        {"path": item.path, "shape": given(item.shape, None), "dtype": given(item.dtype, None)}
+        for item in given(record.input.signature, [])
     ]
     return {
-        "target": {key: doc["target"].get(key) for key in ("type", "root")},
+        "target": {"type": given(record.target.type, None), "root": given(record.target.root, None)},
         "input": signature,
-        "scenarios": scenario_names(doc),  # type: ignore[arg-type]
+        "scenarios": scenario_names(record),
     }
 
 
-def machine_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
+def machine_fields(doc: Profile | Mapping[str, Any]) -> dict[str, Any]:
     """The `MACHINE_FIELDS` of the document's environment (absent ones as None)."""
-    environment = doc.get("environment") or {}
-    return {key: environment.get(key) for key in MACHINE_FIELDS}
+    environment = as_profile(doc).environment
+    if environment is UNSET:
+        return dict.fromkeys(MACHINE_FIELDS)
+    return {key: given(getattr(environment, key), None) for key in MACHINE_FIELDS}
 
 
 def digest(value: Any) -> str:
@@ -98,33 +104,29 @@ def record_of(
     domain: str | None = None,
 ) -> RunRecord:
     """The record of a validated profile document, in ``domain`` (default: device when it has device time)."""
-    chosen = domain or ("device" if has_device_time(doc) else "cpu")
+    record = as_profile(doc)
+    chosen = domain or ("device" if has_device_time(record) else "cpu")
     if chosen not in DOMAINS:
         raise ValueError(f"unknown domain {chosen!r}")
-    run_time = Series(RUN_TIME, RUN_TIME, "run", tuple(r["timing"].get(f"{chosen}_time_us", 0.0) for r in doc["runs"]))
-    rows = tuple(Series(row.path, row.label, row.role, tuple(row.times_us)) for row in headline_rows(doc, chosen))
-    machine = machine_fields(doc)
+    run_time = Series(RUN_TIME, RUN_TIME, "run", tuple(run_samples(record, chosen)))
+    rows = tuple(Series(row.path, row.label, row.role, tuple(row.times_us)) for row in headline_rows(record, chosen))
+    machine = machine_fields(record)
     return RunRecord(
-        created_at=doc["created_at"],
-        workload=digest(workload_identity(doc)),
-        workload_label=str(doc["target"].get("type") or "?"),
+        created_at=record.created_at,
+        workload=digest(workload_identity(record)),
+        workload_label=given(record.target.type, "") or "?",
         machine=digest(machine),
         environment=machine,
         domain=chosen,
         series=(run_time, *rows),
-        peak_memory_bytes=_peak_memory(doc),
+        peak_memory_bytes=_peak_memory(record),
         commit=commit,
         branch=branch,
         tags=tuple(tags),
     )
 
 
-def _peak_memory(doc: Mapping[str, Any]) -> int | None:
+def _peak_memory(record: Profile) -> int | None:
     """The largest peak live bytes over runs and devices, when the document measured memory."""
-    peaks = [
-        stats.get("peak_live_bytes")
-        for run in (doc.get("memory") or {}).get("runs", ())
-        for stats in run.get("devices", {}).values()
-    ]
-    numbers = [peak for peak in peaks if isinstance(peak, int)]
-    return max(numbers) if numbers else None
+    runs = [] if record.memory is UNSET else given(record.memory.runs, [])
+    return max((stats.peak_live_bytes for run in runs for stats in run.devices.values()), default=None)

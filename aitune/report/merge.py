@@ -23,8 +23,11 @@ import re
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from aitune.analysis.statistics import summarize
 from aitune.analysis.stragglers import Straggler, imbalance, slowest, stragglers
@@ -33,6 +36,7 @@ from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.io import load
+from aitune.report.model import UNSET, Distributed, Profile, Run, as_profile, given
 from aitune.report.samples import (
     communication_us,
     region_communication_samples,
@@ -59,7 +63,12 @@ class RankProfile:
 
     rank: int
     path: Path
-    doc: Mapping[str, Any]
+    doc: Profile | Mapping[str, Any]
+
+    @cached_property
+    def record(self) -> Profile:
+        """The document as the model reads it: converted once, for every reader of this rank."""
+        return as_profile(self.doc)
 
 
 def read_rank_profiles(folder: Path) -> list[RankProfile]:
@@ -120,13 +129,13 @@ class _FirstRank:
     run_count: int
     spanning: list[str]
     region_ids: set[str]
-    distributed: Mapping[str, Any]
+    distributed: Distributed
 
 
 @dataclass
 class _RankFold:
     """The merge as a fold over the ranks in order: per rank only its times, entry and warnings are kept;
-    of the documents, the critical rank's so far and, per run index, the slowest rank's run."""
+    of the documents' records, the critical rank's so far and, per run index, the slowest rank's run."""
 
     first: _FirstRank | None = None
     seen: dict[int, Path] = field(default_factory=dict)
@@ -134,22 +143,22 @@ class _RankFold:
     regions: list[dict[str, list[float]]] = field(default_factory=list)
     computes: list[tuple[list[float], dict[str, list[float]]]] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
-    step_runs: list[tuple[float, int, Mapping[str, Any]]] = field(default_factory=list)
-    critical: tuple[float, int, Mapping[str, Any]] | None = None
+    step_runs: list[tuple[float, int, Run]] = field(default_factory=list)
+    critical: tuple[float, int, Profile] | None = None
     grouped_warnings: dict[tuple[str, str], tuple[str, list[int]]] = field(default_factory=dict)
 
     def add(self, profile: RankProfile) -> None:
         self.check(profile)
-        doc, index = profile.doc, len(self.times)
-        times = run_samples(doc, DOMAIN)
-        regions = rank_regions(doc)
+        record, index = profile.record, len(self.times)
+        times = run_samples(record, DOMAIN)
+        regions = rank_regions(record)
         self.times.append(times)
         self.regions.append(regions)
-        self.computes.append(rank_compute(doc, regions))
+        self.computes.append(rank_compute(record, regions))
         self.entries.append(rank_entry(profile, times, regions))
-        for item in doc.get("warnings", []):
-            self.grouped_warnings.setdefault((item["code"], item["source"]), (item["message"], []))[1].append(index)
-        runs = doc["runs"]
+        for item in record.warnings:
+            self.grouped_warnings.setdefault((item.code, item.source), (item.message, []))[1].append(index)
+        runs = record.runs
         if not self.step_runs:
             self.step_runs = [(time, index, run) for time, run in zip(times, runs, strict=True)]
         else:  # a step's rank is its slowest, the lowest rank among equals
@@ -159,11 +168,12 @@ class _RankFold:
             ]
         median = statistics.median(times)
         if self.critical is None or median > self.critical[0]:  # `slowest`: the lowest rank among equals
-            self.critical = (median, index, doc)
+            self.critical = (median, index, record)
 
     def check(self, profile: RankProfile) -> None:
         """`ProfileError` unless ``profile`` is the next rank of the run the earlier ones began."""
-        rank, world_size = _rank_and_world_size(profile)
+        distributed = _distributed(profile)
+        rank, world_size = distributed.rank, distributed.world_size
         if rank in self.seen:
             raise ProfileError(
                 f"{profile.path} and {self.seen[rank]} both say distributed.rank {rank}; each rank's profile "
@@ -174,26 +184,21 @@ class _RankFold:
                 f"{profile.path}: its distributed.rank is {rank}, not {profile.rank}; move it to rank{rank}/."
             )
         self.seen[rank] = profile.path
-        doc = profile.doc
+        record = profile.record
+        region_ids = {region.id for region in record.regions}
+        spanning = given(record.spanning_regions, [])
         if self.first is None:
-            self.first = _FirstRank(
-                profile.path,
-                world_size,
-                len(doc["runs"]),
-                doc.get("spanning_regions", []),
-                _region_ids(doc),
-                doc["distributed"],
-            )
+            self.first = _FirstRank(profile.path, world_size, len(record.runs), spanning, region_ids, distributed)
         first = self.first
         _same_as_first(profile, first.path, "world_size", world_size, first.world_size)
-        _same_as_first(profile, first.path, "measured run count", len(doc["runs"]), first.run_count)
-        _same_as_first(profile, first.path, "spanning regions", doc.get("spanning_regions", []), first.spanning)
-        if "scenarios" in doc:
+        _same_as_first(profile, first.path, "measured run count", len(record.runs), first.run_count)
+        _same_as_first(profile, first.path, "spanning regions", spanning, first.spanning)
+        if record.scenarios is not UNSET:
             raise ProfileError(f"{profile.path}: merge reads single-input profiles; capture one scenario per run.")
-        if not doc["runs"]:
+        if not record.runs:
             raise ProfileError(f"{profile.path} has no measured runs; capture the run again.")
-        if _region_ids(doc) != first.region_ids:
-            differ = sorted(_region_ids(doc) ^ first.region_ids)
+        if region_ids != first.region_ids:
+            differ = sorted(region_ids ^ first.region_ids)
             raise ProfileError(
                 f"{profile.path} and {first.path} observed different regions ({', '.join(differ[:3])}); the ranks of "
                 "one run execute the same model code — capture them together again."
@@ -220,34 +225,40 @@ class _RankFold:
     def merged(self) -> ProfileDoc:
         first = self.check_world()  # ranks 0..n-1, checked: index r of every list is rank r
         assert self.critical is not None
-        critical = self.critical[1]
-        merged: dict[str, Any] = {key: value for key, value in self.critical[2].items() if key not in PER_RANK_DOC_KEYS}
-        merged["runs"] = [{**run, "rank": rank} for _, rank, run in self.step_runs]
-        merged["statistics"] = {"runs": {f"{DOMAIN}_time_us": summarize(run_samples(merged, DOMAIN))}}
+        _, critical, critical_record = self.critical
         found = stragglers(
             {rank: steps for rank, (steps, _) in enumerate(self.computes)},
             {rank: by_region for rank, (_, by_region) in enumerate(self.computes)},
         )
-        merged["warnings"] = rank_warnings(self.grouped_warnings) + [
-            rank_straggler(
-                s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
-            )
-            for s in found
-        ]
         step_ranks = [rank for _, rank, _ in self.step_runs]
-        merged["ranks"] = ranks_section(first.distributed, self, step_ranks, critical, found)
+        # The critical rank's document as the model writes it (what `load` returns of its file), less its
+        # per-rank keys; its runs and warnings give way, in place, to the steps' slowest runs and the ranks' warnings.
+        kept = msgspec.to_builtins(critical_record)
+        merged = {
+            **{key: value for key, value in kept.items() if key not in PER_RANK_DOC_KEYS},
+            "runs": [{**msgspec.to_builtins(run), "rank": rank} for _, rank, run in self.step_runs],
+            "statistics": {"runs": {f"{DOMAIN}_time_us": summarize([time for time, _, _ in self.step_runs])}},
+            "warnings": rank_warnings(self.grouped_warnings)
+            + [
+                rank_straggler(
+                    s.rank, s.own_us, s.others_us, None if s.region == RESIDUAL_LABEL else s.region, s.region_excess_us
+                )
+                for s in found
+            ],
+            "ranks": ranks_section(first.distributed, self, step_ranks, critical, found),
+        }
         return merged  # type: ignore[return-value]
 
 
-def rank_regions(doc: Mapping[str, Any]) -> dict[str, list[float]]:
+def rank_regions(doc: Profile | Mapping[str, Any]) -> dict[str, list[float]]:
     """One rank's time per run (µs) of every region, nested ones included, then of the residual (`RESIDUAL_LABEL`)."""
-    samples = {region: list(values) for region, values in region_samples(doc, DOMAIN).values()}
-    samples[RESIDUAL_LABEL] = residual_samples(doc, DOMAIN)
-    return samples
+    record = as_profile(doc)
+    samples = {region: list(values) for region, values in region_samples(record, DOMAIN).values()}
+    return {**samples, RESIDUAL_LABEL: residual_samples(record, DOMAIN)}
 
 
 def rank_compute(
-    doc: Mapping[str, Any], regions: Mapping[str, Sequence[float]]
+    doc: Profile | Mapping[str, Any], regions: Mapping[str, Sequence[float]]
 ) -> tuple[list[float], dict[str, list[float]]]:
     """One rank's time outside communication per run (µs): of its steps, and of each of its ``regions``
     (`rank_regions`, the residual included), which is what a straggler is judged on.
@@ -256,10 +267,11 @@ def rank_compute(
     region times even out across ranks; the time outside communication does not. A capture without
     communication has none to take out.
     """
-    runs = doc["runs"]
-    steps = [time - communication_us(run) for time, run in zip(run_samples(doc, DOMAIN), runs, strict=True)]
-    in_flight = dict(region_communication_samples(doc).values())
-    in_flight[RESIDUAL_LABEL] = [communication_us(run.get("residual") or {}) for run in runs]
+    record = as_profile(doc)
+    runs = record.runs
+    steps = [time - communication_us(run) for time, run in zip(run_samples(record, DOMAIN), runs, strict=True)]
+    in_flight = dict(region_communication_samples(record).values())
+    in_flight[RESIDUAL_LABEL] = [communication_us(run.residual) for run in runs]
     compute = {
         region: [time - busy for time, busy in zip(times, in_flight.get(region, [0.0] * len(runs)), strict=True)]
         for region, times in regions.items()
@@ -278,7 +290,7 @@ def rank_warnings(grouped: Mapping[tuple[str, str], tuple[str, Sequence[int]]]) 
 
 
 def ranks_section(
-    first: Mapping[str, Any],
+    first: Distributed,
     fold: _RankFold,
     step_ranks: Sequence[int],
     critical: int,
@@ -288,8 +300,8 @@ def ranks_section(
     regions = fold.regions
     run_medians = [statistics.median(samples) for samples in fold.times]
     return {
-        "world_size": first["world_size"],
-        "backend": first.get("backend", ""),
+        "world_size": first.world_size,
+        "backend": given(first.backend, ""),
         "domain": DOMAIN,
         "critical_rank": critical,
         "step_ranks": list(step_ranks),
@@ -314,40 +326,38 @@ def ranks_section(
 
 def spread_across_ranks(medians: Sequence[float]) -> dict[str, Any]:
     """The ranks' medians (µs, by rank), the slowest rank and the imbalance (absent when the median is 0)."""
-    entry: dict[str, Any] = {"median_us": list(medians), "slowest_rank": slowest(medians)}
     ratio = imbalance(medians)
-    if ratio is not None:
-        entry["imbalance"] = ratio
-    return entry
+    return {
+        "median_us": list(medians),
+        "slowest_rank": slowest(medians),
+        **({"imbalance": ratio} if ratio is not None else {}),
+    }
 
 
 def rank_entry(profile: RankProfile, times: Sequence[float], regions: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     """One rank's line of ``ranks.per_rank``: who it was, where its file lies, and its per-run times (µs)."""
-    distributed = profile.doc["distributed"]
-    entry: dict[str, Any] = {
+    record, distributed = profile.record, _distributed(profile)
+    where = {"local_rank": distributed.local_rank, "host_index": distributed.host_index, "backend": distributed.backend}
+    waits = [run.barrier_wait_us for run in record.runs]
+    return {
         "rank": profile.rank,
         "source": f"{profile.path.parent.name}/{profile.path.name}",
         "run_times_us": list(times),
         "region_times_us": {region: list(values) for region, values in regions.items()},
+        **{key: value for key, value in where.items() if value is not UNSET},
+        **({"barrier_wait_us": waits} if all(wait is not UNSET for wait in waits) else {}),
     }
-    for key in ("local_rank", "host_index", "backend"):
-        if key in distributed:
-            entry[key] = distributed[key]
-    waits = [run.get("barrier_wait_us") for run in profile.doc["runs"]]
-    if all(isinstance(wait, int | float) for wait in waits):
-        entry["barrier_wait_us"] = waits
-    return entry
 
 
-def _rank_and_world_size(profile: RankProfile) -> tuple[int, int]:
-    distributed = profile.doc.get("distributed")
-    values = [distributed.get(key) if isinstance(distributed, Mapping) else None for key in ("rank", "world_size")]
-    if not all(type(value) is int and value >= 0 for value in values) or values[1] < 1:
+def _distributed(profile: RankProfile) -> Distributed:
+    """The rank's ``distributed`` block (the model holds rank >= 0, world_size >= 1); `ProfileError` without one."""
+    distributed = profile.record.distributed
+    if distributed is UNSET:
         raise ProfileError(
             f"{profile.path}: no distributed block with rank and world_size; merge reads the per-rank profiles "
             "of a capture under torchrun."
         )
-    return values[0], values[1]
+    return distributed
 
 
 def _same_as_first(profile: RankProfile, first: Path, what: str, value: Any, expected: Any) -> None:
@@ -356,7 +366,3 @@ def _same_as_first(profile: RankProfile, first: Path, what: str, value: Any, exp
             f"{profile.path} has {what} {value} but {first} has {expected}; the ranks of one run share it — "
             "merge the folder of one capture, or capture again."
         )
-
-
-def _region_ids(doc: Mapping[str, Any]) -> set[str]:
-    return {region["id"] for region in doc.get("regions", [])}

@@ -15,6 +15,7 @@ import pandas as pd
 from aitune import compare
 from aitune.markers import region_path
 from aitune.report import ProfileDoc, samples
+from aitune.report.model import Profile, RegionShare, TreeNode, as_profile, given, self_time_in, time_in
 from aitune.report.samples import DOMAINS, region_samples
 
 INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
@@ -32,28 +33,30 @@ class Node:
     self_us: float
 
 
-def median_run(doc: ProfileDoc, domain: str) -> int:
+def median_run(doc: Profile | ProfileDoc, domain: str) -> int:
     """The index of the run whose ``domain`` time is the median (`aitune.report.samples.median_run`)."""
-    return samples.median_run(doc["runs"], domain)["run_index"]
+    return samples.median_run(as_profile(doc).runs, domain).run_index
 
 
-def has_tree(doc: ProfileDoc) -> bool:
+def has_tree(doc: Profile | ProfileDoc) -> bool:
     """Whether any run of the document holds nested regions."""
-    return any(run.get("tree") for run in doc["runs"])
+    return any(given(run.tree, []) for run in as_profile(doc).runs)
 
 
-def run_nodes(doc: ProfileDoc, run_index: int, domain: str) -> list[Node]:
+def run_nodes(doc: Profile | ProfileDoc, run_index: int, domain: str) -> list[Node]:
     """The nodes of one run's tree in depth-first order; its topmost regions (self = total) without a tree."""
-    run = next((run for run in doc["runs"] if run["run_index"] == run_index), None)
-    return [] if run is None else list(_flatten(run.get("tree") or run["regions"], domain, None))
+    run = next((run for run in as_profile(doc).runs if run.run_index == run_index), None)
+    return [] if run is None else list(_flatten(given(run.tree, []) or run.regions, domain, None))
 
 
-def _flatten(shares: Iterable[Mapping[str, Any]], domain: str, parent: str | None) -> Iterable[Node]:
+def _flatten(shares: Iterable[RegionShare | TreeNode], domain: str, parent: str | None) -> Iterable[Node]:
     for share in shares:
-        path = region_path(share["region_id"])
-        total = share.get(f"{domain}_time_us", 0.0)
-        yield Node(path, parent, share.get("calls", 0), total, share.get(f"{domain}_self_time_us", total))
-        yield from _flatten(share.get("children", ()), domain, path)
+        path = region_path(share.region_id)
+        total = time_in(share, domain) or 0.0
+        tree_node = isinstance(share, TreeNode)
+        own = self_time_in(share, domain) if tree_node else None
+        yield Node(path, parent, share.calls, total, total if own is None else own)
+        yield from _flatten(share.children if tree_node else (), domain, path)
 
 
 def lined_up_nodes(before: ProfileDoc, after: ProfileDoc, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
