@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from aitune.analysis.statistics import summarize
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
@@ -12,7 +15,6 @@ from aitune.report.document import (
     ProfileDoc,
     calls_note,
     is_lite,
-    operator_runs,
     operator_runs_note,
     scenario_names,
     select_scenario,
@@ -23,8 +25,23 @@ from aitune.report.headline import headline_rows
 from aitune.report.key_averages import OPERATOR_HEADER, operator_tables
 from aitune.report.memo import computed_once
 from aitune.report.memory import memory_note
+from aitune.report.model import (
+    UNSET,
+    Distributed,
+    Environment,
+    Profile,
+    Run,
+    Statistics,
+    Summary,
+    TreeNode,
+    UnsetType,
+    as_profile,
+    given,
+    self_time_in,
+    time_in,
+)
 from aitune.report.phases import split_line, tokens_line
-from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
+from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.report.safe_text import markdown_text
 from aitune.report.samples import has_device_time, median_run, residual_causes
 from aitune.report.section_rows import (
@@ -48,34 +65,37 @@ class Markup(str):
     """A cell this renderer wrote in Markdown on purpose (``_(residual)_``); every other cell is escaped."""
 
 
-@computed_once()  # every section reads the same headline rows
+@computed_once()  # every section reads the same headline rows, and each view converts to its record once
 def render_markdown(doc: ProfileDoc) -> str:
     """Render every section of ``doc``, summaries first; the same document always gives the same text.
 
     A multi-scenario document gets the overview once, then every section per scenario.
     """
-    sections = [_overview(doc)]
-    names = scenario_names(doc)
+    record = as_profile(doc)
+    sections = [_overview(record)]
+    names = scenario_names(record)
     for name in names or [None]:
+        # the view's dict goes on to the section rows that still read dicts (phases, memory, efficiency)
         view = select_scenario(doc, name)
+        scenario = as_profile(view)
         if name is not None:
             sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
-            _summary(view),
-            _phases(view),
-            _ranks(view),
-            _residual_causes(view),
-            _communication(view),
-            _memory(view),
-            _tree(view),
-            _runs(view),
-            _regions(view),
-            _attribution(view),
-            _efficiency(view),
-            _key_averages(view),
-            _warnings(view),
+            _summary(scenario),
+            _phases(scenario, view),
+            _ranks(scenario),
+            _residual_causes(scenario),
+            _communication(scenario),
+            _memory(scenario, view),
+            _tree(scenario),
+            _runs(scenario),
+            _regions(scenario),
+            _attribution(scenario),
+            _efficiency(scenario, view),
+            _key_averages(scenario),
+            _warnings(scenario),
         ]
-    sections.append(_environment(doc))
+    sections.append(_environment(record))
     return "\n\n".join(section for section in sections if section) + "\n"
 
 
@@ -91,77 +111,79 @@ def _cell(cell: Any) -> str:
     return cell if isinstance(cell, Markup) else markdown_text(cell)
 
 
-def _overview(doc: ProfileDoc) -> str:
-    config, inputs = doc.get("config", {}), doc.get("input", {})
-    kwargs = markdown_text(", ".join(map(str, inputs.get("kwargs", []))) or MISSING)
+def _overview(record: Profile) -> str:
+    config, inputs = record.config, record.input
+    kwargs = markdown_text(", ".join(map(str, given(inputs.kwargs, []))) or MISSING)
+    activities = ", ".join(given(record.profiler.activities, []))
     lines = [
         "# aitune performance profile",
         "",
         "## Overview",
         "",
-        f"- Created: {markdown_text(doc.get('created_at') or MISSING)}",
-        f"- aitune version: {markdown_text(doc.get('aitune_version') or MISSING)}",
-        f"- Target: {markdown_text(doc.get('target', {}).get('type', MISSING))}",
-        f"- Warmup runs: {config.get('warmup_runs', MISSING)}; measured runs: {config.get('measured_runs', MISSING)}",
-        f"- Input: {inputs.get('args_count', MISSING)} positional argument(s); keyword arguments: {kwargs}",
-        f"- Profiler activities: {markdown_text(', '.join(doc.get('profiler', {}).get('activities', [])) or MISSING)}",
+        f"- Created: {markdown_text(record.created_at or MISSING)}",
+        f"- aitune version: {markdown_text(record.aitune_version or MISSING)}",
+        f"- Target: {markdown_text(given(record.target.type, MISSING))}",
+        f"- Warmup runs: {given(config.warmup_runs, MISSING)}; measured runs: {given(config.measured_runs, MISSING)}",
+        f"- Input: {given(inputs.args_count, MISSING)} positional argument(s); keyword arguments: {kwargs}",
+        f"- Profiler activities: {markdown_text(activities or MISSING)}",
     ]
-    if is_lite(doc):
+    if is_lite(record):
         lines.append(f"- Lite capture: {LITE_LACKS}")
-    if note := operator_runs_note(doc):
+    if note := operator_runs_note(record):
         lines.append(f"- Operator runs: {note}")
-    if doc.get("trace_file"):
-        lines.append(f"- Chrome trace: {markdown_text(doc['trace_file'])}")
-    overhead = doc.get("capture_overhead")
-    if overhead:
-        ratio = factor(overhead["ratio"], overhead.get("ratio_low"), overhead.get("ratio_high"))
+    if trace_file := given(record.trace_file, ""):
+        lines.append(f"- Chrome trace: {markdown_text(trace_file)}")
+    overhead = record.capture_overhead
+    if overhead is not UNSET:
+        ratio = factor(overhead.ratio, given(overhead.ratio_low, None), given(overhead.ratio_high, None))
         lines.append(
-            f"- Capture overhead: median run {ms(overhead['captured_wall_time_us'])} ms under capture vs "
-            f"{ms(overhead['plain_wall_time_us'])} ms in warm uninstrumented warmups ({ratio}, 95% interval)"
+            f"- Capture overhead: median run {ms(overhead.captured_wall_time_us)} ms under capture vs "
+            f"{ms(overhead.plain_wall_time_us)} ms in warm uninstrumented warmups ({ratio}, 95% interval)"
         )
-    warmup = doc.get("warmup")
-    if warmup:
-        steady = "steady" if warmup["steady"] else "not yet steady: the overhead and first runs are uncertain"
-        lines.append(f"- Warmups: {warmup['performed']} performed ({warmup['requested']} requested), {steady}")
-        lines.append(f"- Calls: {calls_note(doc)}")
-    if scenario_names(doc):
-        lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(doc)))}")
-    distributed = doc.get("distributed")
-    if distributed:
-        lines.append(_distributed_line(distributed, doc.get("runs", [])))
+    warmup = record.warmup
+    if warmup is not UNSET:
+        steady = "steady" if warmup.steady else "not yet steady: the overhead and first runs are uncertain"
+        lines.append(f"- Warmups: {warmup.performed} performed ({warmup.requested} requested), {steady}")
+        lines.append(f"- Calls: {calls_note(record)}")
+    if scenario_names(record):
+        lines.append(f"- Scenarios: {markdown_text(', '.join(scenario_names(record)))}")
+    if record.distributed is not UNSET:
+        lines.append(_distributed_line(record.distributed, record.runs))
     return "\n".join(lines)
 
 
-def _distributed_line(distributed: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> str:
+def _distributed_line(distributed: Distributed, runs: Sequence[Run]) -> str:
     """Which rank of which job this is, and how long it waited for the others before its runs."""
-    details = [
-        f"{key.replace('_', ' ')} {markdown_text(str(distributed[key]))}"
-        for key in ("backend", "local_rank", "host_index")
-        if key in distributed
-    ]
-    waits = [run["barrier_wait_us"] for run in runs if "barrier_wait_us" in run]
-    wait = f"; median barrier wait before a run {ms(summarize(waits)['median'])} ms" if waits else ""
+    known = (
+        ("backend", distributed.backend),
+        ("local rank", distributed.local_rank),
+        ("host index", distributed.host_index),
+    )
+    details = [f"{label} {markdown_text(str(value))}" for label, value in known if value is not UNSET]
+    waits = [run.barrier_wait_us for run in runs if run.barrier_wait_us is not UNSET]
+    wait = f"; median barrier wait before a run {ms(statistics.median(waits))} ms" if waits else ""
     return (
-        f"- Distributed: rank {markdown_text(str(distributed.get('rank', MISSING)))} of "
-        f"{markdown_text(str(distributed.get('world_size', MISSING)))} ({', '.join(details) or MISSING}){wait}"
+        f"- Distributed: rank {markdown_text(str(distributed.rank))} of "
+        f"{markdown_text(str(distributed.world_size))} ({', '.join(details) or MISSING}){wait}"
     )
 
 
-def _summary(doc: ProfileDoc) -> str:
-    stats = doc.get("statistics")
-    if not stats:
+def _summary(record: Profile) -> str:
+    run_statistics = record.statistics
+    if _left_out(run_statistics):
         return ""
     header = ["", "Median", "p10", "p90", "CV"]
     rows = [
         (f"Run {name.removesuffix('_us').replace('_', ' ')} (ms)", *_spread(summary, ms))
-        for name, summary in stats.get("runs", {}).items()
+        for name, summary in given(run_statistics.runs, {}).items()
     ]
-    parts = ["## Summary", f"Over {len(doc['runs'])} measured run(s).", table(header, rows)]
+    parts = ["## Summary", f"Over {len(record.runs)} measured run(s).", table(header, rows)]
     # The headline's rows: the level where the run's time splits, a spanning region's self time named.
+    # Their spread as the model's Summary, read like the document's own summaries above.
     region_rows = [
-        (_label(row.label, row.role), *_spread(summarize(row.fractions), percent))
-        for domain in time_domains(doc)
-        for row in headline_rows(doc, domain)
+        (_label(row.label, row.role), *_spread(msgspec.convert(summarize(row.fractions), Summary), percent))
+        for domain in time_domains(record)
+        for row in headline_rows(record, domain)
         if domain == "cpu" or row.role != "residual"
     ]
     if region_rows:
@@ -169,17 +191,22 @@ def _summary(doc: ProfileDoc) -> str:
     return "\n\n".join(parts)
 
 
-def _phases(doc: ProfileDoc) -> str:
+def _left_out(part: Statistics | Environment | UnsetType) -> bool:
+    """Whether the document leaves ``part`` out or holds it empty (``{}``): either way, no section."""
+    return part is UNSET or part == type(part)()
+
+
+def _phases(record: Profile, view: Mapping[str, Any]) -> str:
     """A generate-like document's phases: how they were found, the token figures, each phase's time,
     and each region's share of every phase (medians over the runs)."""
-    figures = phase_table(doc)
+    figures = phase_table(view)
     if not figures:
         return ""
-    phases, shares = phase_share_table(doc, _emphasis)
+    phases, shares = phase_share_table(view, _emphasis)
     parts = [
         "## Phases",
-        markdown_text(split_line(doc) or ""),
-        markdown_text(tokens_line(doc) or ""),
+        markdown_text(split_line(record) or ""),
+        markdown_text(tokens_line(record) or ""),
         table(PHASE_HEADER, figures),
         table([PHASE_SHARE_TITLE, *phases], shares),
         PHASE_RESIDUAL_NOTE,
@@ -191,7 +218,7 @@ def _emphasis(label: str) -> Markup:
     return Markup(f"_{markdown_text(label)}_")
 
 
-def time_domains(doc: ProfileDoc) -> list[str]:
+def time_domains(doc: Profile | Mapping[str, Any]) -> list[str]:
     """``cpu``, and ``device`` when the runs have device time (`has_device_time`)."""
     return ["cpu"] + (["device"] if has_device_time(doc) else [])
 
@@ -200,15 +227,15 @@ def _label(label: str, role: str) -> str:
     return Markup("_(residual)_") if role == "residual" else label
 
 
-def _spread(summary: Mapping[str, float], show: Any) -> tuple[str, str, str, str]:
-    return show(summary["median"]), show(summary["p10"]), show(summary["p90"]), percent(summary["cv"])
+def _spread(summary: Summary, show: Any) -> tuple[str, str, str, str]:
+    return show(summary.median), show(summary.p10), show(summary.p90), percent(summary.cv)
 
 
-def _ranks(doc: ProfileDoc) -> str:
+def _ranks(record: Profile) -> str:
     """A merged document's ranks: each rank's step times, then each region's median per rank."""
-    if not is_merged(doc):
+    ranks = record.ranks
+    if ranks is UNSET:  # not merged
         return ""
-    ranks = doc["ranks"]
     rank_table = table(
         ["Rank", "Median (ms)", "Min (ms)", "Max (ms)", "Barrier wait (ms)", "Slowest in (steps)", "Straggler in"],
         [
@@ -221,11 +248,11 @@ def _ranks(doc: ProfileDoc) -> str:
                 row.slowest_steps,
                 row.straggler_region or MISSING,
             )
-            for row in rank_rows(doc)
+            for row in rank_rows(record)
         ],
     )
     region_table = table(
-        ["Region", "Slowest rank", "Imbalance", *(f"Rank {rank} (ms)" for rank in range(ranks["world_size"]))],
+        ["Region", "Slowest rank", "Imbalance", *(f"Rank {rank} (ms)" for rank in range(ranks.world_size))],
         [
             (
                 row.region_id,
@@ -233,34 +260,34 @@ def _ranks(doc: ProfileDoc) -> str:
                 factor(row.imbalance),
                 *map(ms, row.medians_us),
             )
-            for row in regions_across_ranks(doc)
+            for row in regions_across_ranks(record)
         ],
     )
     intro = (
-        f"Merged from {ranks['world_size']} ranks ({markdown_text(ranks.get('backend') or MISSING)}): each run is the "
-        f"run of the rank slowest in that step; critical rank {ranks['critical_rank']}. Medians over runs of "
-        f"{ranks['domain']} time; imbalance is max ÷ median across ranks."
+        f"Merged from {ranks.world_size} ranks ({markdown_text(given(ranks.backend, '') or MISSING)}): each run is "
+        f"the run of the rank slowest in that step; critical rank {ranks.critical_rank}. Medians over runs of "
+        f"{ranks.domain} time; imbalance is max ÷ median across ranks."
     )
     return f"## Ranks\n\n{intro}\n\n{rank_table}\n\n### Regions across ranks\n\n{region_table}"
 
 
-def _residual_causes(doc: ProfileDoc) -> str:
-    causes = residual_causes(doc)
+def _residual_causes(record: Profile) -> str:
+    causes = residual_causes(record)
     if not causes:
         return ""
-    runs = [run for run in operator_runs(doc) if "causes" in run["residual"]]
+    runs = [run for run in record.traced_runs() if run.residual.causes is not UNSET]
     rows = [(cause, ms(summary.time_us), percent(summary.share)) for cause, summary in causes.items()]
-    spanning = markdown_text(", ".join(doc.get("spanning_regions", [])))
+    spanning = markdown_text(", ".join(given(record.spanning_regions, [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
-    over = f"the {len(runs)} operator runs" if doc.get("operator_runs") else "runs"
+    over = f"the {len(runs)} operator runs" if record.operator_runs is not UNSET else "runs"
     return f"## Residual by cause\n\nMedian over {over} of the CPU time outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows
     )
 
 
-def _communication(doc: ProfileDoc) -> str:
+def _communication(record: Profile) -> str:
     """Median per run of each region's communication, the residual's and the run's; only when the trace had any."""
-    summary = communication_summary(doc)
+    summary = communication_summary(record)
     if summary is None:
         return ""
     keys = summary.keys
@@ -283,38 +310,38 @@ def _communication(doc: ProfileDoc) -> str:
     return text
 
 
-def _memory(doc: ProfileDoc) -> str:
+def _memory(record: Profile, view: Mapping[str, Any]) -> str:
     """Bytes allocated, freed and peak live per region and device; a lite document's overview says it has none."""
-    if is_lite(doc):
+    if is_lite(record):
         return ""
-    rows, hidden = memory_table(doc, _emphasis)
+    rows, hidden = memory_table(view, _emphasis)
     if not rows:
-        return f"## Memory\n\n{markdown_text(memory_note(doc) or '')}"
+        return f"## Memory\n\n{markdown_text(memory_note(record) or '')}"
     more = f"\n\n… {hidden} more region row(s) with lower peaks." if hidden else ""
-    return f"## Memory\n\n{markdown_text(memory_lead(doc))}\n\n" + table(MEMORY_HEADER, rows) + more
+    return f"## Memory\n\n{markdown_text(memory_lead(view))}\n\n" + table(MEMORY_HEADER, rows) + more
 
 
-def _tree(doc: ProfileDoc) -> str:
-    runs = [run for run in doc["runs"] if run.get("tree")]
+def _tree(record: Profile) -> str:
+    runs = [run for run in record.runs if given(run.tree, [])]
     if not runs:
         return ""
     run = median_run(runs)
     rows: list[Sequence[Any]] = []
-    stack = [(node, 0) for node in reversed(run["tree"])]
+    stack: list[tuple[TreeNode, int]] = [(node, 0) for node in reversed(given(run.tree, []))]
     while stack:
         node, depth = stack.pop()
         rows.append(
             (
-                f"{'· ' * depth}{node['region_id']}",
-                node["calls"],
-                ms(node["cpu_time_us"]),
-                ms(node["cpu_self_time_us"]),
-                percent(node["cpu_time_fraction"]),
-                ms(node.get("device_time_us")),
-                ms(node.get("device_self_time_us")),
+                f"{'· ' * depth}{node.region_id}",
+                node.calls,
+                ms(node.cpu_time_us),
+                ms(node.cpu_self_time_us),
+                percent(node.cpu_time_fraction),
+                ms(time_in(node, "device")),
+                ms(self_time_in(node, "device")),
             )
         )
-        stack += [(child, depth + 1) for child in reversed(node["children"])]
+        stack += [(child, depth + 1) for child in reversed(node.children)]
     header = [
         "Region",
         "Calls",
@@ -324,40 +351,39 @@ def _tree(doc: ProfileDoc) -> str:
         "Device total (ms)",
         "Device self (ms)",
     ]
-    return f"## Region tree (run {run['run_index']}, the median run)\n\n" + table(header, rows)
+    return f"## Region tree (run {run.run_index}, the median run)\n\n" + table(header, rows)
 
 
-def _runs(doc: ProfileDoc) -> str:
+def _runs(record: Profile) -> str:
     rows = [
         (
-            run["run_index"],
-            ms(run["timing"].get("wall_time_us")),
-            ms(run["timing"].get("cpu_time_us")),
-            ms(run["timing"].get("device_time_us")),
+            run.run_index,
+            ms(given(run.timing.wall_time_us, None)),
+            ms(run.timing.cpu_time_us),
+            ms(time_in(run.timing, "device")),
         )
-        for run in doc["runs"]
+        for run in record.runs
     ]
     return "## Runs (per run)\n\n" + table(["Run", "Wall (ms)", "CPU (ms)", "Device (ms)"], rows)
 
 
-def _regions(doc: ProfileDoc) -> str:
-    if not doc["regions"]:
+def _regions(record: Profile) -> str:
+    if not record.regions:
         return "## Regions\n\nNo region was observed."
     rows = [
-        (region["name"], region["kind"], region.get("wrapper_state", MISSING), region.get("module_type", MISSING))
-        for region in doc["regions"]
+        (region.name, region.kind, given(region.wrapper_state, MISSING), given(region.module_type, MISSING))
+        for region in record.regions
     ]
     return "## Regions\n\n" + table(["Region", "Kind", "State", "Module type"], rows)
 
 
-def _attribution(doc: ProfileDoc) -> str:
+def _attribution(record: Profile) -> str:
     """Each run's headline rows: its regions, the spanning regions' self time, and its residual."""
-    device = "device" in time_domains(doc)
-    cpu_rows = headline_rows(doc, "cpu")
-    device_rows = headline_rows(doc, "device") if device else [None] * len(cpu_rows)
+    cpu_rows = headline_rows(record, "cpu")
+    device_rows = headline_rows(record, "device") if has_device_time(record) else [None] * len(cpu_rows)
     rows: list[Sequence[Any]] = [
         (
-            run["run_index"],
+            run.run_index,
             _label(row.label, row.role),
             MISSING if row.role == "residual" else row.calls[index],
             ms(row.times_us[index]),
@@ -365,7 +391,7 @@ def _attribution(doc: ProfileDoc) -> str:
             ms(on_device.times_us[index]) if on_device else MISSING,
             percent(on_device.fractions[index]) if on_device else MISSING,
         )
-        for index, run in enumerate(doc["runs"])
+        for index, run in enumerate(record.runs)
         for row, on_device in zip(cpu_rows, device_rows, strict=True)
         if row.role != "region" or row.calls[index] > 0  # a region the run did not enter gets no row
     ]
@@ -373,41 +399,45 @@ def _attribution(doc: ProfileDoc) -> str:
     return "## Per-Run Attribution\n\n" + table(header, rows)
 
 
-def _key_averages(doc: ProfileDoc) -> str:
+def _key_averages(record: Profile) -> str:
     parts = [
-        f"### Top operators {title}\n\n" + table(list(OPERATOR_HEADER), rows) for title, rows in operator_tables(doc)
+        f"### Top operators {title}\n\n" + table(list(OPERATOR_HEADER), rows) for title, rows in operator_tables(record)
     ]
     return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
 
 
-def _efficiency(doc: ProfileDoc) -> str:
+def _efficiency(record: Profile, view: Mapping[str, Any]) -> str:
     """Each region's work, achieved rate and place under the machine's roofs (`aitune.report.efficiency`)."""
-    if is_lite(doc):
+    if is_lite(record):
         return ""
-    if not has_work(doc):
+    if not has_work(view):
         return f"## Work and Efficiency\n\n{NO_WORK}"
-    lines = "\n".join(markdown_text(line) for line in roof_lines(doc))
-    notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(doc))
-    body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(doc)), notes])
+    lines = "\n".join(markdown_text(line) for line in roof_lines(record))
+    notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(view))
+    body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(view)), notes])
     return "## Work and Efficiency\n\n" + body.rstrip()
 
 
-def _warnings(doc: ProfileDoc) -> str:
-    if not doc["warnings"]:
+def _warnings(record: Profile) -> str:
+    if not record.warnings:
         return "## Warnings\n\nNone."
-    rows = [(w["code"], w["source"], w["message"]) for w in doc["warnings"]]
+    rows = [(warning.code, warning.source, warning.message) for warning in record.warnings]
     return "## Warnings\n\n" + table(["Code", "Source", "Message"], rows)
 
 
-def _environment(doc: ProfileDoc) -> str:
-    environment = doc.get("environment")
-    if not environment:
+def _environment(record: Profile) -> str:
+    """Every figure of the environment the document holds, but the machine peaks (in Work and Efficiency)."""
+    environment = record.environment
+    if _left_out(environment):
         return ""
-    rows = [(key, _flat(value)) for key, value in environment.items() if key != "machine_peaks"]  # in Work
+    shown = msgspec.structs.asdict(msgspec.structs.replace(environment, machine_peaks=UNSET))
+    rows = [(key, _flat(value)) for key, value in shown.items() if value is not UNSET]
     return "## Environment\n\n" + table(["Key", "Value"], rows)
 
 
 def _flat(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value)) or MISSING
-    return MISSING if value is None else str(value)
+    if isinstance(value, msgspec.Struct):  # the gain calibration: shown as the document's object
+        return str(msgspec.to_builtins(value))
+    return str(value)
