@@ -82,17 +82,6 @@ def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
 def operator_runs(doc: Profile) -> list[Run]: ...
 @overload
 def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
-def operator_runs(doc: Profile | Mapping[str, Any]) -> list[Run] | list[Mapping[str, Any]]:
-    """The runs of ``doc`` that traced operators (their residual causes, operator mixes and the
-    runs ``profiler.key_averages`` totals): its ``operator_runs`` when the measured runs were timed
-    by a clock, else the measured runs (none of which did, in a lite document).
-
-    A record gives its `Run` records; a document's dict gives its own run dicts, which the readers not
-    yet moved to the record index by key.
-    """
-    if isinstance(doc, Profile):
-        return given(doc.operator_runs, []) or doc.runs
-    return doc.get("operator_runs") or doc["runs"]
 
 
 class Timing(TypedDict, total=False):

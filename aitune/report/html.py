@@ -376,8 +376,7 @@ def environment(doc: Profile | Mapping[str, Any]) -> Section:
     """The versions and machine the profile was captured with, folded: the keys the model names, in its order
     (a capture writes them in that order), each nested block shown as its JSON's Python form."""
     record = as_profile(doc).environment
-    # enc_hook: a live capture's torch version is a `str` subclass (TorchVersion), shown as its text
-    items = {} if record is UNSET else msgspec.to_builtins(record, enc_hook=str)
+    items = {} if record is UNSET else msgspec.to_builtins(record)
     rows = [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)) for key, value in items.items()
     ]

@@ -113,7 +113,7 @@ def residual_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[floa
 @dataclass(frozen=True)
 class ResidualCause:
     """One cause of the residual (synchronisation, copies, operators, Python…), medians over the runs that
-    traced operators (`aitune.report.document.operator_runs`)."""
+    traced operators (`aitune.report.model.Section.traced_runs`)."""
 
     time_us: float  # its CPU time per run
     share: float  # its fraction of the run
@@ -123,7 +123,7 @@ class ResidualCause:
 def residual_causes(doc: Profile | Mapping[str, Any]) -> dict[str, ResidualCause]:
     """Each residual cause that every traced run split its residual into, in the first run's order;
     empty when no run did (a lite or an AITune document)."""
-    residuals = [run.residual for run in document.operator_runs(as_profile(doc)) if run.residual.causes is not UNSET]
+    residuals = [run.residual for run in as_profile(doc).traced_runs() if run.residual.causes is not UNSET]
     if not residuals:
         return {}
     causes = [given(residual.causes, {}) for residual in residuals]

@@ -76,7 +76,7 @@ def cache_file(device: torch.device | None = None) -> Path:
         "device": device_id(device or capture_device()),
         "cpus": os.cpu_count(),
         "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str subclass (TorchVersion) msgspec will not encode
         "onnxruntime": _version("onnxruntime"),
     }
     key = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]

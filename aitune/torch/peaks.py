@@ -53,7 +53,7 @@ def backends() -> list[str]:
 def peaks_file(backend: str) -> Path:
     """The cache file of ``backend``'s peaks on this machine."""
     device = torch.cuda.get_device_name() if backend == "cuda" else _processor()
-    facts = {"backend": backend, "device": device, "threads": torch.get_num_threads(), "torch": torch.__version__}
+    facts = {"backend": backend, "device": device, "threads": torch.get_num_threads(), "torch": str(torch.__version__)}
     key = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
     return cache_dir() / f"peaks-{backend}-{key}.json"
 

@@ -28,7 +28,7 @@ def environment() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "cpu_count": os.cpu_count() or 0,
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str subclass (TorchVersion) msgspec will not encode
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.version.cuda or "none",
         "cuda_available": cuda,
