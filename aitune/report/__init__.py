@@ -16,7 +16,6 @@ _HOMES = {
     "builder": ("build_profile", "profile_from_events"),
     "document": (
         "LITE_LACKS",
-        "SCHEMA_VERSION",
         "ProfileDoc",
         "combine_scenarios",
         "is_lite",
@@ -27,6 +26,7 @@ _HOMES = {
     "io": ("dumps", "load", "read_json", "read_trace", "read_trace_file_events", "save"),
     "key_averages": ("operator_rows", "operator_views", "written_by"),
     "markdown": ("render_markdown",),
+    "model": ("SCHEMA_VERSION",),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -33,17 +33,8 @@ from aitune.analysis.statistics import (
 from aitune.analysis.warnings import ProfileWarning
 from aitune.errors import ProfileError
 from aitune.markers import OPERATOR_RUN_WALLS_KEY, PLAIN_WALLS_KEY, parse_region_id
-from aitune.report.document import (
-    SCHEMA_VERSION,
-    ProfileDoc,
-    RegionMeta,
-    RegionShare,
-    Residual,
-    RunDoc,
-    Timing,
-    TreeNode,
-    is_lite,
-)
+from aitune.report.document import ProfileDoc, is_lite
+from aitune.report.model import SCHEMA_VERSION
 
 
 @gc_paused()
@@ -101,7 +92,7 @@ def _document(timing: TraceEvents, operators: TraceEvents | None) -> ProfileDoc:
         spanning = _common_prefix(spanning, attribution.spanning_regions(separate.runs))  # one level for both
     runs = _below(result, spanning)
     known = {region["id"]: region for region in meta.get("regions", ())}
-    doc = ProfileDoc(
+    doc = dict(
         schema_version=SCHEMA_VERSION,
         created_at=meta.get("created_at", ""),
         aitune_version=meta.get("aitune_version", ""),
@@ -152,7 +143,7 @@ def _add_phases(doc: ProfileDoc, timing: TraceEvents, spanning: list[str]) -> No
         return
     doc["phase_split"] = split.to_dict()
     for run in doc["runs"]:
-        run.update(by_run.get(run["run_index"], {}))  # type: ignore[typeddict-item]
+        run.update(by_run.get(run["run_index"], {}))
 
 
 def _memory(operators: TraceEvents, traced: bool) -> dict[str, Any]:
@@ -180,7 +171,7 @@ def _below(result: attribution.Attribution, spanning: list[str]) -> list[Attribu
     return sorted((attribution.descend(run, spanning) for run in result.runs), key=lambda run: run.run_index)
 
 
-def _traced_run_docs(events: TraceEvents, runs: list[AttributedRun], spanning: list[str]) -> list[RunDoc]:
+def _traced_run_docs(events: TraceEvents, runs: list[AttributedRun], spanning: list[str]) -> list[dict[str, Any]]:
     """The JSON of ``runs`` whose operators ``events`` traced: with residual causes, operator mixes
     and, where the trace holds any, communication."""
     comm = communication(events)
@@ -196,7 +187,7 @@ def run_doc(
     mixes: Mapping[NodeKey, OperatorMix] | None = None,
     comm: Communication | None = None,
     works: Mapping[NodeKey, RegionWork] | None = None,
-) -> RunDoc:
+) -> dict[str, Any]:
     """The JSON shape of one attributed run; device keys only when the run has device data.
 
     ``mixes`` (from `region_operator_mixes`) adds each region's ``operators``: on the tree's nodes
@@ -204,20 +195,20 @@ def run_doc(
     ``works`` (from `region_work`) adds each region's ``work`` the same way.
     ``comm`` (from `communication`) adds ``communication`` to the run, its regions, tree nodes and residual.
     """
-    timing = Timing(cpu_time_us=run.cpu_time_us)
+    timing = dict(cpu_time_us=run.cpu_time_us)
     if run.wall_time_us is not None:
         timing["wall_time_us"] = run.wall_time_us
     if run.device_time_us is not None:
         timing["device_time_us"] = run.device_time_us
     has_tree = any(node.children for node in run.roots().values())
-    doc = RunDoc(
+    doc = dict(
         run_index=run.run_index,
         timing=timing,
         regions=[
             _region_share(node, run, None if has_tree else mixes, None if has_tree else works)
             for node in run.regions.values()
         ],
-        residual=Residual(**run.residual()),  # type: ignore[typeddict-item]
+        residual=dict(**run.residual()),
     )
     if causes is not None:
         doc["residual"]["causes"] = causes.to_dict(run)
@@ -226,9 +217,9 @@ def run_doc(
     if comm is not None:
         level = _level_keys(run)
         for share, key in zip(doc["regions"], level, strict=True):
-            share["communication"] = comm.share(key)  # type: ignore[typeddict-item]
-        doc["residual"]["communication"] = comm.to_dict(comm.residual(run.run_index, level))  # type: ignore[typeddict-item]
-        doc["communication"] = comm.run(run.run_index)  # type: ignore[typeddict-item]
+            share["communication"] = comm.share(key)
+        doc["residual"]["communication"] = comm.to_dict(comm.residual(run.run_index, level))
+        doc["communication"] = comm.run(run.run_index)
     return doc
 
 
@@ -255,11 +246,11 @@ def tree_node(
     above: tuple[str, ...] = (),
     comm: Communication | None = None,
     works: Mapping[NodeKey, RegionWork] | None = None,
-) -> TreeNode:
+) -> dict[str, Any]:
     """One node of a run's region tree, its children included; ``above``: the region ids of its ancestors."""
     path = (*above, node.region_id)
     children = [tree_node(child, run, mixes, path, comm, works) for child in node.children.values()]
-    tree = TreeNode(
+    tree = dict(
         region_id=node.region_id,
         calls=node.calls,
         cpu_time_us=node.cpu_time_us,
@@ -276,17 +267,17 @@ def tree_node(
     if works is not None:
         tree["work"] = works.get((run.run_index, path), RegionWork()).to_dict()
     if comm is not None:
-        tree["communication"] = comm.share((run.run_index, path))  # type: ignore[typeddict-item]
+        tree["communication"] = comm.share((run.run_index, path))
     tree["children"] = children
     return tree
 
 
-def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> RegionMeta:
+def region_meta(region: str, known: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Metadata of one observed region: as recorded at capture, or derived from its id when unknown."""
     if region in known:
-        return RegionMeta(**known[region])  # type: ignore[typeddict-item]
+        return dict(**known[region])
     kind, name = parse_region_id(region)
-    meta = RegionMeta(id=region, name=name, kind=kind.document_kind)
+    meta = dict(id=region, name=name, kind=kind.document_kind)
     if kind.managed:
         meta["wrapper_state"] = "unknown"
     return meta
@@ -297,8 +288,8 @@ def _region_share(
     run: AttributedRun,
     mixes: Mapping[NodeKey, OperatorMix] | None,
     works: Mapping[NodeKey, RegionWork] | None = None,
-) -> RegionShare:
-    share = RegionShare(
+) -> dict[str, Any]:
+    share = dict(
         region_id=node.region_id,
         calls=node.calls,
         cpu_time_us=node.cpu_time_us,

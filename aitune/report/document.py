@@ -1,4 +1,4 @@
-"""The profile document: its shapes (TypedDicts), the readers every later stage calls, and its scenarios.
+"""The profile document as JSON data, the readers every later stage calls on it, and its scenarios.
 
 `aitune.report.builder` derives a document from a trace; this module needs no trace analysis (nor
 numpy), so the commands that only read a document never import it.
@@ -7,15 +7,12 @@ numpy), so the commands that only read a document never import it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Required, TypedDict, overload
+from typing import Any
 
 import msgspec
 
-from aitune.analysis.warnings import ProfileWarning
 from aitune.report.memo import derived
-from aitune.report.model import UNSET, Profile, Record, Run, UnsetType, as_profile, given
-
-SCHEMA_VERSION = 1
+from aitune.report.model import UNSET, Profile, Record, Section, UnsetType, as_profile, given
 
 FULL_MODE = "full"
 LITE_MODE = "lite"
@@ -78,141 +75,12 @@ def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
     return " + ".join(parts)
 
 
-@overload
-def operator_runs(doc: Profile) -> list[Run]: ...
-@overload
-def operator_runs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
+ProfileDoc = dict[str, Any]
+"""A profile document as JSON data: what the builder writes, a file holds and `aitune.report.io.load` returns.
+Its one definition is `aitune.report.model.Profile`; a reader takes the record through `as_profile`."""
 
 
-class Timing(TypedDict, total=False):
-    wall_time_us: float
-    cpu_time_us: Required[float]
-    device_time_us: float
-
-
-class CommunicationTimes(TypedDict, total=False):
-    """Collective and point-to-point operations inside a region, a residual or a run (`aitune.analysis.communication`).
-
-    Present on every region, tree node, residual and run of a document whose trace holds communication, else absent.
-    """
-
-    cpu_time_us: Required[float]  # wall time with an operation in flight on any thread (a total, like cpu_time_us)
-    device_time_us: float  # NCCL kernel time launched inside; only with device data
-    bytes: int  # moved by the operations that started inside; only when the trace gives sizes
-    device_overlap_us: float  # runs only: NCCL kernel time during which a compute kernel ran too
-    device_overlap_fraction: float  # runs only: device_overlap_us ÷ device_time_us
-
-
-class OperatorsInside(TypedDict):
-    """The operators that ran directly inside a region in one run (see `aitune.analysis.region_operators`)."""
-
-    count: int
-    categories: dict[str, float]  # CPU µs by category; part of the region's CPU self time
-
-
-class RegionShare(TypedDict, total=False):
-    region_id: Required[str]
-    calls: Required[int]
-    cpu_time_us: Required[float]
-    cpu_time_fraction: Required[float]
-    device_time_us: float  # absent, not None, when the run has no device data
-    device_time_fraction: float
-    device_busy_time_us: float  # union of its kernels' intervals; far below device_time_us if they overlap
-    operators: OperatorsInside  # in runs without a tree; with one, on the tree's nodes
-    work: dict[str, Any]  # beside ``operators``, when the trace recorded shapes: see aitune.analysis.region_work
-    communication: CommunicationTimes
-
-
-class Residual(TypedDict, total=False):
-    cpu_time_us: Required[float]
-    cpu_time_fraction: Required[float]
-    device_time_us: float
-    device_time_fraction: float
-    causes: dict[str, dict[str, float]]  # synchronization, memory_copy, tensor_ops, python: CPU µs and fraction
-    communication: CommunicationTimes
-
-
-class TreeNode(TypedDict, total=False):
-    """A region entered during a run, with the regions entered while it was open (``children``).
-
-    Per domain: ``*_time_us`` is the total, ``*_self_time_us`` what no child accounts for, so
-    children's totals + self = total. ``device_busy_time_us`` is the union of its kernels' intervals.
-    """
-
-    region_id: Required[str]
-    calls: Required[int]
-    cpu_time_us: Required[float]
-    cpu_self_time_us: Required[float]
-    cpu_time_fraction: Required[float]
-    device_time_us: float
-    device_self_time_us: float
-    device_time_fraction: float
-    device_busy_time_us: float
-    operators: OperatorsInside
-    work: dict[str, Any]
-    communication: CommunicationTimes
-    children: Required[list[TreeNode]]
-
-
-class RunDoc(TypedDict, total=False):
-    run_index: Required[int]
-    timing: Required[Timing]
-    regions: Required[list[RegionShare]]  # the level below the spanning regions, when some span the run
-    residual: Required[Residual]  # time outside `regions`: the spanning regions' self time included
-    tree: list[TreeNode]  # only when some region was entered inside another; spanning regions at the top
-    barrier_wait_us: float  # distributed captures: this rank's wait in the alignment barrier before the run
-    communication: CommunicationTimes  # the run's totals, only when the trace holds communication
-    phases: list[dict[str, Any]]  # generate-like runs: encoder, prefill, decode (see aitune.analysis.phases)
-    generation: dict[str, Any]  # generate-like runs: tokens made, time to first token, per output token
-
-
-class RegionMeta(TypedDict, total=False):
-    id: Required[str]
-    name: Required[str]
-    kind: Required[str]
-    module_type: str
-    wrapper_state: str  # managed regions only
-
-
-class ProfileDoc(TypedDict, total=False):
-    schema_version: Required[int]
-    created_at: Required[str]
-    aitune_version: Required[str]
-    config: Required[dict[str, Any]]
-    target: Required[dict[str, Any]]
-    input: Required[dict[str, Any]]
-    runs: Required[list[RunDoc]]
-    profiler: Required[dict[str, Any]]
-    regions: Required[list[RegionMeta]]
-    warnings: Required[list[ProfileWarning]]
-    environment: dict[str, Any]
-    trace_file: str
-    statistics: dict[str, Any]  # summaries over the runs: see aitune.analysis.statistics.run_statistics
-    capture_overhead: dict[str, Any]
-    warmup: dict[str, Any]  # requested, performed, steady: see aitune.analysis.statistics.warmup_summary
-    scenarios: list[dict[str, Any]]  # one section per named input: see combine_scenarios
-    operator_runs: list[RunDoc]  # runs of their own that traced operators, when `runs` were clock-timed
-    memory: dict[str, Any]  # bytes allocated, freed and peak live per run, region and device: see analysis.memory
-    spanning_regions: list[str]  # regions every run is spent inside of, outermost first: see spanning_regions
-    distributed: dict[str, Any]  # one rank of a torch.distributed job: rank, world_size, local_rank, backend, ...
-    phase_split: dict[str, Any]  # generate-like runs: how they split into phases, and on what evidence
-
-
-SCENARIO_KEYS = (
-    "input",
-    "memory",
-    "runs",
-    "operator_runs",
-    "profiler",
-    "regions",
-    "warnings",
-    "statistics",
-    "capture_overhead",
-    "warmup",
-    "trace_file",
-    "spanning_regions",
-    "phase_split",
-)
+SCENARIO_KEYS = Section.__struct_fields__
 """The keys of a document that differ from one scenario to another."""
 
 

@@ -21,9 +21,9 @@ import orjson
 from aitune.analysis.gc_pause import gc_paused
 from aitune.analysis.trace_checks import check_trace
 from aitune.errors import OutputError, ProfileError
-from aitune.report.document import SCHEMA_VERSION, ProfileDoc
+from aitune.report.document import ProfileDoc
 from aitune.report.invariants import profile_problems
-from aitune.report.model import Profile
+from aitune.report.model import SCHEMA_VERSION, Profile
 from aitune.report.ranks import check_ranks
 from aitune.report.validate import decode_profile, refused_problems, validate
 
