@@ -2,6 +2,7 @@
 gives, on traces written by aitune, NVIDIA AITune 0.6, a plain torch.profiler session and gloo ranks,
 and hands every document its records cannot hold to the general reader."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -111,3 +112,19 @@ def test_a_gzipped_trace_file_is_unpacked_before_it_is_read(tmp_path):
 
     assert unpacked(path.read_bytes(), "rank0")[:1] == b"{"
     assert read_trace_file_events(path).runs
+
+
+def test_a_gzip_of_several_members_unpacks_whole_and_a_cut_one_is_refused_in_one_sentence():
+    first, second = b'{"traceEvents": [', b"]}"
+    joined = gzip.compress(first) + gzip.compress(second)  # what `cat a.gz b.gz` makes; gzip reads it whole
+
+    assert unpacked(joined, "joined") == first + second
+    with pytest.raises(ProfileError, match=r"^cut: the gzip data is truncated or corrupt; copy the file again\.$"):
+        unpacked(gzip.compress(first + second)[:-6], "cut")
+
+
+def test_a_gzip_unpacking_past_the_limit_is_refused_without_unpacking_it_all():
+    bomb = gzip.compress(b" " * 50_000_000)  # 50 MB of spaces in about 50 KB
+
+    with pytest.raises(ProfileError, match="refused as a likely gzip bomb"):
+        unpacked(bomb, "bomb")

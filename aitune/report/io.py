@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
-import io
 import os
 import secrets
 import shutil
@@ -335,11 +334,9 @@ def unpacked(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str =
         return data
     ratio_limit = GZIP_FREE_BYTES + MAX_GZIP_RATIO * len(data)
     limit = min(max_bytes, ratio_limit)
-    # Read one byte past the limit: a small gzip may unpack to gigabytes.
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            expanded = stream.read(limit + 1)
-    except (EOFError, OSError, zlib.error):
+        expanded = _gunzipped(data, limit + 1)  # one byte past the limit: a small gzip may unpack to gigabytes
+    except (EOFError, zlib.error):
         raise ProfileError(f"{name}: the gzip data is truncated or corrupt; copy the file again.") from None
     if len(expanded) > limit:
         if limit == max_bytes:
@@ -350,6 +347,23 @@ def unpacked(data: bytes, name: str, max_bytes: int = MAX_JSON_BYTES, fix: str =
             "only if you trust it."
         )
     return expanded
+
+
+def _gunzipped(data: bytes, most: int) -> bytes:
+    """Every gzip member of ``data`` unpacked, at most ``most`` bytes of them. One C-level call per member
+    grows its output as it goes: a buffered reader would allocate ``most`` bytes up front."""
+    parts: list[bytes] = []
+    room = most
+    while data and room > 0:
+        member = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer around the deflate stream
+        parts.append(member.decompress(data, room))
+        room -= len(parts[-1])
+        if member.unconsumed_tail:  # stopped at ``most``: past the limit, which is all the caller asks
+            break
+        if not member.eof:
+            raise EOFError("a gzip member ends before its trailer")
+        data = member.unused_data
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _size(count: int) -> str:
