@@ -197,7 +197,7 @@ def test_two_scenarios_each_get_a_valid_section_and_markdown_shows_both(tmp_path
     doc = prof.data
     assert validate(doc) == []
     assert [s["name"] for s in doc["scenarios"]] == ["batch 1", "batch 8"]
-    assert select_scenario(doc, "batch 8")["input"]["signature"][0]["shape"] == [8, 4]
+    assert select_scenario(doc, "batch 8").input.signature[0].shape == [8, 4]
     assert doc["runs"] == doc["scenarios"][0]["runs"]  # single-input readers see the first scenario
     ait.wait_for_traces()  # the traces are written in the background
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.batch-1.json.gz", "t.batch-8.json.gz"]

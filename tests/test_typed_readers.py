@@ -29,6 +29,7 @@ TYPED_READERS: tuple[str, ...] = (
     "compare/gains.py",
     "compare/html.py",
     "report/communication.py",
+    "report/document.py",
     "report/efficiency.py",
     "report/headline.py",
     "report/html.py",
@@ -68,7 +69,7 @@ NOT_READERS = {
 }
 """The model's own modules, the door that checks a file against it, and the writer."""
 
-READS_LEFT = 119
+READS_LEFT = 117
 """String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
 
 

@@ -23,7 +23,7 @@ def test_choosing_a_scenario_narrows_the_tables_the_diff_and_the_trace():
     assert store.scenarios() == ["batch1", "batch4"]
     assert diff.scenario == "batch4"
     assert diff.run_time.before_us == compare.compare_profiles(batch4, batch4).run_time.before_us
-    assert store.run_table()["cpu_time_us"].tolist()[:6] == [run["timing"]["cpu_time_us"] for run in batch4["runs"]]
+    assert store.run_table()["cpu_time_us"].tolist()[:6] == [run.timing.cpu_time_us for run in batch4.runs]
     assert store.trace_path("before").name == "scenarios-batch.batch4.trace.json.gz"
 
 

@@ -102,21 +102,21 @@ def scenario_names(doc: Profile | Mapping[str, Any]) -> list[str]:
     return [scenario.name for scenario in given(as_profile(doc).scenarios, [])]
 
 
-def select_scenario(doc: ProfileDoc, name: str | None) -> ProfileDoc:
-    """The document as if only scenario ``name`` had been profiled (None: the document as it is).
+def select_scenario(doc: Profile | Mapping[str, Any], name: str | None) -> Profile | Mapping[str, Any]:
+    """The document as if only scenario ``name`` had been profiled (None: the document as it is), as the typed
+    record: the scenario's section in place of the top level's, and no scenarios.
 
     Raises `KeyError` naming the scenarios there are when ``name`` is not one of them.
     """
     if name is None:
         return doc
     # one view per scenario within `computed_once`, so the views derived from it are found once too
-    return derived(doc, ("scenario", name), lambda: _scenario_view(doc, name))
+    return derived(doc, ("scenario", name), lambda: _scenario_view(as_profile(doc), name))
 
 
-def _scenario_view(doc: ProfileDoc, name: str) -> ProfileDoc:
-    for scenario in doc.get("scenarios", []):
-        if scenario["name"] == name:
-            view = {key: value for key, value in doc.items() if key not in SCENARIO_KEYS and key != "scenarios"}
-            view.update({key: value for key, value in scenario.items() if key != "name"})
-            return view  # type: ignore[return-value]
-    raise KeyError(f"no scenario {name!r} in this profile; it has {scenario_names(doc) or 'none'}")
+def _scenario_view(record: Profile, name: str) -> Profile:
+    for scenario in given(record.scenarios, []):
+        if scenario.name == name:
+            section = {field: getattr(scenario, field) for field in SCENARIO_KEYS}
+            return msgspec.structs.replace(record, **section, scenarios=UNSET)
+    raise KeyError(f"no scenario {name!r} in this profile; it has {scenario_names(record) or 'none'}")

@@ -46,12 +46,12 @@ RunPart = TypeVar("RunPart", Run, Mapping[str, Any])
 """A run as a record, or as a document's dict (from a reader that still indexes runs by key)."""
 
 
-def select_scenario(doc: Mapping[str, Any], scenario: str | None) -> Mapping[str, Any]:
+def select_scenario(doc: Profile | Mapping[str, Any], scenario: str | None) -> Profile | Mapping[str, Any]:
     """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
     if scenario is not None and not document.scenario_names(doc):
         raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
     try:
-        return document.select_scenario(doc, scenario)  # type: ignore[arg-type]
+        return document.select_scenario(doc, scenario)
     except KeyError as error:
         raise ProfileError(f"{error.args[0]}; pick one of those with --scenario.") from None
 

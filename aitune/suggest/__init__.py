@@ -216,15 +216,14 @@ def suggest(
     """
     if top is not None and top < 1:
         raise ProfileError(f"top must be at least 1 (got {top}); pass --top 1 or more.")
-    doc = select_scenario(profile, scenario)  # the report's helpers read this view; suggest's own its record
-    record = as_profile(doc)
+    record = as_profile(select_scenario(profile, scenario))
     if not record.runs:
         raise ProfileError("the profile has no measured runs to suggest from; capture it again.")
-    domain = _domain(doc, domain)
-    run_times = run_samples(doc, domain)
-    found = gather(doc, domain)
-    calibration = calibration_of(record, on_device=has_device_time(doc))
-    efficiency = efficiency_by_region(doc)
+    domain = _domain(record, domain)
+    run_times = run_samples(record, domain)
+    found = gather(record, domain)
+    calibration = calibration_of(record, on_device=has_device_time(record))
+    efficiency = efficiency_by_region(record)
     targets = sorted(
         (
             _target(candidate, found, run_times, domain, calibration, headroom_of(efficiency.get(candidate.region_id)))
@@ -245,7 +244,7 @@ def suggest(
         domain=domain,
         run_time_us=statistics.median(run_times),
         targets=tuple(targets),
-        advice=tuple(advice(doc, found, run_times, domain)),
+        advice=tuple(advice(record, found, run_times, domain)),
         top=top,
         scenario=scenario,
         calibration=calibration,
@@ -258,7 +257,7 @@ def _outlook(candidate: Candidate, domain: str, calibration: Calibration, precis
     return outlook(candidate.path, precision, prediction.time_us, prediction.arithmetic_us, candidate.mix)
 
 
-def _domain(doc: Mapping[str, Any], asked: str | None) -> str:
+def _domain(doc: Profile, asked: str | None) -> str:
     has_device = has_device_time(doc)
     if asked is None:
         return "device" if has_device else "cpu"

@@ -70,7 +70,9 @@ class Advice:
     share: float
 
 
-def advice(doc: Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
+def advice(
+    doc: Profile | Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu"
+) -> list[Advice]:
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
     phase's findings (`aitune.suggest.phase_advice`), the first call.
 

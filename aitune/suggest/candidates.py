@@ -171,7 +171,7 @@ class _Mix:
         self.seen = self.seen or other.seen
 
 
-def gather(doc: Mapping[str, Any], domain: str) -> Found:
+def gather(doc: Profile | Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate.
 
     ``doc`` is the document's dict: `RegionIndex` reads it; everything else is read from its typed record."""
