@@ -28,6 +28,7 @@ TYPED_READERS: tuple[str, ...] = (
     "compare/diff.py",
     "compare/gains.py",
     "compare/html.py",
+    "compare/ranks.py",
     "report/communication.py",
     "report/document.py",
     "report/efficiency.py",
@@ -69,7 +70,7 @@ NOT_READERS = {
 }
 """The model's own modules, the door that checks a file against it, and the writer."""
 
-READS_LEFT = 117
+READS_LEFT = 103
 """String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
 
 

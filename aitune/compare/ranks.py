@@ -11,8 +11,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
+from aitune.compare.report_model import Ranks
 from aitune.report.formatting import factor, ms
 from aitune.report.model import Profile, as_profile
+
+MEDIAN_DIGITS = 3
+"""Decimals of a median run (µs) as the figures give it; the slowest rank is the slowest at that precision."""
 
 
 def run_times(doc: Profile | Mapping[str, Any]) -> list[float]:
@@ -27,28 +33,33 @@ def rank_figures(before: Sequence[Sequence[float]], after: Sequence[Sequence[flo
     >>> figures["job"], figures["slowest_rank"]
     ({'before_us': 21.0, 'after_us': 11.0, 'speedup': 1.9091}, 1)
     """
-    ranks = [
-        {"rank": rank, **_figure(statistics.median(times_before), statistics.median(times_after))}
-        for rank, (times_before, times_after) in enumerate(zip(before, after, strict=True))
+    medians = [
+        (statistics.median(times_before), statistics.median(times_after))
+        for times_before, times_after in zip(before, after, strict=True)
     ]
+    ranks = [{"rank": rank, **_figure(*pair)} for rank, pair in enumerate(medians)]
     job = _figure(statistics.median(_steps(before)), statistics.median(_steps(after)))
-    slowest = max(ranks, key=lambda row: row["after_us"])["rank"]
+    slowest = max(range(len(medians)), key=lambda rank: round(medians[rank][1], MEDIAN_DIGITS))
     return {"world_size": len(ranks), "ranks": ranks, "job": job, "slowest_rank": slowest}
 
 
-def rank_lines(figures: Mapping[str, Any] | None) -> list[str]:
-    """The terminal's lines: each rank's median run before → after, then the job's (its slowest rank's) figure."""
+def rank_lines(figures: Ranks | Mapping[str, Any] | None) -> list[str]:
+    """The terminal's lines: each rank's median run before → after, then the job's (its slowest rank's) figure.
+
+    ``figures``: `rank_figures`' (with the stragglers the loop adds), or a compare report's, read as its model's
+    `Ranks`."""
     if not figures:
         return []
+    ranks = figures if isinstance(figures, Ranks) else msgspec.convert(figures, Ranks)
     lines = [
-        f"rank {row['rank']}: {ms(row['before_us'])} → {ms(row['after_us'])} ms median run, {factor(row['speedup'])}"
-        for row in figures["ranks"]
+        f"rank {row.rank}: {ms(row.before_us)} → {ms(row.after_us)} ms median run, {factor(row.speedup)}"
+        for row in ranks.ranks
     ]
-    lines += [f"straggler before tuning: {message}" for message in figures.get("stragglers", [])]
-    job = figures["job"]
+    lines += [f"straggler before tuning: {message}" for message in ranks.stragglers]
+    job = ranks.job
     lines.append(
-        f"the job ({figures['world_size']} ranks, each step as long as its slowest rank; slowest after tuning: rank "
-        f"{figures['slowest_rank']}): {ms(job['before_us'])} → {ms(job['after_us'])} ms, {factor(job['speedup'])}"
+        f"the job ({ranks.world_size} ranks, each step as long as its slowest rank; slowest after tuning: rank "
+        f"{ranks.slowest_rank}): {ms(job.before_us)} → {ms(job.after_us)} ms, {factor(job.speedup)}"
     )
     return lines
 
@@ -60,4 +71,8 @@ def _steps(ranks: Sequence[Sequence[float]]) -> list[float]:
 
 def _figure(before_us: float, after_us: float) -> dict[str, Any]:
     speedup = round(before_us / after_us, 4) if after_us > 0 else None
-    return {"before_us": round(before_us, 3), "after_us": round(after_us, 3), "speedup": speedup}
+    return {
+        "before_us": round(before_us, MEDIAN_DIGITS),
+        "after_us": round(after_us, MEDIAN_DIGITS),
+        "speedup": speedup,
+    }
