@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import msgspec
 import orjson
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 import aitune.torch as ait
+from aitune.cli.loop import precision_lines
 from aitune.compare.quality import TaskJudgment
 from aitune.compare.ranks import rank_figures
 from aitune.compare.verification import CONTRIBUTION, PairedSpeedup, RegionCheck, Verification
@@ -260,3 +262,14 @@ def test_a_tuning_report_wrong_deep_inside_names_the_json_path(change, problem):
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert(written, TuningReport)
     assert first_problem(written, TuningReport).startswith(problem)
+
+
+def test_the_loop_reads_the_weights_it_reports_from_the_tuning_report_s_model():
+    result = SimpleNamespace(tuning=loop_report(), precision_choices=[], task_gate=None, precision="int8")
+    result.tuning["weight_memory"] = {
+        "regions": [{"path": "body", "original_bytes": 4 * 2**20, "tuned_bytes": 2**20}],
+        "original_bytes": 4 * 2**20,
+        "tuned_bytes": 2**20,
+    }
+
+    assert precision_lines(result) == ["weights of the tuned regions: 4.00 → 1.00 MB (int8)"]

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+from msgspec import UNSET
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -28,7 +30,9 @@ from aitune.profiler_lines import without_profiler_lines
 from aitune.report import dumps
 from aitune.report.formatting import factor, ms
 from aitune.report.io import write_atomic
+from aitune.report.model import given
 from aitune.report.safe_text import terminal_text
+from aitune.torch.tuning.report_model import TuningReport
 
 if TYPE_CHECKING:
     from aitune.torch import LoopConfig, LoopResult
@@ -200,13 +204,14 @@ def loop_view(result: LoopResult) -> Group:
 
 def recipe_lines(result: LoopResult) -> list[str]:
     """Where the decoder recipe stayed tuned, what it changed in the workload: ``generate`` uses a static cache."""
-    settings = result.plan.get("generation")
+    settings = result.plan.get("generation")  # the loop's own plan: its regions may name a user's backend
     if not settings or not result.tuned:
         return []
     from aitune.torch.decoder_recipe import RECIPE  # a loop result exists: torch is loaded
 
     shown = ", ".join(f"{key}={value!r}" for key, value in settings.items())
-    cost = (result.tuning or {}).get("generation_cost")
+    report = _tuning_report(result)
+    cost = None if report is None else given(report.generation_cost, None)
     timed = f" (eager, it took {factor(cost)} the time; the forecast counts that)" if cost is not None else ""
     return [
         f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.{shown}{timed}; "
@@ -231,11 +236,17 @@ def precision_lines(result: LoopResult) -> list[str]:
     """
     lines = [f"precision {choice.line()}" for choice in result.precision_choices]
     lines += [result.task_gate.line()] if result.task_gate is not None else []
-    memory = (result.tuning or {}).get("weight_memory") or {}
-    if memory.get("regions"):
-        original, tuned = memory["original_bytes"], memory["tuned_bytes"]
-        lines.append(f"weights of the tuned regions: {_mb(original)} → {_mb(tuned)} MB ({result.precision})")
+    report = _tuning_report(result)
+    memory = UNSET if report is None else report.weight_memory
+    if memory is not UNSET and memory.regions:
+        weights = f"{_mb(memory.original_bytes)} → {_mb(memory.tuned_bytes)} MB"
+        lines.append(f"weights of the tuned regions: {weights} ({result.precision})")
     return lines
+
+
+def _tuning_report(result: LoopResult) -> TuningReport | None:
+    """The loop's tuning report (tuning.json) as its model reads it; None when a plan was applied."""
+    return None if result.tuning is None else msgspec.convert(result.tuning, TuningReport)
 
 
 def _mb(size: int) -> str:

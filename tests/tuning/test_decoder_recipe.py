@@ -11,12 +11,14 @@ import torch
 from hf_models import llama_decoder, llama_generate
 from torch import nn
 
+from aitune.cli.loop import recipe_lines
 from aitune.compare.gains import whole_model_forecast, with_settings_cost
 from aitune.compare.verification import VerifyConfig
 from aitune.errors import TuningError
+from aitune.report.formatting import factor
 from aitune.torch import LoopConfig, optimize
 from aitune.torch.backends import BACKENDS, InductorBackend
-from aitune.torch.decoder_recipe import offers_recipe
+from aitune.torch.decoder_recipe import RECIPE, offers_recipe
 from aitune.torch.tuning.paths import unwrap
 from aitune.torch.tuning.plan_apply import apply_plan
 from aitune.torch.tuning.plan_check import load_plan
@@ -55,6 +57,7 @@ def test_a_kept_recipe_generates_with_a_static_cache_and_its_plan_sets_it_again(
         during = model.generation_config.cache_implementation
         tokens = llama_generate(model, ids)
         tuned = [region.path for region in result.tuned]
+        printed = recipe_lines(result)  # what tune prints while the recipe is kept
     finally:
         result.restore()
 
@@ -68,6 +71,10 @@ def test_a_kept_recipe_generates_with_a_static_cache_and_its_plan_sets_it_again(
     assert whole.predicted_speedup is not None and result.whole_model is None
     assert torch.equal(tokens, expected)
     assert result.plan["generation"] == {"cache_implementation": "static"}
+    assert printed == [
+        f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.cache_implementation='static' "
+        f"(eager, it took {factor(cost)} the time; the forecast counts that); applying the plan sets it again"
+    ]
     assert model.generation_config.cache_implementation is None  # restore puts the setting back too
     plan = copy.deepcopy(result.plan)  # as it would read had Inductor won: a backend every aitune knows
     for region in plan["regions"]:
