@@ -343,6 +343,10 @@ class Run(Record):
     ) = UNSET
     generation: Generation | UnsetType = UNSET
 
+    def top_nodes(self) -> list[TreeNode] | list[RegionShare]:
+        """The run's region tree, or its flat regions where it has none (or an empty one)."""
+        return self.tree if self.tree is not UNSET and self.tree else self.regions
+
 
 class InputShapes(Record):
     """Distinct tensor-shape signatures of the region's calls in the profiler warmup run, and up to 3 of

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from aitune.markers import region_path
-from aitune.report.model import Profile, as_profile, given
+from aitune.report.model import Profile, RegionMeta, as_profile, given
 
 ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
 """Read as entry methods in profiles whose regions do not mark their ``method`` (AITune's, older ones)."""
@@ -25,8 +23,7 @@ class RegionIndex:
 
     def __init__(self, doc: Profile | Mapping[str, Any]) -> None:
         regions = as_profile(doc).regions
-        # as dicts for the readers that still read an entry by key (aitune.suggest.candidates)
-        self.meta: dict[str, Mapping[str, Any]] = {region.id: msgspec.to_builtins(region) for region in regions}
+        self.meta: dict[str, RegionMeta] = {region.id: region for region in regions}
         self._methods = {region.id: given(region.method, None) for region in regions}
         self.marked = any(method is not None for method in self._methods.values())
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import msgspec
+from typing import Any
 
 from aitune.analysis.shares import fraction
 from aitune.errors import ProfileError
@@ -22,16 +20,11 @@ from aitune.report import document
 from aitune.report.headline import headline_rows
 from aitune.report.model import (
     UNSET,
-    Communication,
-    Count,
     Profile,
-    Record,
     RegionShare,
     Residual,
     Run,
-    Timing,
     TreeNode,
-    UnsetType,
     as_profile,
     given,
     time_in,
@@ -41,9 +34,6 @@ DOMAINS = ("cpu", "device")
 
 Samples = dict[str, tuple[str, list[float]]]
 """Per path: the region id (or headline label) found there and its time in each run (µs)."""
-
-RunPart = TypeVar("RunPart", Run, Mapping[str, Any])
-"""A run as a record, or as a document's dict (from a reader that still indexes runs by key)."""
 
 
 def select_scenario(doc: Profile | Mapping[str, Any], scenario: str | None) -> Profile | Mapping[str, Any]:
@@ -75,25 +65,10 @@ def has_device_time(doc: Profile | Mapping[str, Any]) -> bool:
     return bool(runs) and all(run.timing.device_time_us is not UNSET for run in runs)
 
 
-def median_run(runs: Sequence[RunPart], domain: str = "cpu") -> RunPart:
-    """The median run by its ``domain`` time: the lower middle one of an even count, ties by run index.
-
-    It is one of ``runs``: a record, or a dict where they are a document's dicts.
-    """
-    ordered = sorted(runs, key=lambda run: _run_order(run, domain))
+def median_run(runs: Sequence[Run], domain: str = "cpu") -> Run:
+    """The median run by its ``domain`` time: the lower middle one of an even count, ties by run index."""
+    ordered = sorted(runs, key=lambda run: (time_in(run.timing, domain) or 0.0, run.run_index))
     return ordered[(len(ordered) - 1) // 2]
-
-
-class _TimedRun(Record):
-    """What `median_run` reads of a run handed over as a dict: converting only this skips its tree."""
-
-    run_index: Count
-    timing: Timing
-
-
-def _run_order(run: Run | Mapping[str, Any], domain: str) -> tuple[float, int]:
-    timed = run if isinstance(run, Run) else msgspec.convert(run, _TimedRun)
-    return time_in(timed.timing, domain) or 0.0, timed.run_index
 
 
 def run_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[float]:
@@ -159,15 +134,8 @@ def region_communication_samples(doc: Profile | Mapping[str, Any]) -> Samples:
     return _region_values(as_profile(doc), communication_us)
 
 
-class _Communicating(Record):
-    """What `communication_us` reads of a part handed over as a dict (or ``{}`` for none)."""
-
-    communication: Communication | UnsetType = UNSET
-
-
-def communication_us(share: RegionShare | TreeNode | Run | Residual | Mapping[str, Any]) -> float:
+def communication_us(part: RegionShare | TreeNode | Run | Residual) -> float:
     """The CPU time with communication in flight of a region, a run or a residual (µs; 0 when it has none)."""
-    part = msgspec.convert(share, _Communicating) if isinstance(share, Mapping) else share
     return 0.0 if part.communication is UNSET else part.communication.cpu_time_us
 
 
@@ -179,7 +147,7 @@ def _region_values(record: Profile, value_of: Callable[[_Share], float], root: s
     samples: Samples = {}
     runs = record.runs
     for index, run in enumerate(runs):
-        for share in _walk(given(run.tree, []) or run.regions):
+        for share in _walk(run.top_nodes()):
             path = path_of(share.region_id, root)
             _, values = samples.setdefault(path, (share.region_id, [0.0] * len(runs)))
             values[index] += value_of(share)

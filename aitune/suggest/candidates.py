@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +31,6 @@ from aitune.report.model import (
     Profile,
     RegionMeta,
     RegionShare,
-    Run,
-    TimedRecord,
     TreeNode,
     as_profile,
     given,
@@ -174,10 +172,11 @@ class _Mix:
 def gather(doc: Profile | Mapping[str, Any], domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate.
 
-    ``doc`` is the document's dict: `RegionIndex` reads it; everything else is read from its typed record."""
-    record, regions = as_profile(doc), RegionIndex(doc)
+    ``doc`` is read as its typed record."""
+    record = as_profile(doc)
+    regions = RegionIndex(record)
     runs, mix_runs = len(record.runs), len(record.traced_runs())
-    run_us = statistics.median(_time_us(run.timing, domain) for run in record.runs)
+    run_us = statistics.median(time_in(run.timing, domain) or 0.0 for run in record.runs)
     found = Found({}, defaultdict(list), {}, False, regions.marked, run_us)
     run_key = ""  # the run being walked, for `Candidate.run_mixes`
 
@@ -195,7 +194,7 @@ def gather(doc: Profile | Mapping[str, Any], domain: str) -> Found:
         if not path:  # the root object's entry method: the modules under it are the top-level targets
             if index is not None:
                 own = self_time_in(node, domain) if isinstance(node, TreeNode) else None  # flat: no self time
-                own = _time_us(node, domain) if own is None else own
+                own = (time_in(node, domain) or 0.0) if own is None else own
                 found.root_methods.setdefault(path_of(node.region_id), [0.0] * runs)[index] += own
                 found.root_has_children = found.root_has_children or bool(children)
             for child in children:
@@ -229,39 +228,27 @@ def gather(doc: Profile | Mapping[str, Any], domain: str) -> Found:
 
     for index, run in enumerate(record.runs):
         run_key = f"runs[{index}]"
-        for node in _top_nodes(run):
+        for node in run.top_nodes():
             visit(node, index, None)
     # the measured runs were clock-timed: the mixes are these runs'
     for index, run in enumerate(given(record.operator_runs, [])):
         run_key = f"operator_runs[{index}]"
-        for node in _top_nodes(run):
+        for node in run.top_nodes():
             visit(node, None, None)
-    meta = {region.id: region for region in record.regions}
     for candidate in found.candidates.values():
         candidate.above = candidate.ancestors(found.candidates)
-        _describe(candidate, meta)
+        _describe(candidate, regions.meta)
         if candidate.parent is not None:
             found.children[candidate.parent].append(candidate)
     found.children = dict(found.children)
     return found
 
 
-def _top_nodes(run: Run) -> Sequence[TreeNode | RegionShare]:
-    """A run's region tree, or its flat regions where it has none (or an empty one)."""
-    return given(run.tree, []) or run.regions
-
-
-def _time_us(record: TimedRecord, domain: str) -> float:
-    """The record's time in ``domain`` (µs), 0 where it has none (no device time)."""
-    time = time_in(record, domain)  # type: ignore[arg-type]  # `suggest` checked it is one of DOMAINS
-    return 0.0 if time is None else time
-
-
 def _add_timing(
     candidate: Candidate, node: TreeNode | RegionShare, index: int, parent: str | None, method: str | None, domain: str
 ) -> None:
     """One measured run's time and calls of ``node`` on its ``candidate``."""
-    time = _time_us(node, domain)
+    time = time_in(node, domain) or 0.0
     candidate.times[index] += time
     candidate.calls[index] += node.calls
     candidate.region_time[node.region_id] += time

@@ -46,7 +46,7 @@ def has_tree(doc: Profile | ProfileDoc) -> bool:
 def run_nodes(doc: Profile | ProfileDoc, run_index: int, domain: str) -> list[Node]:
     """The nodes of one run's tree in depth-first order; its topmost regions (self = total) without a tree."""
     run = next((run for run in as_profile(doc).runs if run.run_index == run_index), None)
-    return [] if run is None else list(_flatten(given(run.tree, []) or run.regions, domain, None))
+    return [] if run is None else list(_flatten(run.top_nodes(), domain, None))
 
 
 def _flatten(shares: Iterable[RegionShare | TreeNode], domain: str, parent: str | None) -> Iterable[Node]:
