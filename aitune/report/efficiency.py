@@ -104,7 +104,7 @@ class RegionEfficiency:
 def machine_peaks(doc: Profile | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The document's measured roofs by backend (``cpu``, ``cuda``), as plain dicts for the viewer's roofline;
     {} when it has none."""
-    return {backend: msgspec.to_builtins(roof) for backend, roof in _peaks(as_profile(doc)).items()}
+    return {backend: msgspec.to_builtins(roof) for backend, roof in roofs(doc).items()}
 
 
 def has_work(doc: Profile | Mapping[str, Any]) -> bool:
@@ -119,7 +119,7 @@ def region_efficiencies(doc: Profile | Mapping[str, Any]) -> list[RegionEfficien
     for run in _traced(record):
         for region_id, work in _run_works(run).items():
             per_region.setdefault(region_id, []).append(work)
-    peaks = _peaks(record)
+    peaks = roofs(record)
     found = [_efficiency(region_id, works, peaks) for region_id, works in per_region.items()]
     return sorted(found, key=lambda item: (-(item.counted_us + item.uncounted_us), item.region_id))
 
@@ -129,8 +129,10 @@ def efficiency_by_region(doc: Profile | Mapping[str, Any]) -> dict[str, RegionEf
     return {item.region_id: item for item in region_efficiencies(doc)}
 
 
-def _peaks(record: Profile) -> dict[str, MachinePeak]:
-    return {} if record.environment is UNSET else given(record.environment.machine_peaks, {})
+def roofs(doc: Profile | Mapping[str, Any]) -> dict[str, MachinePeak]:
+    """The document's measured roofs by backend (``cpu``, ``cuda``); {} when it has none."""
+    environment = as_profile(doc).environment
+    return {} if environment is UNSET else given(environment.machine_peaks, {})
 
 
 def _traced(record: Profile) -> list[Run]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitune.markers import region_path
-from aitune.report.document import LITE_LACKS, LITE_MODE
+from aitune.report.document import LITE_LACKS, is_lite
 from aitune.report.model import UNSET, MemoryRun, MemoryStats, Profile, as_profile, given
 
 WHOLE_RUN = "(whole run)"
@@ -77,7 +77,7 @@ def _row(region: str | None, device: str, stats: list[MemoryStats]) -> MemoryRow
 def memory_note(doc: Profile | Mapping[str, Any]) -> str | None:
     """Why ``doc`` shows no memory, in the words every reader shows; None when it shows some."""
     record = as_profile(doc)
-    if record.profiler.mode == LITE_MODE:
+    if is_lite(record):
         return f"lite capture: {LITE_LACKS}"
     if record.memory is UNSET:
         return "memory not recorded (a document written before aitune recorded memory, or without operator data)"

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aitune.report.efficiency import RegionEfficiency, region_efficiencies
+from aitune.report.efficiency import RegionEfficiency, region_efficiencies, roofs
 from aitune.report.formatting import MISSING, ms, percent, si
 from aitune.report.headline import phase_rows
 from aitune.report.memory import format_bytes, memory_rows, memory_source, top_memory_rows
-from aitune.report.model import UNSET, Profile, as_profile, given
+from aitune.report.model import Profile
 from aitune.report.phases import phase_figures
 
 Emphasis = Callable[[str], Any]
@@ -86,13 +86,11 @@ def memory_table(doc: Mapping[str, Any], emphasis: Emphasis) -> tuple[list[tuple
 
 def roof_lines(doc: Profile | Mapping[str, Any]) -> list[str]:
     """The machine's measured roofs, one line per backend; `NO_PEAKS` when the document has none."""
-    environment = as_profile(doc).environment
-    peaks = {} if environment is UNSET else given(environment.machine_peaks, {})
     return [
         f"Roofs ({backend}): GEMM "
         + ", ".join(f"{name} {si(rate, 'FLOP/s')}" for name, rate in roof.gemm_flops_per_s.items())
         + f"; copy {si(roof.copy_bytes_per_s, 'B/s')} — {roof.source}"
-        for backend, roof in peaks.items()
+        for backend, roof in roofs(doc).items()
     ] or [NO_PEAKS]
 
 
