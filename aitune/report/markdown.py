@@ -75,23 +75,21 @@ def render_markdown(doc: ProfileDoc) -> str:
     sections = [_overview(record)]
     names = scenario_names(record)
     for name in names or [None]:
-        # the view's dict goes on to the section rows that still read dicts (phases, memory, efficiency)
-        view = select_scenario(doc, name)
-        scenario = as_profile(view)
+        scenario = as_profile(select_scenario(record, name))
         if name is not None:
             sections.append(f"## Scenario: {markdown_text(name)}")
         sections += [
             _summary(scenario),
-            _phases(scenario, view),
+            _phases(scenario),
             _ranks(scenario),
             _residual_causes(scenario),
             _communication(scenario),
-            _memory(scenario, view),
+            _memory(scenario),
             _tree(scenario),
             _runs(scenario),
             _regions(scenario),
             _attribution(scenario),
-            _efficiency(scenario, view),
+            _efficiency(scenario),
             _key_averages(scenario),
             _warnings(scenario),
         ]
@@ -196,13 +194,13 @@ def _left_out(part: Statistics | Environment | UnsetType) -> bool:
     return part is UNSET or part == type(part)()
 
 
-def _phases(record: Profile, view: Mapping[str, Any]) -> str:
+def _phases(record: Profile) -> str:
     """A generate-like document's phases: how they were found, the token figures, each phase's time,
     and each region's share of every phase (medians over the runs)."""
-    figures = phase_table(view)
+    figures = phase_table(record)
     if not figures:
         return ""
-    phases, shares = phase_share_table(view, _emphasis)
+    phases, shares = phase_share_table(record, _emphasis)
     parts = [
         "## Phases",
         markdown_text(split_line(record) or ""),
@@ -310,15 +308,15 @@ def _communication(record: Profile) -> str:
     return text
 
 
-def _memory(record: Profile, view: Mapping[str, Any]) -> str:
+def _memory(record: Profile) -> str:
     """Bytes allocated, freed and peak live per region and device; a lite document's overview says it has none."""
     if is_lite(record):
         return ""
-    rows, hidden = memory_table(view, _emphasis)
+    rows, hidden = memory_table(record, _emphasis)
     if not rows:
         return f"## Memory\n\n{markdown_text(memory_note(record) or '')}"
     more = f"\n\n… {hidden} more region row(s) with lower peaks." if hidden else ""
-    return f"## Memory\n\n{markdown_text(memory_lead(view))}\n\n" + table(MEMORY_HEADER, rows) + more
+    return f"## Memory\n\n{markdown_text(memory_lead(record))}\n\n" + table(MEMORY_HEADER, rows) + more
 
 
 def _tree(record: Profile) -> str:
@@ -406,15 +404,15 @@ def _key_averages(record: Profile) -> str:
     return "## Profiler Key Averages\n\n" + "\n\n".join(parts) if parts else ""
 
 
-def _efficiency(record: Profile, view: Mapping[str, Any]) -> str:
+def _efficiency(record: Profile) -> str:
     """Each region's work, achieved rate and place under the machine's roofs (`aitune.report.efficiency`)."""
     if is_lite(record):
         return ""
-    if not has_work(view):
+    if not has_work(record):
         return f"## Work and Efficiency\n\n{NO_WORK}"
     lines = "\n".join(markdown_text(line) for line in roof_lines(record))
-    notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(view))
-    body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(view)), notes])
+    notes = "\n".join(f"- {markdown_text(region)}: {markdown_text(note)}" for region, note in uncounted_notes(record))
+    body = "\n\n".join([lines, table(EFFICIENCY_HEADER, efficiency_table(record)), notes])
     return "## Work and Efficiency\n\n" + body.rstrip()
 
 
