@@ -20,7 +20,7 @@ with the default capture, ≤ 1.1 lite; run ratios ≤ 1.02. ``--quick``: 3 repe
 (c) the post-run cost of a full capture: everything after its last run returns (stopping the
     profiler, reading its events, the analysis) in µs per event read into the events model, with
     the read and the analysis also alone (the rest is torch ending the session).
-Three captures each: the default (on the CPU, clock-timed measured runs and two operator runs of
+Three captures each: the default (on the CPU, clock-timed measured runs and one operator run of
 their own), every measured run traced (``operator_runs="all"``), and lite.
 Plain and captured timings are interleaved so machine drift hits both; each ratio is shown as the
 median over repeats with its range. Targets: (a) ≤ 1.05 on the pipeline, ≤ 1.12 on the decoder;

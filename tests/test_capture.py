@@ -20,6 +20,7 @@ import aitune.torch as ait
 from aitune.errors import CaptureError
 from aitune.report import validate
 from aitune.report.samples import path_of
+from aitune.torch.calibration import DispatchProbe
 from aitune.torch.registry import ManagedModule, ModuleRegistry
 
 FAST = {"warmup_runs": 0, "measured_runs": 2}
@@ -70,8 +71,8 @@ def test_outputs_are_bitwise_identical_with_and_without_instrumentation():
     plain = pipeline_app.pipe(**pipeline_app.input_data)
     ait.profile(pipeline_app.pipe, pipeline_app.input_data, infer, **FAST)
 
-    # 2 measured runs, 2 operator runs: no warmup of the stamps' or the profiler's
-    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 4
+    # 2 measured runs, 1 operator run: no warmup of the stamps' or the profiler's
+    assert all(torch.equal(plain, out) for out in outputs) and len(outputs) == 3
 
 
 def test_every_module_is_restored_after_profile():
@@ -329,9 +330,9 @@ def test_input_shapes_are_recorded_in_the_first_operator_run_only():
         "distinct": 2,
         "examples": [{"args[0]": [1, 3], "kwargs.mask": [3, 3]}, {"args[0]": [1, 4], "kwargs.mask": [4, 4]}],
     }
-    # the first operator run (the last call but one) records the shapes: only it sees the shape hook;
-    # warmups, measured runs and the other operator run see none (spans wrap forward)
-    assert pipe.step.hooks_seen[-6:] == [1] * 3 + [0] * 3 and sum(pipe.step.hooks_seen) == 3
+    # the operator run (the last call) records the shapes: only it sees the shape hook; warmups and
+    # measured runs see none (spans wrap forward)
+    assert pipe.step.hooks_seen[-6:] == [0] * 3 + [1] * 3 and sum(pipe.step.hooks_seen) == 3
 
 
 def test_regions_whose_calls_carry_a_cache_object_are_marked_stateful_and_plain_ones_are_not():
@@ -473,3 +474,14 @@ def test_a_trace_the_disk_cannot_hold_leaves_the_old_file_and_no_partial_one(tmp
     assert result.stdout.startswith(f"cannot write {target}"), result.stderr[-2000:]
     assert target.read_bytes() == b"old"
     assert [path.name for path in tmp_path.iterdir()] == ["trace.json"]
+
+
+def test_the_machines_speed_is_probed_after_the_first_middle_and_last_measured_runs_only(monkeypatch):
+    probed = []
+    original = DispatchProbe.__call__
+    monkeypatch.setattr(DispatchProbe, "__call__", lambda probe: probed.append(1) or original(probe))
+
+    prof = ait.profile(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), torch.ones(1, 4), warmup_runs=0, measured_runs=8)
+
+    assert len(probed) == 3  # after runs 1, 5 and 8: a median over the runs for a fraction of the whole call
+    assert prof.data["environment"]["capture_eager_op_us"] > 0

@@ -53,12 +53,12 @@ def test_the_measured_runs_run_without_the_profiler_and_the_operator_runs_under_
     assert witness.profiled == [False] * 3 + [True] * 2
 
 
-def test_a_cpu_capture_traces_operators_in_two_runs_of_their_own_by_default():
+def test_a_cpu_capture_traces_operators_in_one_run_of_its_own_by_default():
     doc = ait.profile(TwoLevelModel(), torch.ones(1, 4), **RUNS).data
 
-    assert doc["config"]["operator_runs"] == 2 and doc["profiler"]["mode"] == "full"
+    assert doc["config"]["operator_runs"] == 1 and doc["profiler"]["mode"] == "full"
     assert [run["run_index"] for run in doc["runs"]] == [0, 1, 2, 3]
-    assert [run["run_index"] for run in doc["operator_runs"]] == [0, 1]
+    assert [run["run_index"] for run in doc["operator_runs"]] == [0]
 
 
 def test_operator_data_is_on_the_operator_runs_and_timing_on_the_measured_runs(split_and_all):

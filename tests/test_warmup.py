@@ -47,7 +47,7 @@ def profile_on(monkeypatch, times_us, warmup_runs=3, **options):
 def test_a_workload_already_warm_costs_no_call_beyond_the_warmups_runs_and_operator_runs(monkeypatch):
     doc, calls = profile_on(monkeypatch, [5000.0, 1000.0])
 
-    assert calls == 3 + 3 + 2  # requested warmups, measured runs, the operator runs (the first records shapes)
+    assert calls == 3 + 3 + 1  # requested warmups, measured runs, the operator run (it records the shapes)
     assert (doc["warmup"]["performed"], doc["warmup"]["steady"]) == (3, True)
     assert [run["timing"]["wall_time_us"] for run in doc["runs"]] == [1000.0, 1000.0, 1000.0]
     assert doc["capture_overhead"]["plain_wall_time_us"] == 1000.0
@@ -75,7 +75,7 @@ def test_measured_runs_still_falling_are_set_aside_as_warmups_and_a_plain_baseli
     assert [run["run_index"] for run in doc["runs"]] == [0, 1, 2]
     # the warmups' 4000 and 2000 were not steady: the baseline is two plain calls after the runs
     assert (doc["capture_overhead"]["plain_wall_time_us"], doc["capture_overhead"]["ratio"]) == (1000.0, 1.0)
-    assert calls == 3 + 5 + 2 + 2
+    assert calls == 3 + 5 + 2 + 1
 
 
 def test_set_aside_runs_are_bounded_and_say_when_the_run_time_never_got_steady(monkeypatch):
@@ -96,7 +96,7 @@ def test_no_warmups_asked_for_means_none(monkeypatch):
     doc, calls = profile_on(monkeypatch, [5000.0, 1000.0], warmup_runs=0)
 
     assert "warmup" not in doc and "capture_overhead" not in doc
-    assert calls == 3 + 2  # the cold first run is measured, never set aside
+    assert calls == 3 + 1  # the cold first run is measured, never set aside
 
 
 def test_a_progress_display_learns_every_call_the_capture_will_make_and_each_it_adds(monkeypatch):
@@ -110,8 +110,8 @@ def test_a_progress_display_learns_every_call_the_capture_will_make_and_each_it_
     )
 
     # told after the warmups, then again as each still-falling run is set aside (the first adds the plain baseline)
-    assert told == [(3 + 3 + 2, 3), (3 + 3 + 2 + 1 + 2, 6), (3 + 3 + 2 + 2 + 2, 7)]
-    assert model.calls == 3 + 3 + 2 + 2 + 2
+    assert told == [(3 + 3 + 1, 3), (3 + 3 + 1 + 1 + 2, 6), (3 + 3 + 1 + 2 + 2, 7)]
+    assert model.calls == 3 + 3 + 1 + 2 + 2
 
 
 def test_the_report_says_what_every_call_beyond_the_measured_runs_was_for(monkeypatch):
@@ -119,7 +119,7 @@ def test_the_report_says_what_every_call_beyond_the_measured_runs_was_for(monkey
 
     assert calls_note(doc) == (
         "3 plain warmup(s) + 2 run(s) set aside as warmups (the run time was still falling) + 3 measured run(s) + "
-        "2 plain call(s) for the overhead's baseline + 2 operator run(s) (the operator table; the first records "
+        "2 plain call(s) for the overhead's baseline + 1 operator run (the operator table; it records "
         "the input shapes)"
     )
     assert f"- Calls: {calls_note(doc)}" in render_markdown(doc)

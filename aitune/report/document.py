@@ -67,7 +67,12 @@ def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
         plain = 0 if record.capture_overhead is UNSET else record.capture_overhead.plain_samples
         parts.append(f"{plain} plain call(s) for the overhead's baseline")
     if count := len(given(record.operator_runs, [])):
-        parts.append(f"{count} operator run(s) (the operator table; the first records the input shapes)")
+        which = (
+            "1 operator run (the operator table; it"
+            if count == 1
+            else f"{count} operator runs (the operator table; the first"
+        )
+        parts.append(f"{which} records the input shapes)")
     elif is_lite(record):
         parts.append("1 instrumented warmup (it records the input shapes)")
     elif record.profiler.mode == FULL_MODE:

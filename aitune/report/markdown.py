@@ -277,8 +277,15 @@ def _residual_causes(record: Profile) -> str:
     rows = [(cause, ms(summary.time_us), percent(summary.share)) for cause, summary in causes.items()]
     spanning = markdown_text(", ".join(given(record.spanning_regions, [])))
     scope = f" listed per run (the self time of {spanning} included)" if spanning else ""
-    over = f"the {len(runs)} operator runs" if record.operator_runs is not UNSET else "runs"
-    return f"## Residual by cause\n\nMedian over {over} of the CPU time outside every region{scope}.\n\n" + table(
+    if record.operator_runs is UNSET:
+        lead = "Median over runs of the CPU time"
+    else:
+        lead = (
+            "The operator run's CPU time"
+            if len(runs) == 1
+            else f"Median over the {len(runs)} operator runs of the CPU time"
+        )
+    return f"## Residual by cause\n\n{lead} outside every region{scope}.\n\n" + table(
         ["Cause", "CPU (ms)", "Share of run"], rows
     )
 

@@ -83,9 +83,10 @@ def without_cycle_warning() -> Iterator[None]:
 ALL_RUNS = "all"
 """``operator_runs``: operators are traced in every measured run."""
 
-DEFAULT_OPERATOR_RUNS = 2
+DEFAULT_OPERATOR_RUNS = 1
 """Operator runs of a full capture on the CPU: the operator table and residual causes of a run
-vary little from one run to the next, and each traced run costs the profiler's exit µs per event."""
+vary little from one run to the next, and each traced run costs more than two plain calls once the
+profiler's session has ended and its events are read (docs/performance.md)."""
 
 
 def resolve_operator_runs(requested: int | str | None) -> int | None:
@@ -355,7 +356,8 @@ def _capture_stamped(
         before_runs = []  # the off-thread calls before each run: a run set aside takes its own along
         while len(runs) < measured_runs:
             before_runs.append(instrumented.off_thread.snapshot())
-            runs.append(_stamped_run(call, synchronize, stamps, align.before_run(len(runs)), probe))
+            probed = probe if _probed_after(len(runs), measured_runs) else None
+            runs.append(_stamped_run(call, synchronize, stamps, align.before_run(len(runs)), probed))
             if len(runs) == measured_runs and settling.set_aside_first([run.wall_us for run in runs]):
                 settling.walls_us.append(runs.pop(0).wall_us)
                 before_runs.pop(0)
@@ -375,7 +377,7 @@ def _capture_stamped(
         meta[PLAIN_WALLS_KEY] = [
             _timed(call, synchronize, f"plain baseline run {index + 1}") for index in range(STEADY_WINDOW)
         ]
-    dispatch_us = [run.dispatch_us for run in runs]
+    dispatch_us = [run.dispatch_us for run in runs if run.dispatch_us is not None]
     if "environment" in metadata and dispatch_us:
         meta["environment"] = {
             **metadata["environment"],
@@ -424,7 +426,7 @@ class _StampedRun(NamedTuple):
     start_ns: int
     end_ns: int
     thread: int
-    dispatch_us: float
+    dispatch_us: float | None  # None: not probed after this run (`_probed_after`)
 
     @property
     def wall_us(self) -> float:
@@ -436,7 +438,7 @@ def _stamped_run(
     synchronize: Callable[[], None],
     stamps: list[StampedSpan],
     which: str,
-    probe: DispatchProbe,
+    probe: DispatchProbe | None,
 ) -> _StampedRun:
     """Run once between clock stamps; the region stamps the wrappers appended to ``stamps`` move into the run."""
     mark = len(stamps)
@@ -448,7 +450,14 @@ def _stamped_run(
     regions = stamps[mark:]
     del stamps[mark:]
     # the probe runs between the runs, outside their stamps: the machine's speed now
-    return _StampedRun(regions, start, end, threading.get_ident(), probe())
+    return _StampedRun(regions, start, end, threading.get_ident(), probe() if probe is not None else None)
+
+
+def _probed_after(index: int, measured_runs: int) -> bool:
+    """Whether the dispatch probe times the machine after measured run ``index``: after the first, the
+    middle and the last, whose median tells its speed over the runs (each probe costs a few hundred µs
+    of the whole call). A run appended for one set aside as a warmup is probed too."""
+    return index in {0, measured_runs // 2} or index >= measured_runs - 1
 
 
 class _Settling:
