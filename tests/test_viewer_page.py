@@ -28,6 +28,8 @@ def test_the_runs_folder_comes_from_args_then_environment_then_default():
     default = Path("sample_traces")
 
     assert runs_dir_from(["--runs-dir", "mine"], {RUNS_DIR_ENV: "env"}, default) == Path("mine")
+    assert runs_dir_from(["--show", "--runs-dir=mine"], {RUNS_DIR_ENV: "env"}, default) == Path("mine")
+    assert runs_dir_from(["--runs-dir"], {RUNS_DIR_ENV: "env"}, default) == Path("env")  # a flag without its folder
     assert runs_dir_from([], {RUNS_DIR_ENV: "env"}, default) == Path("env")
     assert runs_dir_from([], {}, default) == default
 
