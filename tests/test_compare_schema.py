@@ -81,6 +81,15 @@ def test_every_key_the_writer_writes_at_every_depth_is_one_the_model_names():
     assert read_loop_report(report, COMPARE_REPORT).task_gate.passed
 
 
+def test_a_verdict_reads_back_through_the_model_and_one_it_refuses_is_none():
+    judged = TaskJudgment("int8", "top1_agreement", 0.99, 0.9375, ("a", "b"), 2, problem="one input diverged")
+
+    assert TaskJudgment.from_dict(json.loads(json.dumps(judged.to_dict()))) == judged
+    for broken in ({"inputs": 0}, {"minimum": float("nan")}, {"metric": "accuracy"}, {"regions": "a"}):
+        assert TaskJudgment.from_dict({**judged.to_dict(), **broken}) is None
+    assert TaskJudgment.from_dict(["int8"]) is None
+
+
 @pytest.mark.parametrize(
     ("change", "problem"),
     [

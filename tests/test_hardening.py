@@ -223,6 +223,16 @@ def test_a_bundled_trace_keeps_only_the_file_name_of_its_trace_name():
     assert orjson.loads(gzip.decompress(entries["trace.json.gz"]))["traceName"] == "trace.json"
 
 
+def test_a_bundle_s_environment_is_the_profile_s_environment_block_byte_for_byte():
+    doc = orjson.loads(SAMPLE.read_bytes())
+
+    entries = bundle_entries(doc, None, Redactor())
+
+    assert doc["environment"]["gain_calibration"] and entries["environment.json"] == dumps(doc["environment"])
+    without = {key: value for key, value in doc.items() if key != "environment"}
+    assert bundle_entries(without, None, Redactor())["environment.json"] == b"{}\n"
+
+
 # --- the command line's own edges ---
 
 

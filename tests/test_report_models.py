@@ -143,9 +143,10 @@ def test_a_suggestions_file_wrong_deep_inside_is_refused_naming_the_file_and_the
     assert sentence.endswith("; write it again with `aitune-profile suggest --json` or `tune`.")
 
 
-def test_a_file_without_a_targets_list_is_no_suggestions_file():
+@pytest.mark.parametrize("raw", [["vae"], {"targets": {"vae": 1.2}}, {"advice": []}])
+def test_a_file_without_a_targets_list_is_no_suggestions_file(raw):
     with pytest.raises(ProfileError, match=r"^run/s\.json: has no targets list, so it is not what `aitune-profile"):
-        read_forecasts(["vae"], "run/s.json")
+        read_forecasts(raw, "run/s.json")
 
 
 # --- tuning.json ---

@@ -28,6 +28,8 @@ def test_the_runs_folder_comes_from_args_then_environment_then_default():
     default = Path("sample_traces")
 
     assert runs_dir_from(["--runs-dir", "mine"], {RUNS_DIR_ENV: "env"}, default) == Path("mine")
+    assert runs_dir_from(["--show", "--runs-dir=mine"], {RUNS_DIR_ENV: "env"}, default) == Path("mine")
+    assert runs_dir_from(["--runs-dir"], {RUNS_DIR_ENV: "env"}, default) == Path("env")  # a flag without its folder
     assert runs_dir_from([], {RUNS_DIR_ENV: "env"}, default) == Path("env")
     assert runs_dir_from([], {}, default) == default
 
@@ -215,3 +217,17 @@ def test_two_runs_clicked_on_the_history_trend_open_as_a_pair_the_older_as_befor
     names = (trends.store.before.name, trends.store.after.name)
     assert names == (f"history.db run {ids[0]}", f"history.db run {ids[1]}")
     assert trends.store.after.doc["runs"] == pipeline_doc(130.0)["runs"]
+
+
+def test_each_trend_point_carries_its_stored_run_for_a_click_to_open():
+    from aitune.history.record import RUN_TIME
+    from aitune.history.store import TrendPoint
+    from aitune.viewer.trends import trend_frame
+
+    points = [TrendPoint(run, "2026-01-02T10:00:00", "abc", {RUN_TIME: 900.0 + run, "vae": 300.0}) for run in (7, 9)]
+
+    plot = figures.trend_lines(trend_frame(points))
+
+    clicked = plot.select_one({"name": figures.TREND_POINTS}).data_source.data
+    assert list(clicked[figures.TREND_RUN]) == [7, 9, 7, 9]  # the run time's points, then vae's
+    assert list(clicked["ms"]) == [0.907, 0.909, 0.3, 0.3]

@@ -99,12 +99,13 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
     report = _typed(raw, name)
     # A report written before the captures had their own key held their figure as the speedup.
     captured = report.speedup if report.captures_speedup is UNSET else report.captures_speedup
+    gate = report.task_gate  # absent or null at fp32 and in older reports
     return LoopReport(
         report.domain,
         _end_to_end(report.speedup),
         (captured.value, captured.ci_low, captured.ci_high),
         [_gain(region) for region in report.tuned_regions],
-        _judgment(report.task_gate) if report.task_gate else None,  # absent or null at fp32 and in older reports
+        TaskJudgment.from_record(gate) if gate else None,
         msgspec.to_builtins(report.ranks) if report.ranks else None,
     )
 
@@ -173,19 +174,6 @@ def _check(check: report_model.RegionCheck) -> RegionCheck:
 def _paired(figure: report_model.PairedSpeedup) -> PairedSpeedup:
     calls = tuple(PairedSpeedup(call.rounds, call.median, call.ci_low, call.ci_high) for call in figure.per_call)
     return PairedSpeedup(figure.rounds, figure.median, figure.ci_low, figure.ci_high, calls)
-
-
-def _judgment(gate: report_model.TaskGate) -> TaskJudgment:
-    return TaskJudgment(
-        gate.precision,
-        gate.metric,
-        gate.minimum,
-        gate.value,
-        tuple(gate.regions),
-        gate.inputs,
-        gate.first_divergence,
-        gate.problem,
-    )
 
 
 def _bad(name: str, problem: str) -> ProfileError:

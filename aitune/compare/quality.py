@@ -14,24 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from aitune.compare.report_model import TaskGate
+from aitune.compare.task_metrics import COSINE, METRICS, PRECISIONS, PSNR, TOKENS, TOP1
 from aitune.errors import TuningError
 from aitune.report.formatting import bar_verdict
-
-PRECISIONS = ("fp32", "bf16", "int8")
-"""The precisions ``tune --precision`` takes; fp32 is the default and is never left implicitly."""
-
-TOP1 = "top1_agreement"  # classification: share of decisions (argmax of the logits) unchanged
-TOKENS = "token_agreement"  # greedy generate: share of token positions unchanged
-PSNR = "psnr_db"  # images: peak signal-to-noise ratio in dB over the reference's range
-COSINE = "cosine"  # embeddings and other float outputs: cosine similarity
-
-METRICS: dict[str, tuple[float, float]] = {
-    TOP1: (0.0, 1.0),
-    TOKENS: (0.0, 1.0),
-    PSNR: (0.0, 100.0),
-    COSINE: (-1.0, 1.0),
-}
-"""Each metric's range: a bar outside it is refused; PSNR of identical images is reported as its top, 100 dB."""
 
 LABELS: dict[str, tuple[str, str]] = {
     TOP1: ("top-1 agreement", ""),
@@ -145,24 +133,25 @@ class TaskJudgment:
 
     @staticmethod
     def from_dict(data: Any) -> TaskJudgment | None:
-        """The record of its `to_dict` form, or None when ``data`` is not one (a reader decides what that means)."""
-        if not isinstance(data, dict) or data.get("precision") not in PRECISIONS or data.get("metric") not in METRICS:
+        """The record of its `to_dict` form, converted into the compare report's `TaskGate`, or None when ``data``
+        is not one (a reader decides what that means)."""
+        try:
+            return TaskJudgment.from_record(msgspec.convert(data, TaskGate))
+        except msgspec.ValidationError:
             return None
-        minimum, value, inputs = data.get("minimum"), data.get("value"), data.get("inputs", 1)
-        divergence, problem, regions = data.get("first_divergence"), data.get("problem"), data.get("regions")
-        if not (_finite(minimum) and (value is None or _finite(value))):
-            return None
-        if not (isinstance(inputs, int) and not isinstance(inputs, bool) and inputs >= 1):
-            return None
-        if not (divergence is None or (isinstance(divergence, int) and not isinstance(divergence, bool))):
-            return None
-        if not (problem is None or isinstance(problem, str)):
-            return None
-        if not (isinstance(regions, list) and all(isinstance(region, str) for region in regions)):
-            return None
-        figure = None if value is None else float(value)
+
+    @staticmethod
+    def from_record(gate: TaskGate) -> TaskJudgment:
+        """The verdict a typed ``task_gate`` holds (a compare report's, or a plan's converted by `from_dict`)."""
         return TaskJudgment(
-            data["precision"], data["metric"], float(minimum), figure, tuple(regions), inputs, divergence, problem
+            gate.precision,
+            gate.metric,
+            gate.minimum,
+            gate.value,
+            tuple(gate.regions),
+            gate.inputs,
+            gate.first_divergence,
+            gate.problem,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,10 +166,6 @@ class TaskJudgment:
             "first_divergence": self.first_divergence,
             "problem": self.problem,
         }
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _figure(metric: str, value: float) -> str:

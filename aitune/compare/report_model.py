@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from aitune.compare.end_to_end import CAPTURES, SOURCES
-from aitune.compare.quality import METRICS, PRECISIONS
+from aitune.compare.task_metrics import METRICS, PRECISIONS
 from aitune.compare.verification import COMPARISONS, MAX_CYCLE
 from aitune.report.model import (
     MAX_FIGURE,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
+import msgspec
 import orjson
 
 from aitune.errors import BundleError
@@ -26,6 +27,7 @@ from aitune.report.document import ProfileDoc
 from aitune.report.io import dumps
 from aitune.report.markdown import render_markdown
 from aitune.report.memo import computed_once
+from aitune.report.model import as_profile, given
 
 MAX_BUNDLE_MB = 25.0
 """Default size limit: what common issue trackers accept as one attachment."""
@@ -80,9 +82,7 @@ class Redactor:
 def local_redactor(trace: Mapping[str, Any] | None = None) -> Redactor:
     """A redactor for this machine's home, user and host names, plus the host named inside ``trace``."""
     host = socket.gethostname()
-    hosts = {host, host.split(".")[0]}
-    if trace is not None and isinstance(trace.get("host_name"), str):
-        hosts.add(trace["host_name"])
+    hosts = {host, host.split(".")[0], *_trace_hosts(trace)}
     return Redactor(
         homes=(str(Path.home()),),
         users=_names([getpass.getuser()]),
@@ -90,10 +90,24 @@ def local_redactor(trace: Mapping[str, Any] | None = None) -> Redactor:
     )
 
 
+def _trace_hosts(trace: Mapping[str, Any] | None) -> set[str]:
+    """The host name torch writes at the top of a Chrome trace (2.13 does, 2.11 does not), when it holds one."""
+    host = None if trace is None else trace.get("host_name")
+    return {host} if isinstance(host, str) else set()
+
+
+def _without_saved_path(trace: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``trace`` with its ``traceName``, where torch writes the absolute path it saved the trace to, cut to the
+    file name."""
+    saved = trace.get("traceName")
+    return {**trace, "traceName": PurePath(saved).name} if isinstance(saved, str) else trace
+
+
 HtmlRenderer = Callable[[ProfileDoc], str]
 """Renders the single-file HTML report of a document (the CLI passes `aitune.cli.pages.profile_page`)."""
 
 HTML_NAME = "report.html"
+TRACE_NAME = "trace.json.gz"
 
 
 @computed_once()  # the Markdown and the HTML report read the same headline rows
@@ -106,16 +120,19 @@ def bundle_entries(
     entries = {
         "profile.json": dumps(clean),
         "profile.md": render_markdown(clean).encode(),
-        "environment.json": dumps(clean.get("environment", {})),
+        "environment.json": dumps(_environment(clean)),
         "README.txt": _readme(trace is not None, html is not None).encode(),
     }
     if html is not None:
         entries[HTML_NAME] = html(clean).encode()
     if trace is not None:
-        if isinstance(trace.get("traceName"), str):  # torch writes the absolute path the trace was saved to
-            trace = {**trace, "traceName": PurePath(trace["traceName"]).name}
-        entries["trace.json.gz"] = gzip.compress(orjson.dumps(redactor.value(trace)), mtime=0)
+        entries[TRACE_NAME] = gzip.compress(orjson.dumps(redactor.value(_without_saved_path(trace))), mtime=0)
     return entries
+
+
+def _environment(doc: ProfileDoc) -> dict[str, Any]:
+    """The document's environment block as JSON ({} when it has none), read through the typed record."""
+    return msgspec.to_builtins(given(as_profile(doc).environment, {}))
 
 
 def zip_bytes(entries: Mapping[str, bytes]) -> bytes:
@@ -137,7 +154,7 @@ def check_size(archive: bytes, entries: Mapping[str, bytes], max_mb: float) -> N
     if size_mb <= max_mb:
         return
     biggest = max(entries, key=lambda name: len(entries[name]))
-    hint = "bundle without --trace, or capture fewer runs" if biggest == "trace.json.gz" else "capture fewer runs"
+    hint = "bundle without --trace, or capture fewer runs" if biggest == TRACE_NAME else "capture fewer runs"
     raise BundleError(
         f"the bundle would be {size_mb:.1f} MB, over the {max_mb:g} MB limit ({biggest} is "
         f"{len(entries[biggest]) / 1e6:.1f} MB); {hint}, or raise --max-mb."
@@ -173,6 +190,6 @@ def _readme(with_trace: bool, with_html: bool = False) -> str:
     if with_html:
         lines.append(f"{HTML_NAME} is the same report for any browser: it opens offline, with no script.")
     if with_trace:
-        lines.append("trace.json.gz is the Chrome trace: open it in https://ui.perfetto.dev or chrome://tracing.")
+        lines.append(f"{TRACE_NAME} is the Chrome trace: open it in https://ui.perfetto.dev or chrome://tracing.")
     lines.append("Paths under the home folder were replaced by ~, user and host names by <user> and <host>.")
     return "\n".join(lines) + "\n"

@@ -18,8 +18,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from aitune.report.document import is_lite
 from aitune.report.model import UNSET, Domain, MachinePeak, Profile, Run, TreeNode, UnsetType, Work, as_profile, given
 
@@ -99,12 +97,6 @@ class RegionEfficiency:
             "bound": self.bound,
             "mostly_uncounted": self.mostly_uncounted,
         }
-
-
-def machine_peaks(doc: Profile | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The document's measured roofs by backend (``cpu``, ``cuda``), as plain dicts for the viewer's roofline;
-    {} when it has none."""
-    return {backend: msgspec.to_builtins(roof) for backend, roof in roofs(doc).items()}
 
 
 def has_work(doc: Profile | Mapping[str, Any]) -> bool:

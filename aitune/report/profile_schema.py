@@ -51,8 +51,8 @@ def profile_schema() -> dict[str, Any]:
 def standalone_schema(model: type[msgspec.Struct], schema_id: str, title: str) -> dict[str, Any]:
     """The JSON Schema (2020-12) of the document ``model``, as a file of its own: the header, ``model``'s
     fields at the top and every other Struct under ``$defs``."""
-    generated = _one_line_descriptions(msgspec.json.schema(model))
-    definitions = generated["$defs"]
+    _, components = msgspec.json.schema_components((model,))  # model's own entry is among them (the first is its $ref)
+    definitions = _one_line_descriptions(components)
     root = definitions.pop(model.__name__)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -7,7 +7,6 @@ model (`aitune.suggest.report_model`; both speedups are end to end and of the re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,19 @@ class Forecast:
     predicted_region_speedup: float | None  # the region's own
 
 
+class _Targets(msgspec.Struct):
+    """What a file must hold to be taken for a suggestions file at all, however wrong the rest: a list of targets."""
+
+    targets: list[Any]
+
+
 def read_forecasts(raw: Any, name: str) -> dict[str, Forecast]:
     """The forecasts of a parsed ``suggestions.json`` (`Suggestions.to_dict`) by path, converted into
     `SuggestionsReport`; `ProfileError` naming ``name`` and the JSON path of the first problem when it is not one."""
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("targets"), list):
-        raise _bad(name, "has no targets list, so it is not what `aitune-profile suggest --json` writes")
+    try:
+        msgspec.convert(raw, _Targets)
+    except msgspec.ValidationError:
+        raise _bad(name, "has no targets list, so it is not what `aitune-profile suggest --json` writes") from None
     try:
         report = msgspec.convert(raw, SuggestionsReport)
     except msgspec.ValidationError:

@@ -6,6 +6,7 @@ arguments so it can be built and tested without a server.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -36,11 +37,10 @@ CSS = """
 
 def runs_dir_from(argv: Sequence[str], environ: Mapping[str, str], default: Path) -> Path:
     """The runs folder: ``--runs-dir DIR`` (after ``panel serve … --args``), else the env variable, else default."""
-    if "--runs-dir" in argv:
-        index = list(argv).index("--runs-dir")
-        if index + 1 < len(argv):
-            return Path(argv[index + 1])
-    return Path(environ.get(RUNS_DIR_ENV, default))
+    arguments = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    arguments.add_argument("--runs-dir", type=Path, nargs="?")  # without its DIR: as if not given
+    runs_dir = arguments.parse_known_args(argv)[0].runs_dir
+    return runs_dir if runs_dir is not None else Path(environ.get(RUNS_DIR_ENV, default))
 
 
 def query_value(args: Mapping[str, Sequence[bytes | str]], key: str) -> str | None:

@@ -9,15 +9,19 @@ it. A title or axis label is typeset as mathematics between ``$$``: a name place
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool
 from bokeh.plotting import figure
 
 from aitune.report.formatting import percent
+from aitune.report.model import MachinePeak
 from aitune.report.safe_text import chart_text, shown_name
-from aitune.viewer.tables import RESIDUAL
+from aitune.viewer.tables import RESIDUAL, Column, time_column
 
-SIDE_COLORS = {"before": "#8c8c8c", "after": "#1f77b4"}
+BEFORE_COLOR, AFTER_COLOR = "#8c8c8c", "#1f77b4"
+SIDE_COLORS = {"before": BEFORE_COLOR, "after": AFTER_COLOR}
 KIND_HATCH = {"managed": "/", "untuned": " ", "residual": "."}
 MAX_BARS = 40
 """Regions drawn in the bar chart (largest first); the tables below the chart list all of them."""
@@ -32,9 +36,9 @@ MEASURES = {
 """What the region bars measure: (column drawn, title, axis label)."""
 
 
-def top_paths(regions: pd.DataFrame, limit: int = MAX_BARS, column: str = "fraction") -> list[str]:
+def top_paths(regions: pd.DataFrame, limit: int = MAX_BARS, column: str = Column.FRACTION) -> list[str]:
     """The ``limit`` region paths with the largest ``column`` on either side, residual always included."""
-    largest = regions[regions["path"] != RESIDUAL].groupby("path", sort=False)[column].max()
+    largest = regions[regions[Column.PATH] != RESIDUAL].groupby(Column.PATH, sort=False)[column].max()
     return [*largest.sort_values(ascending=False).index[:limit], RESIDUAL]
 
 
@@ -45,21 +49,22 @@ def region_bars(regions: pd.DataFrame, domain: str, measure: str = "share") -> f
     a region that got faster can take a larger share of a shorter run); the tooltip gives both.
     """
     drawn, title, axis = MEASURES[measure]
-    paths = top_paths(regions, column="time_us" if measure == "time" else "fraction")
-    shown = regions[regions["path"].isin(paths)].assign(path=lambda frame: frame["path"].map(shown_name))
+    paths = top_paths(regions, column=Column.TIME_US if measure == "time" else Column.FRACTION)
+    shown = regions[regions[Column.PATH].isin(paths)]
+    shown = shown.assign(**{Column.PATH: shown[Column.PATH].map(shown_name)})
     paths = [shown_name(path) for path in paths]
-    sides = list(dict.fromkeys(shown["side"]))
+    sides = list(dict.fromkeys(shown[Column.SIDE]))
     factors = [(path, side) for path in reversed(paths) for side in sides]
     source = ColumnDataSource(
         {
-            "y": [(path, side) for path, side in zip(shown["path"], shown["side"], strict=True)],
-            "percent": (shown["fraction"] * 100).tolist(),
-            "ms": (shown["time_us"] / 1000).tolist(),
-            "path": shown["path"].tolist(),
-            "side": shown["side"].tolist(),
-            "kind": shown["kind"].tolist(),
-            "color": [SIDE_COLORS[side] for side in shown["side"]],
-            "hatch": [KIND_HATCH[kind] for kind in shown["kind"]],
+            "y": [(path, side) for path, side in zip(shown[Column.PATH], shown[Column.SIDE], strict=True)],
+            "percent": (shown[Column.FRACTION] * 100).tolist(),
+            "ms": (shown[Column.TIME_US] / 1000).tolist(),
+            "path": shown[Column.PATH].tolist(),
+            "side": shown[Column.SIDE].tolist(),
+            "kind": shown[Column.KIND].tolist(),
+            "color": [SIDE_COLORS[side] for side in shown[Column.SIDE]],
+            "hatch": [KIND_HATCH[kind] for kind in shown[Column.KIND]],
         }
     )
     plot = figure(
@@ -99,7 +104,7 @@ def region_bars(regions: pd.DataFrame, domain: str, measure: str = "share") -> f
 
 def run_points(runs: pd.DataFrame, metric: str) -> figure:
     """Per-run ``metric`` (wall/cpu/device, in ms) per side; outlier runs drawn as red crosses."""
-    column = f"{metric}_time_us"
+    column = time_column(metric)
     plot = figure(
         height=280,
         sizing_mode="stretch_width",
@@ -109,19 +114,19 @@ def run_points(runs: pd.DataFrame, metric: str) -> figure:
         tools=_TOOLS,
         name="run-points",
     )
-    for side, group in runs.groupby("side", sort=False):
+    for side, group in runs.groupby(Column.SIDE, sort=False):
         source = ColumnDataSource(
             {
-                "run": group["run_index"].tolist(),
+                "run": group[Column.RUN_INDEX].tolist(),
                 "ms": (group[column] / 1000).tolist(),
-                "outlier": group["outlier"].map(_yes_no).tolist(),
+                "outlier": group[Column.OUTLIER].map(_yes_no).tolist(),
             }
         )
         plot.scatter("run", "ms", source=source, size=9, color=SIDE_COLORS[str(side)], legend_label=str(side))
-    marked = runs[runs["outlier"]]
+    marked = runs[runs[Column.OUTLIER]]
     if not marked.empty:
         plot.scatter(
-            marked["run_index"],
+            marked[Column.RUN_INDEX],
             marked[column] / 1000,
             marker="x",
             size=16,
@@ -134,9 +139,10 @@ def run_points(runs: pd.DataFrame, metric: str) -> figure:
 
 
 def timeline_bars(spans: pd.DataFrame, title: str) -> figure:
-    """One lane per region, one bar per call, in ms from the start of the run."""
-    spans = spans.assign(lane=spans["lane"].map(shown_name)) if len(spans) else spans
-    lanes = list(dict.fromkeys(spans["lane"]))
+    """One lane per region, one bar per call, in ms from the start of the run (the source's fields are the
+    spans' columns)."""
+    spans = spans.assign(**{Column.LANE: spans[Column.LANE].map(shown_name)}) if len(spans) else spans
+    lanes = list(dict.fromkeys(spans[Column.LANE]))
     plot = figure(
         y_range=FactorRange(*reversed(lanes)) if lanes else FactorRange("(no regions)"),
         height=max(160, 28 * len(lanes) + 70),
@@ -147,10 +153,14 @@ def timeline_bars(spans: pd.DataFrame, title: str) -> figure:
         name="timeline",
     )
     source = ColumnDataSource(spans.to_dict(orient="list"))
-    plot.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source, color=SIDE_COLORS["after"])
+    plot.hbar(y=Column.LANE, left=Column.START_MS, right=Column.END_MS, height=0.7, source=source, color=AFTER_COLOR)
     plot.add_tools(
         HoverTool(
-            tooltips=[("region", "@lane"), ("start", "@start_ms{0.00} ms"), ("duration", "@duration_ms{0.00} ms")]
+            tooltips=[
+                ("region", f"@{Column.LANE}"),
+                ("start", f"@{Column.START_MS}{{0.00}} ms"),
+                ("duration", f"@{Column.DURATION_MS}{{0.00}} ms"),
+            ]
         )
     )
     return plot
@@ -162,18 +172,19 @@ SLOWEST_COLOR = "#d62728"
 def rank_bars(ranks: pd.DataFrame, quantity: str) -> figure:
     """One bar per rank and side: the median (ms) of ``quantity`` (the run time or a region) on that rank,
     the slowest rank of each side in red (`aitune.viewer.tables.rank_region_table`'s rows)."""
-    shown = ranks[ranks["region_id"] == quantity]
-    sides = list(dict.fromkeys(shown["side"]))
-    factors = [(f"rank {rank}", side) for rank in dict.fromkeys(shown["rank"]) for side in sides]
-    slowest = shown["rank"] == shown["slowest_rank"]
+    shown = ranks[ranks[Column.REGION_ID] == quantity]
+    sides = list(dict.fromkeys(shown[Column.SIDE]))
+    factors = [(f"rank {rank}", side) for rank in dict.fromkeys(shown[Column.RANK]) for side in sides]
+    slowest = shown[Column.RANK] == shown[Column.SLOWEST_RANK]
     source = ColumnDataSource(
         {
-            "x": [(f"rank {rank}", side) for rank, side in zip(shown["rank"], shown["side"], strict=True)],
-            "ms": (shown["median_us"] / 1000).tolist(),
-            "side": shown["side"].tolist(),
+            "x": [(f"rank {rank}", side) for rank, side in zip(shown[Column.RANK], shown[Column.SIDE], strict=True)],
+            "ms": (shown[Column.MEDIAN_US] / 1000).tolist(),
+            "side": shown[Column.SIDE].tolist(),
             "slowest": slowest.map(_yes_no).tolist(),
             "color": [
-                SLOWEST_COLOR if flag else SIDE_COLORS[side] for flag, side in zip(slowest, shown["side"], strict=True)
+                SLOWEST_COLOR if flag else SIDE_COLORS[side]
+                for flag, side in zip(slowest, shown[Column.SIDE], strict=True)
             ],
         }
     )
@@ -199,15 +210,15 @@ def _yes_no(flag: bool) -> str:
 ROOF_COLORS = ("#d62728", "#2ca02c", "#9467bd", "#8c564b")
 
 
-def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure:
+def roofline(regions: pd.DataFrame, peaks: Mapping[str, Mapping[str, MachinePeak]]) -> figure:
     """Regions on a log-log roofline: arithmetic intensity (FLOP/byte) across, achieved FLOP/s up; the
     roofs of each side's machine (per backend and dtype, ``min(peak, intensity × bandwidth)``) as lines.
 
     Regions without counted work are left out (the table beside lists them with their uncounted time).
     """
-    counted = regions[(regions["flops"] > 0) & (regions["counted_us"] > 0)]
-    low = float(min(counted["intensity"].min(), 0.1)) if not counted.empty else 0.1
-    high = float(max(counted["intensity"].max(), 1000.0)) if not counted.empty else 1000.0
+    counted = regions[(regions[Column.FLOPS] > 0) & (regions[Column.COUNTED_US] > 0)]
+    low = float(min(counted[Column.INTENSITY].min(), 0.1)) if not counted.empty else 0.1
+    high = float(max(counted[Column.INTENSITY].max(), 1000.0)) if not counted.empty else 1000.0
     plot = figure(
         title="Regions on this machine's roofline (counted work, median over operator runs)",
         x_axis_type="log",
@@ -221,8 +232,8 @@ def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure
     colors = iter(ROOF_COLORS * 8)
     for side, backends in peaks.items():
         for backend, roof in backends.items():
-            bandwidth = roof.get("copy_bytes_per_s", 0.0)
-            for dtype, peak in roof.get("gemm_flops_per_s", {}).items():
+            bandwidth = roof.copy_bytes_per_s
+            for dtype, peak in roof.gemm_flops_per_s.items():
                 if peak <= 0 or bandwidth <= 0:
                     continue
                 ridge = peak / bandwidth
@@ -234,14 +245,16 @@ def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure
                     line_width=2,
                     legend_label=shown_name(f"{side} {backend} {dtype}"),
                 )
+    sides = counted[Column.SIDE].tolist() if Column.SIDE in counted else [""] * len(counted)
+    roofs = counted[Column.FRACTION_OF_ROOF].astype(float)
     source = ColumnDataSource(
         {
-            "x": counted["intensity"].tolist(),
-            "y": counted["flops_per_s"].tolist(),
-            "region": [shown_name(name) for name in counted["region_id"]],
-            "side": counted["side"].tolist() if "side" in counted else [""] * len(counted),
-            "roof": [percent(value if value == value else None) for value in counted["fraction_of_roof"].astype(float)],
-            "color": [SIDE_COLORS.get(side, "#1f77b4") for side in counted.get("side", ["after"] * len(counted))],
+            "x": counted[Column.INTENSITY].tolist(),
+            "y": counted[Column.FLOPS_PER_S].tolist(),
+            "region": [shown_name(name) for name in counted[Column.REGION_ID]],
+            "side": sides,
+            "roof": [percent(value if value == value else None) for value in roofs],
+            "color": [SIDE_COLORS.get(side, AFTER_COLOR) for side in sides],
         }
     )
     points = plot.scatter("x", "y", source=source, size=9, color="color")
@@ -265,6 +278,8 @@ def roofline(regions: pd.DataFrame, peaks: dict[str, dict[str, dict]]) -> figure
 TREND_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 TREND_POINTS = "trend-points"
 """The name of the trend's point renderer, whose source's selection is the runs a user clicked."""
+TREND_RUN = "run"
+"""The field of that renderer's source holding each point's stored run id."""
 MAX_COMMIT_TICKS = 30
 """Up to this many runs, each gets its commit under the axis; more would overlap (the hover gives each)."""
 
@@ -272,7 +287,7 @@ MAX_COMMIT_TICKS = 30
 def trend_lines(trend: pd.DataFrame) -> figure:
     """Run time and the largest rows over stored runs, oldest left (`aitune.viewer.trends.trend_frame`'s rows):
     a line per row, a point per run and row that a click selects (the renderer named `TREND_POINTS`)."""
-    shown = trend.assign(row=trend["path"].map(chart_text))
+    rows = trend[Column.PATH].map(chart_text)  # each point's row, as a chart may name it
     plot = figure(
         height=360,
         sizing_mode="stretch_width",
@@ -282,18 +297,19 @@ def trend_lines(trend: pd.DataFrame) -> figure:
         tools=f"{_TOOLS},tap",
         name="history-trend",
     )
-    colors = dict(zip(dict.fromkeys(shown["row"]), TREND_COLORS * 8, strict=False))
-    for row, group in shown.groupby("row", sort=False):
-        plot.line(group["position"].tolist(), group["ms"].tolist(), color=colors[row], line_width=2, legend_label=row)
+    colors = dict(zip(dict.fromkeys(rows), TREND_COLORS * 8, strict=False))
+    for row, group in trend.groupby(rows, sort=False):
+        times = group[Column.MS].tolist()
+        plot.line(group[Column.POSITION].tolist(), times, color=colors[row], line_width=2, legend_label=row)
     source = ColumnDataSource(
         {
-            "x": shown["position"].tolist(),
-            "ms": shown["ms"].tolist(),
-            "run": shown["run_id"].tolist(),
-            "commit": shown["commit"].map(shown_name).tolist(),
-            "recorded": shown["recorded"].tolist(),
-            "row": shown["row"].tolist(),
-            "color": [colors[row] for row in shown["row"]],
+            "x": trend[Column.POSITION].tolist(),
+            "ms": trend[Column.MS].tolist(),
+            TREND_RUN: trend[Column.RUN_ID].tolist(),
+            "commit": trend[Column.COMMIT].map(shown_name).tolist(),
+            "recorded": trend[Column.RECORDED].tolist(),
+            "row": rows.tolist(),
+            "color": [colors[row] for row in rows],
         }
     )
     points = plot.scatter("x", "ms", source=source, size=10, color="color", name=TREND_POINTS)
@@ -301,7 +317,7 @@ def trend_lines(trend: pd.DataFrame) -> figure:
         HoverTool(
             renderers=[points],
             tooltips=[
-                ("run", "@run"),
+                ("run", f"@{TREND_RUN}"),
                 ("commit", "@commit"),
                 ("recorded", "@recorded"),
                 ("row", "@row"),
@@ -309,7 +325,7 @@ def trend_lines(trend: pd.DataFrame) -> figure:
             ],
         )
     )
-    positions = dict(zip(shown["position"], shown["commit"], strict=False))
+    positions = dict(zip(trend[Column.POSITION], trend[Column.COMMIT], strict=False))
     if len(positions) <= MAX_COMMIT_TICKS:
         plot.xaxis.ticker = sorted(positions)
         plot.xaxis.major_label_overrides = {int(x): chart_text(commit) for x, commit in positions.items()}

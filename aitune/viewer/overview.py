@@ -15,15 +15,16 @@ from aitune.report.formatting import MISSING, factor, ms, ms_spread, percent
 from aitune.report.safe_text import html_text, shown_name
 from aitune.viewer import tables
 from aitune.viewer.store import ProfileStore
+from aitune.viewer.tables import RESIDUAL, Column, time_column
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, table, text_block
 
 TOP_MOVERS = 5
 TITLES = {
-    "predicted_speedup": "predicted ×",
-    "realised_speedup": "realised ×",
-    "predicted_region_speedup": "predicted, region ×",
-    "realised_region_speedup": "realised, region ×",
-    "task_gate": "task gate",
+    Column.PREDICTED_SPEEDUP: "predicted ×",
+    Column.REALISED_SPEEDUP: "realised ×",
+    Column.PREDICTED_REGION_SPEEDUP: "predicted, region ×",
+    Column.REALISED_REGION_SPEEDUP: "realised, region ×",
+    Column.TASK_GATE: "task gate",
 }
 
 
@@ -40,7 +41,7 @@ def format_speedup(change: Change) -> str:
 def spread(store: ProfileStore, side: str, metric: str) -> str:
     """``min–max`` of one side's per-run ``metric`` time in ms."""
     runs = store.run_table()
-    values = runs.loc[runs["side"] == side, f"{metric}_time_us"].dropna()
+    values = runs.loc[runs[Column.SIDE] == side, time_column(metric)].dropna()
     return MISSING if values.empty else f"{ms_spread(values.min(), values.max())} ms"
 
 
@@ -90,10 +91,10 @@ def single_cards(store: ProfileStore) -> str:
     """The overview figures of one profile."""
     runs = store.run_table()
     regions = store.region_table("cpu")
-    residual = regions.loc[regions["region_id"] == "(residual)", "fraction"]
+    residual = regions.loc[regions[Column.REGION_ID] == RESIDUAL, Column.FRACTION]
     return "".join(
         [
-            card("median wall run time", format_ms(runs["wall_time_us"].median()), "overview-before"),
+            card("median wall run time", format_ms(runs[time_column("wall")].median()), "overview-before"),
             card("spread (min–max)", spread(store, "before", "wall"), "overview-before-spread"),
             card("measured runs", str(len(runs)), "overview-runs"),
             card(
@@ -153,7 +154,7 @@ class TunedRegions(StoreView):
         if report is None:
             return pn.Spacer(height=0)
         rows = tables.gain_table(report)
-        wrapped = {"note": WRAPPED_TEXT, tables.TASK_GATE_COLUMN: WRAPPED_TEXT}  # the gate's verdict: text, escaped
-        gains = table(rows, ["path", "winner"], "gain-table", formatters=wrapped, titles=TITLES)
+        wrapped = {Column.NOTE: WRAPPED_TEXT, Column.TASK_GATE: WRAPPED_TEXT}  # the gate's verdict: text, escaped
+        gains = table(rows, [Column.PATH, Column.WINNER], "gain-table", formatters=wrapped, titles=TITLES)
         line = text_block(tuned_line(report), "aitune-text tuned-speedup")
         return pn.Column(line, gains, sizing_mode="stretch_width")

@@ -19,20 +19,20 @@ from aitune.analysis import TraceEvents
 from aitune.compare.loop_report import LoopReport
 from aitune.errors import ProfileError
 from aitune.report import scenario_names
-from aitune.report.efficiency import machine_peaks
+from aitune.report.efficiency import roofs
 from aitune.report.memory import memory_note, memory_source
-from aitune.report.model import DocumentWarning, as_profile
+from aitune.report.model import DocumentWarning, MachinePeak, as_profile
 from aitune.report.phases import split_line, tokens_line
 from aitune.report.safe_text import shown_name
 from aitune.report.samples import has_device_time
 from aitune.suggest import Suggestions, suggest
 from aitune.viewer import sources, tables, tree
 from aitune.viewer.sources import Loaded
+from aitune.viewer.tables import Column
 
 SIDES = ("before", "after")
 OPERATOR_ROWS = 200
 """Operators listed in the merged before/after table (each side saves its top rows only)."""
-OPERATOR_CHANGE_COLUMNS = ["key", "device_type", "before_us", "after_us", "delta_us"]
 
 
 class ProfileStore(param.Parameterized):
@@ -129,13 +129,13 @@ class ProfileStore(param.Parameterized):
             before, after = self.pair()
             keep = compare.kept_whole(before.doc, after.doc)
             frames = [
-                tables.region_summary(loaded.doc, domain, kept).assign(side=side)
+                _on_side(tables.region_summary(loaded.doc, domain, kept), side)
                 for side, loaded, kept in zip(SIDES, (before, after), keep, strict=True)
             ]
             regions = pd.concat(frames, ignore_index=True)
             paths = dict(zip(SIDES, compare.headline_paths(before.doc, after.doc), strict=True))
-            rows = regions[["side", "region_id", "path"]].itertuples(index=False)
-            return regions.assign(path=[paths[side].get(label, path) for side, label, path in rows])
+            rows = regions[[Column.SIDE, Column.REGION_ID, Column.PATH]].itertuples(index=False)
+            return regions.assign(**{Column.PATH: [paths[side].get(label, path) for side, label, path in rows]})
 
         return self._cached(("regions", domain), lined_up)
 
@@ -176,9 +176,9 @@ class ProfileStore(param.Parameterized):
         """Every side's regions with work (`tables.efficiency_table`), with a ``side`` column."""
         return self._cached("efficiency", lambda: self._stacked(tables.efficiency_table))
 
-    def machine_peaks(self) -> dict[str, dict[str, Any]]:
-        """Each side's measured roofs by backend (`aitune.report.efficiency.machine_peaks`); sides without left out."""
-        return {side: peaks for side, loaded in self.sides().items() if (peaks := machine_peaks(loaded.doc))}
+    def machine_peaks(self) -> dict[str, dict[str, MachinePeak]]:
+        """Each side's measured roofs by backend (`aitune.report.efficiency.roofs`); sides without left out."""
+        return {side: peaks for side, loaded in self.sides().items() if (peaks := roofs(loaded.doc))}
 
     def has_tree(self) -> bool:
         """Whether any loaded profile holds nested regions, so the region tree has something to show."""
@@ -282,14 +282,14 @@ class ProfileStore(param.Parameterized):
         before, after = self.pair()
         rows = compare.operator_changes(before.doc, after.doc, domain, limit=OPERATOR_ROWS)
         data = [[row.key, row.device_type, row.before_us, row.after_us, row.delta_us] for row in rows]
-        return pd.DataFrame(data, columns=OPERATOR_CHANGE_COLUMNS)
+        return pd.DataFrame(data, columns=tables.OPERATOR_CHANGE_COLUMNS)
 
     def _warnings(self) -> pd.DataFrame:
         if not self.is_pair:
-            return self._stacked(tables.warning_table).assign(status="present")
+            return self._stacked(tables.warning_table).assign(**{Column.STATUS: "present"})
         diff = self.comparison("cpu")
         if diff is None:  # not compared yet: the view says so
-            return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, "status"])
+            return pd.DataFrame(columns=[*tables.WARNING_COLUMNS, Column.STATUS])
         gone, new = (
             msgspec.convert(found, list[DocumentWarning])
             for found in (diff.warnings_only_before, diff.warnings_only_after)
@@ -299,7 +299,7 @@ class ProfileStore(param.Parameterized):
         groups = {"gone": gone, "new": new, "persisting": persisting}
         frames = [
             pd.DataFrame([(w.code, w.message, w.source) for w in found], columns=tables.WARNING_COLUMNS).assign(
-                status=status
+                **{Column.STATUS: status}
             )
             for status, found in groups.items()
         ]
@@ -332,10 +332,15 @@ class ProfileStore(param.Parameterized):
         return self._cached(("trace", side), lambda: sources.read_trace_file(path, name))
 
     def _stacked(self, derive: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
-        frames = [derive(loaded.doc).assign(side=side) for side, loaded in self.sides().items()]
+        frames = [_on_side(derive(loaded.doc), side) for side, loaded in self.sides().items()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def _cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
+
+
+def _on_side(frame: pd.DataFrame, side: str) -> pd.DataFrame:
+    """``frame`` with a `Column.SIDE` column saying which profile of the pair its rows come from."""
+    return frame.assign(**{Column.SIDE: side})

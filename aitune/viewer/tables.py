@@ -39,40 +39,143 @@ RESIDUAL = RESIDUAL_LABEL
 """The path under which the residual (time outside every region) is listed beside the regions."""
 
 
-REGION_COLUMNS = ["path", "region_id", "kind", "calls", "time_us", "fraction"]
-RUN_COLUMNS = ["run_index", "wall_time_us", "cpu_time_us", "device_time_us", "outlier"]
-OPERATOR_COLUMNS = ["key", "device_type", "count", "self_cpu_time_total_us", "cpu_time_total_us"]
-WARNING_COLUMNS = ["code", "message", "source"]
-MEMORY_COLUMNS = ["path", "device", "peak_live", "allocated", "freed", "allocator_peak", "peak_live_bytes"]
-RANK_COLUMNS = ["rank", "median_us", "min_us", "max_us", "barrier_wait_us", "slowest_steps", "straggler_region"]
-RANK_REGION_COLUMNS = ["region_id", "rank", "median_us", "slowest_rank", "imbalance"]
+class Column:
+    """The name of every column of the viewer's frames, each written once: `tables`, `tree`, `trends` and the store
+    build the frames with them, the figures and views read them. Where a frame's rows are records (an operator row,
+    a rank, a target, a gain, a region's efficiency), a column is named as the record's field."""
+
+    PATH = "path"
+    REGION_ID = "region_id"
+    KIND = "kind"
+    CALLS = "calls"
+    TIME_US = "time_us"
+    FRACTION = "fraction"
+    SIDE = "side"  # which profile of the pair a row comes from (`aitune.viewer.store.SIDES`), added by the store
+    RUN_INDEX = "run_index"
+    OUTLIER = "outlier"
+    KEY = "key"
+    DEVICE_TYPE = "device_type"
+    COUNT = "count"
+    SELF_CPU_TIME_TOTAL_US = "self_cpu_time_total_us"
+    CPU_TIME_TOTAL_US = "cpu_time_total_us"
+    BEFORE_US = "before_us"
+    AFTER_US = "after_us"
+    DELTA_US = "delta_us"
+    CODE = "code"
+    MESSAGE = "message"
+    SOURCE = "source"
+    STATUS = "status"  # a warning's: present (one profile), new, gone or persisting
+    DEVICE = "device"
+    PEAK_LIVE = "peak_live"
+    ALLOCATED = "allocated"
+    FREED = "freed"
+    ALLOCATOR_PEAK = "allocator_peak"
+    PEAK_LIVE_BYTES = "peak_live_bytes"
+    RANK = "rank"
+    MEDIAN_US = "median_us"
+    MIN_US = "min_us"
+    MAX_US = "max_us"
+    BARRIER_WAIT_US = "barrier_wait_us"
+    SLOWEST_STEPS = "slowest_steps"
+    STRAGGLER_REGION = "straggler_region"
+    SLOWEST_RANK = "slowest_rank"
+    IMBALANCE = "imbalance"
+    LANE = "lane"
+    START_MS = "start_ms"
+    END_MS = "end_ms"
+    DURATION_MS = "duration_ms"
+    SHARE = "share"
+    SHARE_LOW = "share_low"
+    SHARE_HIGH = "share_high"
+    TIME_PER_RUN_US = "time_per_run_us"
+    CALLS_PER_RUN = "calls_per_run"
+    UPPER_BOUND_SPEEDUP = "upper_bound_speedup"
+    PREDICTED_SPEEDUP = "predicted_speedup"
+    PREDICTED_REGION_SPEEDUP = "predicted_region_speedup"
+    VERDICT = "verdict"
+    BLOCKING = "blocking"
+    WINNER = "winner"
+    REALISED_SPEEDUP = "realised_speedup"
+    REALISED_REGION_SPEEDUP = "realised_region_speedup"
+    NOTE = "note"
+    TASK_GATE = "task_gate"  # only in a tune folder's table made at a reduced precision
+    PHASE = "phase"
+    ROW = "row"
+    TOKENS = "tokens"
+    DOMAIN = "domain"
+    FLOPS = "flops"
+    BYTES = "bytes"
+    COUNTED_US = "counted_us"
+    UNCOUNTED_US = "uncounted_us"
+    FLOPS_PER_S = "flops_per_s"
+    BYTES_PER_S = "bytes_per_s"
+    INTENSITY = "intensity"
+    FRACTION_OF_ROOF = "fraction_of_roof"
+    SHARE_OF_ROOF = "share_of_roof"  # the efficiency table's fraction_of_roof as shown: a share* is a percentage
+    BOUND = "bound"
+    MOSTLY_UNCOUNTED = "mostly_uncounted"
+    REGION = "region"  # the region tree's path, indented by its depth
+    DEPTH = "depth"
+    TOTAL_US = "total_us"
+    SELF_US = "self_us"
+    POSITION = "position"  # a stored run's place in a trend, the oldest 0
+    RUN_ID = "run_id"
+    COMMIT = "commit"
+    RECORDED = "recorded"
+    MS = "ms"
+
+
+RUN_TIMES = ("wall", "cpu", "device")
+"""What a run's time is measured as: each is a column of the run table (`time_column`)."""
+
+
+def time_column(measured: str) -> str:
+    """The run table's column of a run's time measured as one of `RUN_TIMES` (µs)."""
+    return f"{measured}_time_us"
+
+
+REGION_COLUMNS = [Column.PATH, Column.REGION_ID, Column.KIND, Column.CALLS, Column.TIME_US, Column.FRACTION]
+RUN_COLUMNS = [Column.RUN_INDEX, *map(time_column, RUN_TIMES), Column.OUTLIER]
+OPERATOR_COLUMNS = [
+    Column.KEY, Column.DEVICE_TYPE, Column.COUNT, Column.SELF_CPU_TIME_TOTAL_US, Column.CPU_TIME_TOTAL_US,
+]  # fmt: skip
+OPERATOR_CHANGE_COLUMNS = [Column.KEY, Column.DEVICE_TYPE, Column.BEFORE_US, Column.AFTER_US, Column.DELTA_US]
+WARNING_COLUMNS = [Column.CODE, Column.MESSAGE, Column.SOURCE]
+MEMORY_COLUMNS = [
+    Column.PATH, Column.DEVICE, Column.PEAK_LIVE, Column.ALLOCATED, Column.FREED, Column.ALLOCATOR_PEAK,
+    Column.PEAK_LIVE_BYTES,
+]  # fmt: skip
+RANK_COLUMNS = [
+    Column.RANK, Column.MEDIAN_US, Column.MIN_US, Column.MAX_US, Column.BARRIER_WAIT_US, Column.SLOWEST_STEPS,
+    Column.STRAGGLER_REGION,
+]  # fmt: skip
+RANK_REGION_COLUMNS = [Column.REGION_ID, Column.RANK, Column.MEDIAN_US, Column.SLOWEST_RANK, Column.IMBALANCE]
 RUN_TIME = "(run time)"
 """The quantity a per-rank chart draws for the whole step, beside the regions."""
-TIMELINE_COLUMNS = ["lane", "start_ms", "end_ms", "duration_ms"]
+TIMELINE_COLUMNS = [Column.LANE, Column.START_MS, Column.END_MS, Column.DURATION_MS]
 TARGET_COLUMNS = [
-    "path",
-    "share",
-    "share_low",
-    "share_high",
-    "time_per_run_us",
-    "calls_per_run",
-    "upper_bound_speedup",
-    "predicted_speedup",
-    "predicted_region_speedup",
-    "verdict",
+    Column.PATH,
+    Column.SHARE,
+    Column.SHARE_LOW,
+    Column.SHARE_HIGH,
+    Column.TIME_PER_RUN_US,
+    Column.CALLS_PER_RUN,
+    Column.UPPER_BOUND_SPEEDUP,
+    Column.PREDICTED_SPEEDUP,
+    Column.PREDICTED_REGION_SPEEDUP,
+    Column.VERDICT,
 ]
-REASON_COLUMNS = ["path", "code", "blocking", "message"]
-ADVICE_COLUMNS = ["code", "message", "time_per_run_us", "share"]
+REASON_COLUMNS = [Column.PATH, Column.CODE, Column.BLOCKING, Column.MESSAGE]
+ADVICE_COLUMNS = [Column.CODE, Column.MESSAGE, Column.TIME_PER_RUN_US, Column.SHARE]
 GAIN_COLUMNS = [
-    "path",
-    "winner",
-    "predicted_speedup",
-    "realised_speedup",
-    "predicted_region_speedup",
-    "realised_region_speedup",
-    "note",
+    Column.PATH,
+    Column.WINNER,
+    Column.PREDICTED_SPEEDUP,
+    Column.REALISED_SPEEDUP,
+    Column.PREDICTED_REGION_SPEEDUP,
+    Column.REALISED_REGION_SPEEDUP,
+    Column.NOTE,
 ]
-TASK_GATE_COLUMN = "task_gate"  # only in a tune folder's table made at a reduced precision
 WHOLE_MODEL = "(whole model)"
 
 
@@ -92,12 +195,12 @@ def region_summary(doc: ProfileDoc, domain: str, keep: Collection[str] = ()) -> 
     kinds = {meta.id: meta.kind for meta in as_profile(doc).regions}
     rows = [
         {
-            "path": row.path,
-            "region_id": row.label,
-            "kind": "residual" if row.region_id is None else _kind(kinds.get(row.region_id), row.region_id),
-            "calls": _median(row.calls),
-            "time_us": _median(row.times_us),
-            "fraction": row.share,
+            Column.PATH: row.path,
+            Column.REGION_ID: row.label,
+            Column.KIND: "residual" if row.region_id is None else _kind(kinds.get(row.region_id), row.region_id),
+            Column.CALLS: _median(row.calls),
+            Column.TIME_US: _median(row.times_us),
+            Column.FRACTION: row.share,
         }
         for row in headline_rows(doc, domain, keep)
     ]
@@ -119,7 +222,7 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
-PHASE_COLUMNS = ["phase", "row", "time_us", "fraction", "tokens"]
+PHASE_COLUMNS = [Column.PHASE, Column.ROW, Column.TIME_US, Column.FRACTION, Column.TOKENS]
 
 
 def phase_table(doc: ProfileDoc) -> pd.DataFrame:
@@ -129,20 +232,20 @@ def phase_table(doc: ProfileDoc) -> pd.DataFrame:
     for figure in phase_figures(doc):
         rows.append(
             {
-                "phase": figure.name,
-                "row": "(phase)",
-                "time_us": figure.median_us,
-                "fraction": figure.share,
-                "tokens": figure.steps,
+                Column.PHASE: figure.name,
+                Column.ROW: "(phase)",
+                Column.TIME_US: figure.median_us,
+                Column.FRACTION: figure.share,
+                Column.TOKENS: figure.steps,
             }
         )
         rows += [
             {
-                "phase": figure.name,
-                "row": row.label,
-                "time_us": _median(row.times_us),
-                "fraction": row.share,
-                "tokens": None,
+                Column.PHASE: figure.name,
+                Column.ROW: row.label,
+                Column.TIME_US: _median(row.times_us),
+                Column.FRACTION: row.share,
+                Column.TOKENS: None,
             }
             for row in phase_rows(doc, figure.name)
         ]
@@ -174,8 +277,9 @@ def memory_table(doc: ProfileDoc) -> pd.DataFrame:
 
 
 EFFICIENCY_COLUMNS = [
-    "region_id", "domain", "flops", "bytes", "counted_us", "uncounted_us", "flops_per_s", "bytes_per_s",
-    "intensity", "fraction_of_roof", "bound", "mostly_uncounted",
+    Column.REGION_ID, Column.DOMAIN, Column.FLOPS, Column.BYTES, Column.COUNTED_US, Column.UNCOUNTED_US,
+    Column.FLOPS_PER_S, Column.BYTES_PER_S, Column.INTENSITY, Column.FRACTION_OF_ROOF, Column.BOUND,
+    Column.MOSTLY_UNCOUNTED,
 ]  # fmt: skip
 
 
@@ -229,10 +333,10 @@ def timeline(events: TraceEvents, run_index: int) -> pd.DataFrame:
         return pd.DataFrame(columns=TIMELINE_COLUMNS)
     rows = [
         {
-            "lane": region_path(span_region_id(span.name)),
-            "start_ms": (span.start_us - run.start_us) / 1000,
-            "end_ms": (span.end_us - run.start_us) / 1000,
-            "duration_ms": span.duration_us / 1000,
+            Column.LANE: region_path(span_region_id(span.name)),
+            Column.START_MS: (span.start_us - run.start_us) / 1000,
+            Column.END_MS: (span.end_us - run.start_us) / 1000,
+            Column.DURATION_MS: span.duration_us / 1000,
         }
         for span in (events.regions[i] for i in events.thread(run.thread).regions)
         if run.start_us <= span.start_us <= run.end_us
@@ -251,12 +355,16 @@ def target_table(suggestions: Suggestions) -> pd.DataFrame:
     rows = [
         {
             **{column: getattr(target, column) for column in TARGET_COLUMNS[:-1]},
-            "upper_bound_speedup": target.upper_bound_speedup if target.upper_bound_speedup < UPPER_BOUND_CAP else None,
-            "verdict": suggestions.verdict(target, picked),
+            Column.UPPER_BOUND_SPEEDUP: _bounded(target.upper_bound_speedup),
+            Column.VERDICT: suggestions.verdict(target, picked),
         }
         for target in suggestions.targets
     ]
     return pd.DataFrame(rows, columns=TARGET_COLUMNS)
+
+
+def _bounded(speedup: float) -> float | None:
+    return speedup if speedup < UPPER_BOUND_CAP else None
 
 
 def reason_table(suggestions: Suggestions) -> pd.DataFrame:
@@ -286,12 +394,12 @@ def gain_table(report: LoopReport) -> pd.DataFrame:
     rows = [
         {
             **{column: getattr(gain, column) for column in GAIN_COLUMNS[:-1]},
-            "path": gain.path or WHOLE_MODEL,
-            "realised_speedup": gain.realised_shown[0],
-            "realised_region_speedup": gain.realised_shown[1],
-            "note": gain.note,
-            **({TASK_GATE_COLUMN: report.gate_verdict(gain.path) or MISSING} if gated else {}),
+            Column.PATH: gain.path or WHOLE_MODEL,
+            Column.REALISED_SPEEDUP: gain.realised_shown[0],
+            Column.REALISED_REGION_SPEEDUP: gain.realised_shown[1],
+            Column.NOTE: gain.note,
+            **({Column.TASK_GATE: report.gate_verdict(gain.path) or MISSING} if gated else {}),
         }
         for gain in report.regions
     ]
-    return pd.DataFrame(rows, columns=[*GAIN_COLUMNS, TASK_GATE_COLUMN] if gated else GAIN_COLUMNS)
+    return pd.DataFrame(rows, columns=[*GAIN_COLUMNS, Column.TASK_GATE] if gated else GAIN_COLUMNS)

@@ -12,16 +12,17 @@ from aitune.report.formatting import factor, ms
 from aitune.report.safe_text import shown_name
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
 from aitune.viewer import tables
+from aitune.viewer.tables import Column
 from aitune.viewer.views import WRAPPED_TEXT, StoreView, speedup_format, table, text_block
 
 TITLES = {
-    "share_low": "min",
-    "share_high": "max",
-    "time_per_run_us": "µs per run",
-    "calls_per_run": "calls",
-    "upper_bound_speedup": "upper bound ×",
-    "predicted_speedup": "predicted ×",
-    "predicted_region_speedup": "for the region ×",
+    Column.SHARE_LOW: "min",
+    Column.SHARE_HIGH: "max",
+    Column.TIME_PER_RUN_US: "µs per run",
+    Column.CALLS_PER_RUN: "calls",
+    Column.UPPER_BOUND_SPEEDUP: "upper bound ×",
+    Column.PREDICTED_SPEEDUP: "predicted ×",
+    Column.PREDICTED_REGION_SPEEDUP: "for the region ×",
 }
 NOTE = (
     "share: median of the region's time ÷ the run's, with its min and max over the runs · "
@@ -60,9 +61,9 @@ class TuningTargets(StoreView):
             return text_block("Open a profile to see what to tune in it.")
         targets = table(
             tables.target_table(found),
-            ["path", "verdict"],
+            [Column.PATH, Column.VERDICT],
             "target-table",
-            formatters={"upper_bound_speedup": speedup_format("∞")},
+            formatters={Column.UPPER_BOUND_SPEEDUP: speedup_format("∞")},
             titles=TITLES,
         )
         parts = [
@@ -71,10 +72,15 @@ class TuningTargets(StoreView):
             text_block(NOTE),
             text_block(picked_line(found), "aitune-text suggest-picked"),
             pn.pane.Markdown("**Why**, per target"),
-            table(tables.reason_table(found), ["path", "code"], "reason-table", formatters={"message": WRAPPED_TEXT}),
+            table(
+                tables.reason_table(found),
+                [Column.PATH, Column.CODE],
+                "reason-table",
+                formatters={Column.MESSAGE: WRAPPED_TEXT},
+            ),
         ]
         advice = tables.advice_table(found)
         if not advice.empty:
-            advice_rows = table(advice, ["code"], "advice-table", formatters={"message": WRAPPED_TEXT})
+            advice_rows = table(advice, [Column.CODE], "advice-table", formatters={Column.MESSAGE: WRAPPED_TEXT})
             parts += [pn.pane.Markdown("**Beyond modules**"), advice_rows]
         return pn.Column(*parts, sizing_mode="stretch_width")

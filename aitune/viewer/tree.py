@@ -17,9 +17,11 @@ from aitune.markers import region_path
 from aitune.report import ProfileDoc, samples
 from aitune.report.model import Profile, RegionShare, TreeNode, as_profile, given, self_time_in, time_in
 from aitune.report.samples import DOMAINS, region_samples
+from aitune.viewer.tables import Column
 
 INDENT = "\u00a0\u00a0\u00a0"  # non-breaking spaces: table cells collapse ordinary ones
-NODE_COLUMNS = ["calls", "total_us", "self_us"]
+NODE_COLUMNS = [Column.CALLS, Column.TOTAL_US, Column.SELF_US]
+"""Per side, a node's figures (`Node`'s fields), each a column ``<side>_<figure>`` of the aligned tree."""
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,17 @@ def aligned_tree(sides: Mapping[str, list[Node]]) -> pd.DataFrame:
     by_side = {side: {node.path: node for node in nodes} for side, nodes in sides.items()}
     rows = []
     for path, depth in _preorder(children, None, 0):
-        row: dict[str, Any] = {"region": INDENT * depth + path, "path": path, "depth": depth}
+        row: dict[str, Any] = {Column.REGION: INDENT * depth + path, Column.PATH: path, Column.DEPTH: depth}
         for side, nodes in by_side.items():
             node = nodes.get(path)
             row.update({f"{side}_{column}": getattr(node, column) if node else None for column in NODE_COLUMNS})
         rows.append(row)
-    columns = ["region", "path", "depth", *(f"{side}_{column}" for side in sides for column in NODE_COLUMNS)]
+    columns = [
+        Column.REGION,
+        Column.PATH,
+        Column.DEPTH,
+        *(f"{side}_{column}" for side in sides for column in NODE_COLUMNS),
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 

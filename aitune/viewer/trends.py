@@ -23,6 +23,7 @@ from aitune.report.formatting import MISSING
 from aitune.report.safe_text import shown_name
 from aitune.viewer import figures, sources
 from aitune.viewer.store import ProfileStore
+from aitune.viewer.tables import Column
 from aitune.viewer.views import labelled, text_block
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ TREND_RUNS = 50
 TREND_ROWS = 5
 """Rows drawn besides the run time: the largest in the latest run (as `history show --top`)."""
 NONE = "(none)"
-TREND_COLUMNS = ["position", "run_id", "commit", "recorded", "path", "ms"]
+TREND_COLUMNS = [Column.POSITION, Column.RUN_ID, Column.COMMIT, Column.RECORDED, Column.PATH, Column.MS]
 PICKED_CLASS = "aitune-text history-picked"
 PICK_TWO = "Click two points (or pick two runs) to open them as a pair in the other tabs, the older as before."
 
@@ -123,7 +124,9 @@ class HistoryTrends(pn.viewable.Viewer):
 
         def clicked(_attr: str, _old: list[int], new: list[int]) -> None:
             if new:
-                picked.object = text_block(self._pick(int(source.data["run"][new[-1]])), PICKED_CLASS).object
+                picked.object = text_block(
+                    self._pick(int(source.data[figures.TREND_RUN][new[-1]])), PICKED_CLASS
+                ).object
 
         source.selected.on_change("indices", clicked)
         return [picked, pn.pane.Bokeh(plot, sizing_mode="stretch_width"), pn.Row(before, after, button)]

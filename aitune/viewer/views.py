@@ -24,6 +24,7 @@ from aitune.report.safe_text import MAX_NAME_CHARS, html_name, html_text, shown_
 from aitune.viewer import figures
 from aitune.viewer.selection import Selection
 from aitune.viewer.store import ProfileStore
+from aitune.viewer.tables import RUN_TIMES, Column, time_column
 
 PLAIN_TEXT = {"type": "plaintext"}  # Tabulator's formatter that escapes cell text
 WRAPPED_TEXT = {"type": "textarea"}  # escapes too, and wraps the text over lines
@@ -177,7 +178,7 @@ class RegionShares(StoreView):
 class RunTiming(StoreView):
     """Per-run times of each side; outlier runs marked."""
 
-    metric = param.Selector(default="wall", objects=["wall", "cpu", "device"])
+    metric = param.Selector(default="wall", objects=list(RUN_TIMES))
 
     def __panel__(self) -> pn.viewable.Viewable:
         picker = pn.widgets.RadioButtonGroup.from_param(self.param.metric, color="light")
@@ -188,7 +189,7 @@ class RunTiming(StoreView):
         runs = self.store.run_table()
         if runs.empty:
             return text_block("No runs to show.")
-        metric = self.metric if runs[f"{self.metric}_time_us"].notna().all() else "wall"
+        metric = self.metric if runs[time_column(self.metric)].notna().all() else "wall"
         return pn.pane.Bokeh(figures.run_points(runs, metric))
 
 
@@ -208,7 +209,9 @@ class Operators(StoreView):
         ]
         note = "\n".join(notes)
         operators = table(
-            self.store.operator_table(self.selection.domain), ["key", "device_type", "side"], "operator-table"
+            self.store.operator_table(self.selection.domain),
+            [Column.KEY, Column.DEVICE_TYPE, Column.SIDE],
+            "operator-table",
         )
         return pn.Column(text_block(note), operators, sizing_mode="stretch_width") if note else operators
 
@@ -246,13 +249,13 @@ class RegionTree(StoreView):
         domain = self.selection.domain if self.store.has_device_time() else "cpu"
         runs = self.store.tree_runs(domain, self.selection.tree_run)
         rows = self.store.tree_table(domain, self.selection.tree_run)
-        shown = rows[rows["depth"] <= self.max_depth].drop(columns=["path", "depth"])
+        shown = rows[rows[Column.DEPTH] <= self.max_depth].drop(columns=[Column.PATH, Column.DEPTH])
         note = text_block(
             f"{domain} time (µs) of one run per side ("
             + ", ".join(f"{side}: run {index}" for side, index in runs.items())
             + "); total includes the nested regions, self is what none of them accounts for."
         )
-        return pn.Column(note, table(shown, ["region"], "tree-table", page_size=50), sizing_mode="stretch_width")
+        return pn.Column(note, table(shown, [Column.REGION], "tree-table", page_size=50), sizing_mode="stretch_width")
 
 
 ALL_RANKS = "all ranks"
@@ -270,13 +273,13 @@ class Ranks(StoreView):
         ranks = self.store.rank_table()
         if ranks.empty:
             return pn.Spacer(height=0)
-        choices = {ALL_RANKS: None, **{f"rank {rank}": int(rank) for rank in sorted(set(ranks["rank"]))}}
+        choices = {ALL_RANKS: None, **{f"rank {rank}": int(rank) for rank in sorted(set(ranks[Column.RANK]))}}
         chosen = next((label for label, rank in choices.items() if rank == self.selection.rank), ALL_RANKS)
         rank = pn.widgets.Select(
             label="Rank", options=list(choices), value=chosen, width=200, css_classes=["rank-pick"]
         )
         rank.param.watch(lambda event: setattr(self.selection, "rank", choices.get(event.new)), "value")
-        quantities = list(dict.fromkeys(self.store.rank_region_table()["region_id"]))
+        quantities = list(dict.fromkeys(self.store.rank_region_table()[Column.REGION_ID]))
         value = self.selection.rank_quantity if self.selection.rank_quantity in quantities else quantities[0]
         chart = pn.widgets.Select(label="Chart", options=labelled(quantities), value=value, width=320)
         chart.param.watch(lambda event: setattr(self.selection, "rank_quantity", event.new), "value")
@@ -288,18 +291,19 @@ class Ranks(StoreView):
             return text_block("Not a merged profile: merge a distributed capture with `aitune-profile merge DIR`.")
         quantities = self.store.rank_region_table()
         chosen = self.selection.rank_quantity
-        quantity = chosen if chosen in set(quantities["region_id"]) else quantities["region_id"].iloc[0]
+        quantity = chosen if chosen in set(quantities[Column.REGION_ID]) else quantities[Column.REGION_ID].iloc[0]
         note = text_block(
             "Each run of a merged profile is its step's slowest rank. Medians over runs per rank; imbalance is "
             "max ÷ median across ranks."
         )
         parts = [note, pn.pane.Bokeh(figures.rank_bars(quantities, quantity))]
         if self.selection.rank is None:
-            parts.append(table(ranks, ["straggler_region", "side"], "rank-table"))
+            parts.append(table(ranks, [Column.STRAGGLER_REGION, Column.SIDE], "rank-table"))
         else:
-            picked = quantities[quantities["rank"] == self.selection.rank]
-            ratio = {"imbalance": number_format(2)}
-            parts.append(table(picked, ["region_id", "side"], "rank-region-table", page_size=50, formatters=ratio))
+            picked = quantities[quantities[Column.RANK] == self.selection.rank]
+            ratio = {Column.IMBALANCE: number_format(2)}
+            listed = [Column.REGION_ID, Column.SIDE]
+            parts.append(table(picked, listed, "rank-region-table", page_size=50, formatters=ratio))
         return pn.Column(*parts, sizing_mode="stretch_width")
 
 
@@ -314,11 +318,10 @@ class Phases(StoreView):
         phases = self.store.phase_table()
         if phases.empty:
             return text_block("No phases: the runs are not a generate (no module called once per new token).")
-        formats = {"time_us": number_format(1), "fraction": share_format()}
+        formats = {Column.TIME_US: number_format(1), Column.FRACTION: share_format()}
         lines = [text_block(line) for line in self.store.phase_lines()]
-        grid = table(
-            phases, ["phase", "row", "time_us", "fraction", "tokens", "side"], "phase-table", formatters=formats
-        )
+        listed = [Column.PHASE, Column.ROW, Column.TIME_US, Column.FRACTION, Column.TOKENS, Column.SIDE]
+        grid = table(phases, listed, "phase-table", formatters=formats)
         return pn.Column(*lines, grid, sizing_mode="stretch_width")
 
 
@@ -333,7 +336,8 @@ class Memory(StoreView):
         memory = self.store.memory_table()
         if memory.empty:
             return note
-        return pn.Column(note, table(memory, ["path", "device", "side"], "memory-table"), sizing_mode="stretch_width")
+        grid = table(memory, [Column.PATH, Column.DEVICE, Column.SIDE], "memory-table")
+        return pn.Column(note, grid, sizing_mode="stretch_width")
 
 
 class Warnings(StoreView):
@@ -348,7 +352,9 @@ class Warnings(StoreView):
         warnings = self.store.warning_table()
         if warnings.empty:
             return text_block("No warnings: the capture reported nothing suspicious.")
-        return table(warnings, ["code", "message", "source", "side", "status"], "warning-table")
+        return table(
+            warnings, [Column.CODE, Column.MESSAGE, Column.SOURCE, Column.SIDE, Column.STATUS], "warning-table"
+        )
 
 
 class Timeline(StoreView):
@@ -400,7 +406,9 @@ class Efficiency(StoreView):
             "Uncounted time has no formula: not zero work. % of roof: the time the work needs at this machine's "
             "measured peaks ÷ the time it took."
         )
-        shown = regions.assign(share_of_roof=regions["fraction_of_roof"]).drop(columns=["fraction_of_roof"])
-        listed = table(shown, ["region_id", "domain", "bound", "side"], "efficiency-table")
+        shown = regions.assign(**{Column.SHARE_OF_ROOF: regions[Column.FRACTION_OF_ROOF]}).drop(
+            columns=[Column.FRACTION_OF_ROOF]
+        )
+        listed = table(shown, [Column.REGION_ID, Column.DOMAIN, Column.BOUND, Column.SIDE], "efficiency-table")
         plot = pn.pane.Bokeh(figures.roofline(regions, self.store.machine_peaks()), sizing_mode="stretch_width")
         return pn.Column(text_block(note), plot, listed, sizing_mode="stretch_width")

@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 
-from aitune.compare.quality import COSINE, PSNR, TOKENS, TOP1, QualityBar, TaskJudgment, default_bar, pooled
+from aitune.compare.quality import QualityBar, TaskJudgment, default_bar, pooled
+from aitune.compare.task_metrics import COSINE, PSNR, TOKENS, TOP1
 from aitune.errors import TuningError
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.tuning.verify import Switch
