@@ -67,7 +67,12 @@ def test_the_llama_decoder_has_model_and_lm_head_under_generate_and_the_headline
     assert [child["calls"] for child in generate["children"]] == [4, 4]  # one forward per new token
     assert doc["spanning_regions"] == ["untuned_module:generate"]
     assert [share["region_id"] for share in doc["runs"][0]["regions"]] == children(generate)  # AITune's flat view
-    assert headline_paths(doc) == ["model", "lm_head", "generate (self)", "(residual)"]
+    # the model is shown whole, or as its layers and its self row when it holds 90% of the run (`looks_through`)
+    models = [run["tree"][0]["children"][0] for run in doc["runs"]]
+    through = looks_through([node["cpu_time_fraction"] for node in models], [bool(node["children"]) for node in models])
+    model_rows = [f"model.{path}" for path in ("rotary_emb", "layers.0", "layers.1", "norm")] + ["model (self)"]
+    shown_model = model_rows if through else ["model"]
+    assert headline_paths(doc) == [*shown_model, "lm_head", "generate (self)", "(residual)"]
 
 
 def test_the_t5_encoder_decoder_runs_the_encoder_once_and_the_decoder_per_token_under_generate():
