@@ -7,6 +7,9 @@ with each capture's run ratio (its median measured run ÷ the median of the plai
 it). Plain batches and captures are interleaved, mode by mode within each repeat; each figure is the
 median over repeats with its range. Targets: whole call ≤ 1.25 (DDPM-like) and ≤ 1.8 (GPT-2-like)
 with the default capture, ≤ 1.1 lite; run ratios ≤ 1.02. ``--quick``: 3 repeats (under 2 minutes).
+Beside them, the profiler's floor: the same plain calls and one more inside a bare ``torch.profiler``
+session recording shapes and memory, as the default capture's operator run does, ÷ the plain calls
+(torch's own cost of that run, before anything reads its events).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/overhead.py [--quick] [--repeats 7] [--warmup 0]
 
@@ -73,7 +76,7 @@ from aitune.analysis.stamps import StampedSpan
 from aitune.report import profile_from_events
 from aitune.torch.performance import capture
 from aitune.torch.performance import profile as profile_module
-from aitune.torch.performance.capture import profiler_activities, trace_only_config
+from aitune.torch.performance.capture import profiler_activities, trace_only_config, without_cycle_warning
 from aitune.torch.performance.inputs import normalize_input
 from aitune.torch.performance.instrument import Instrumented
 from aitune.torch.performance.kineto import events_from_profiler
@@ -223,9 +226,28 @@ WHOLE_CALL_MODES = {"default": {}, "lite": {"mode": "lite"}}
 Workload = Callable[[], tuple[Any, Any, Callable[..., Any]]]
 
 
+def profiler_floor_us(call: Callable[[], Any]) -> float:
+    """µs of one call inside a bare ``torch.profiler`` session that records what a default capture's operator run
+    records (shapes and memory), from entering the session to torch having ended it: the least an operator run of
+    its own can add to the whole call, before anything reads its events."""
+    start = time.perf_counter_ns()
+    with (
+        without_cycle_warning(),
+        torch.profiler.profile(
+            activities=profiler_activities(),
+            record_shapes=True,
+            profile_memory=True,
+            experimental_config=trace_only_config(),
+        ),
+    ):
+        call()
+    return (time.perf_counter_ns() - start) / 1000
+
+
 def whole_call(name: str, build: Workload, options: argparse.Namespace) -> dict:
     """Per mode, per repeat: the whole ``profile()`` ÷ the sum of ``--runs`` plain calls just before it,
-    and the capture's median measured run ÷ the plain batch's median."""
+    and the capture's median measured run ÷ the plain batch's median; beside them, the profiler's floor:
+    those plain calls and one bare profiler session (`profiler_floor_us`) ÷ the plain calls."""
     obj, input_data, function = build()
 
     def call() -> Any:
@@ -237,7 +259,10 @@ def whole_call(name: str, build: Workload, options: argparse.Namespace) -> dict:
     whole: dict[str, list[float]] = {mode: [] for mode in WHOLE_CALL_MODES}
     runs: dict[str, list[float]] = {mode: [] for mode in WHOLE_CALL_MODES}
     plain_ms: list[float] = []
+    floor: list[float] = []
     for _ in range(options.repeats):
+        batch = [wall_us(call) for _ in range(options.runs)]
+        floor.append(1 + profiler_floor_us(call) / sum(batch))
         for mode, settings in WHOLE_CALL_MODES.items():
             batch = [wall_us(call) for _ in range(options.runs)]
             start = time.perf_counter_ns()
@@ -249,7 +274,7 @@ def whole_call(name: str, build: Workload, options: argparse.Namespace) -> dict:
             measured = [run["timing"]["wall_time_us"] for run in prof.data["runs"]]
             runs[mode].append(statistics.median(measured) / statistics.median(batch))
             plain_ms.append(statistics.median(batch) / 1000)
-    row = {"workload": name, "plain_ms": statistics.median(plain_ms)}
+    row = {"workload": name, "plain_ms": statistics.median(plain_ms), "floor": spread(floor)}
     for mode in WHOLE_CALL_MODES:
         row[f"{mode}_whole"], row[f"{mode}_run"] = spread(whole[mode]), spread(runs[mode])
     return row
@@ -260,14 +285,14 @@ def print_whole_calls(options: argparse.Namespace) -> None:
         f"repeats={options.repeats} warmup_runs={options.warmup} measured_runs={options.runs}; whole call ÷ "
         f"{options.runs} plain calls, run ratio = median measured run ÷ median plain call (median [range])\n"
     )
-    header = ["workload", "plain call (ms)", "default: whole call", "default: run ratio", "lite: whole call"]
-    print("| " + " | ".join([*header, "lite: run ratio"]) + " |")
-    print("|---|---|---|---|---|---|")
+    header = ["workload", "plain call (ms)", "profiler's floor", "default: whole call", "default: run ratio"]
+    print("| " + " | ".join([*header, "lite: whole call", "lite: run ratio"]) + " |")
+    print("|---|---|---|---|---|---|---|")
     for name, module in WHOLE_CALL_WORKLOADS.items():
         row = whole_call(name, module.build, options)
         print(
-            f"| {row['workload']} | {row['plain_ms']:.2f} | {row['default_whole']} | {row['default_run']} | "
-            f"{row['lite_whole']} | {row['lite_run']} |"
+            f"| {row['workload']} | {row['plain_ms']:.2f} | {row['floor']} | {row['default_whole']} | "
+            f"{row['default_run']} | {row['lite_whole']} | {row['lite_run']} |"
         )
 
 
