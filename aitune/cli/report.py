@@ -10,7 +10,7 @@ from aitune.cli.edge import fail
 
 def report_profile(profile: Path, *, output_format: str, output: Path | None) -> None:
     """``profile`` rendered as text on the terminal, or as Markdown, canonical JSON or HTML on stdout or ``output``."""
-    from aitune.report import dumps, load
+    from aitune.report import dumps, json_form, load
 
     if output_format not in ("md", "text", "json", "html"):
         fail(f"unknown --format {output_format!r}; choose md, text, json or html.")
@@ -33,7 +33,7 @@ def report_profile(profile: Path, *, output_format: str, output: Path | None) ->
 
         emit(render_markdown(doc).encode(), output)
     elif output_format == "json":
-        emit(dumps(doc), output)
+        emit(dumps(json_form(doc)), output)
     else:
         from aitune.cli.pages import profile_page
 
