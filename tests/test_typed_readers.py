@@ -23,12 +23,21 @@ from aitune.report.model import Environment, Profile, as_profile, fraction_in, g
 PACKAGE = Path(__file__).resolve().parent.parent / "aitune"
 
 TYPED_READERS: tuple[str, ...] = (
+    "cli/compare.py",
+    "cli/history.py",
+    "cli/outputs.py",
     "cli/pages.py",
     "cli/render.py",
+    "cli/report.py",
+    "cli/suggest.py",
     "compare/diff.py",
     "compare/gains.py",
     "compare/html.py",
     "compare/ranks.py",
+    "history/gate.py",
+    "history/outcomes.py",
+    "history/record.py",
+    "history/sources.py",
     "report/communication.py",
     "report/document.py",
     "report/efficiency.py",
@@ -70,7 +79,7 @@ NOT_READERS = {
 }
 """The model's own modules, the door that checks a file against it, and the writer."""
 
-READS_LEFT = 98
+READS_LEFT = 95
 """String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some."""
 
 

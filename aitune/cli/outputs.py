@@ -174,8 +174,7 @@ def analyze_trace(trace: Path) -> ProfileDoc:
     """
     # Torch-free, unlike aitune.torch.analyze_trace; `report.` loads the trace reader here, not at import.
     doc = report.build_profile(report.read_trace_file_events(trace), str(trace))
-    doc["trace_file"] = trace.name
-    return doc
+    return {**doc, "trace_file": trace.name}
 
 
 def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float, html: bool = False) -> int:

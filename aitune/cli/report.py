@@ -47,6 +47,7 @@ def validate_profile(profile: Path, *, as_json: bool) -> bool:
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
     from aitune.report.key_averages import AITUNE
+    from aitune.report.model import as_profile
     from aitune.report.safe_text import visible
 
     raw = read_json(profile)
@@ -61,8 +62,9 @@ def validate_profile(profile: Path, *, as_json: bool) -> bool:
             console.print(visible(f"{profile}: {problem}"), markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
-        author = written_by(raw)
+        record = as_profile(raw)
+        author = written_by(record)
         label = "profile" if author == AITUNE else f"{author} profile"
-        verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
+        verdict = f"{profile}: valid {label} (schema_version {record.schema_version})."
         console.print(visible(verdict), markup=False, soft_wrap=True)
     return not problems
