@@ -24,6 +24,7 @@ from startup import median_seconds
 from aitune.history.database import open_store
 from aitune.history.record import record_of
 from aitune.report.io import load
+from aitune.report.model import json_form
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_traces" / "tuned-pipeline"
@@ -32,9 +33,10 @@ SAMPLE = ROOT / "sample_traces" / "tuned-pipeline"
 def filled_history(path: Path, runs: int) -> Path:
     """A history at ``path`` holding ``runs`` copies of the sample's before profile."""
     document = load(SAMPLE / "before" / "profile.json")
+    data = json_form(document)
     with open_store(path) as store:
         for index in range(runs):
-            store.add(record_of(document, commit=f"{index:040x}", branch="main"), document)
+            store.add(record_of(document, commit=f"{index:040x}", branch="main"), data)
     return path
 
 

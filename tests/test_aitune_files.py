@@ -17,6 +17,7 @@ from cli_helpers import ROOT, invoke_cli
 
 from aitune.report import build_profile, load, operator_rows, read_trace, render_markdown, validate
 from aitune.report.bundle import Redactor, build_bundle
+from aitune.report.model import json_form
 from aitune.viewer.store import ProfileStore
 
 DATA = Path("tests") / "data" / "aitune-0.6.0"
@@ -33,7 +34,8 @@ MARKER_ROWS = [
 
 
 def aitune_profile() -> dict:
-    return load(ROOT / PROFILE)
+    """The profile as JSON data, as `load` reads it (the record's JSON form): what the tests below edit."""
+    return json_form(load(ROOT / PROFILE))
 
 
 def aitune_trace() -> dict:

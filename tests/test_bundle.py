@@ -15,6 +15,7 @@ from cli_helpers import run_cli
 from aitune.errors import BundleError
 from aitune.report import load
 from aitune.report.bundle import Redactor, build_bundle
+from aitune.report.model import json_form
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,7 @@ def test_redaction_covers_homes_users_and_hosts_anywhere_in_the_data(tmp_path):
 
 
 def test_a_bundle_over_the_limit_is_refused_with_the_reason(entry_capture):
-    doc = load(entry_capture[0] / "profile.json")
+    doc = json_form(load(entry_capture[0] / "profile.json"))  # a bundle holds the document's JSON data
     names = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(20000)]  # barely compressible
     trace = {"traceEvents": [{"name": name, "ph": "X", "ts": 0, "dur": 1} for name in names]}
 

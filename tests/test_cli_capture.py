@@ -8,11 +8,12 @@ from cli_helpers import APPS, ROOT, run_cli
 
 from aitune.errors import UserCodeError
 from aitune.report import load
+from aitune.report.model import UNSET
 from aitune.torch.performance.script import capture_script
 
 
 def region_ids(doc, run=0):
-    return [region["region_id"] for region in doc["runs"][run]["regions"]]
+    return [region.region_id for region in doc.runs[run].regions]
 
 
 def test_entry_capture_writes_profile_markdown_and_trace(entry_capture):
@@ -21,9 +22,9 @@ def test_entry_capture_writes_profile_markdown_and_trace(entry_capture):
     assert result.returncode == 0, result.stderr
     assert sorted(path.name for path in out.iterdir()) == ["profile.json", "profile.md", "trace.json.gz"]
     doc = load(out / "profile.json")
-    assert len(doc["runs"]) == 2
+    assert len(doc.runs) == 2
     assert region_ids(doc) == ["untuned_module:text_encoder", "untuned_module:unet", "untuned_module:vae.decode"]
-    assert doc["target"] == {"type": "pipeline_app.Pipeline", "root": "pipe"}  # the paths start from `pipe`
+    assert (doc.target.type, doc.target.root) == ("pipeline_app.Pipeline", "pipe")  # the paths start from `pipe`
     assert (out / "profile.md").read_text().startswith("# aitune performance profile")
 
 
@@ -47,15 +48,15 @@ def test_script_capture_runs_the_main_block_as_one_run_with_owned_paths(script_c
     assert result.returncode == 0, result.stderr
     assert "generated images of shape (2, 3, 128, 128)" in result.stdout  # the script's own print
     doc = load(out / "profile.json")
-    assert len(doc["runs"]) == 1
+    assert len(doc.runs) == 1
     assert sorted(region_ids(doc)) == [
         "untuned_module:pipe.text_encoder",
         "untuned_module:pipe.unet",
         "untuned_module:pipe.vae",
     ]
-    assert doc["config"]["capture_mode"] == "script"
-    assert "root" not in doc["target"]  # the paths start from the script's globals
-    assert "SINGLE_RUN_SCRIPT_CAPTURE" in [warning["code"] for warning in doc["warnings"]]
+    assert doc.config.capture_mode == "script"
+    assert doc.target.root is UNSET  # the paths start from the script's globals
+    assert "SINGLE_RUN_SCRIPT_CAPTURE" in [warning.code for warning in doc.warnings]
     assert "SINGLE_RUN_SCRIPT_CAPTURE" in (out / "profile.md").read_text()
 
 
@@ -91,7 +92,7 @@ def test_every_profile_a_script_makes_itself_is_collected(tmp_path):
         "profile-2.json",
         "profile-2.md",
     ]
-    assert [len(load(tmp_path / f"profile-{n}.json")["runs"]) for n in (1, 2)] == [1, 2]
+    assert [len(load(tmp_path / f"profile-{n}.json").runs) for n in (1, 2)] == [1, 2]
 
 
 def test_a_dotted_module_entry_is_imported_from_the_current_folder(tmp_path):

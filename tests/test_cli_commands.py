@@ -6,7 +6,7 @@ import json
 import pytest
 from cli_helpers import invoke_cli, run_cli
 
-from aitune.report import load, render_markdown
+from aitune.report import json_form, load, render_markdown
 
 
 @pytest.fixture(params=["entry", "script"])
@@ -27,7 +27,7 @@ def test_analyze_rederives_the_captured_profile_from_its_trace(captured, tmp_pat
 def test_analyze_json_prints_the_document(captured):
     result = invoke_cli("analyze", str(captured / "trace.json.gz"), "--json")
 
-    assert json.loads(result.stdout) == load(captured / "profile.json")
+    assert json.loads(result.stdout) == json_form(load(captured / "profile.json"))
 
 
 def test_report_renders_markdown_json_and_text(captured):

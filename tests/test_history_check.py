@@ -25,6 +25,7 @@ from aitune.history.database import open_store
 from aitune.history.gate import check_against_history
 from aitune.history.record import RUN_TIME, record_of
 from aitune.report.io import load, save
+from aitune.report.model import json_form
 
 CAPTURES = Path(__file__).resolve().parent / "data" / "history-captures"
 UNCHANGED_RUNS = 30
@@ -34,11 +35,12 @@ UNCHANGED_RUNS = 30
 def captures():
     """30 captures of the unchanged pipeline (10 ms encoder, 5 ms glue, 30 ms denoiser) and one, recorded at
     their middle, whose denoiser takes 50% longer (45 ms). The unchanged ones come back shuffled, with a fixed
-    seed, so that a load that rose while they were recorded is spread over the history as over a real one's days."""
-    unchanged = [load(path) for path in sorted(CAPTURES.glob("unchanged-*.profile.json.gz"))]
+    seed, so that a load that rose while they were recorded is spread over the history as over a real one's days.
+    Each as JSON data: what a history stores, and what the tests below edit."""
+    unchanged = [json_form(load(path)) for path in sorted(CAPTURES.glob("unchanged-*.profile.json.gz"))]
     assert len(unchanged) == UNCHANGED_RUNS
     random.Random(0).shuffle(unchanged)
-    return unchanged, load(CAPTURES / "slower.profile.json.gz")
+    return unchanged, json_form(load(CAPTURES / "slower.profile.json.gz"))
 
 
 def test_thirty_runs_of_an_unchanged_workload_raise_no_alarm(captures, tmp_path):

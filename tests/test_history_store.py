@@ -84,10 +84,11 @@ import sys
 from aitune.history.record import record_of
 from aitune.history.database import open_read_only, open_store
 from aitune.report.io import load
+from aitune.report.model import json_form
 document = load(sys.argv[2])
 with open_store(sys.argv[1]) as store:
     for index in range(200):
-        store.add(record_of(document, tags=[f"{sys.argv[3]}-{index}"]), document)
+        store.add(record_of(document, tags=[f"{sys.argv[3]}-{index}"]), json_form(document))
 """
 
 

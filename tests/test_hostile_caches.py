@@ -19,6 +19,7 @@ from cli_helpers import APPS, capture_busy_app, run_cli
 from hostile.make_cache_corpus import CACHES, GAIN_CASES, GOOD_PEAKS, PEAKS_CASES, corpus
 
 from aitune.report.io import load
+from aitune.report.model import json_form
 
 torch = pytest.importorskip("torch")
 
@@ -242,7 +243,7 @@ def test_a_capture_with_a_nan_peaks_cache_writes_its_profile_and_rebuilds_the_ca
 
     profile = load(capture_busy_app(tmp_path / "out"))  # the subprocess reads the same $AITUNE_CACHE_DIR
 
-    roofs = profile["environment"]["machine_peaks"]["cpu"]
+    roofs = json_form(profile)["environment"]["machine_peaks"]["cpu"]
     assert peaks.checked_peaks(json.loads(path.read_bytes())) == roofs  # the cache holds what was measured
 
 

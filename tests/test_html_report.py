@@ -169,7 +169,7 @@ def test_a_hostile_name_reaches_the_page_as_text_and_adds_no_element(profile):
     elements = parsed(page)
     assert elements.tags <= WRITTEN_TAGS
     assert not any(name.startswith("on") for name in elements.attributes)
-    warning = doc["warnings"][0]["source"]
+    warning = doc.warnings[0].source
     assert html_text(warning) in page  # shown, spelled out and escaped
     assert "<script" not in page
 
@@ -211,7 +211,7 @@ def test_a_profile_page_has_every_section_of_the_report():
     assert len(sections) == len(kinds)
     assert page.count("<svg") >= 3  # the headline's shares, each run's time, the targets' predictions
     assert "untuned_module:unet.blocks.0" in page  # a nested region, in the tree
-    assert doc["warnings"][0]["code"] in page
+    assert doc.warnings[0].code in page
 
 
 def test_a_pair_page_shows_the_speedup_with_its_interval_and_every_regions_change():

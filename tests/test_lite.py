@@ -119,5 +119,5 @@ def test_the_cli_captures_lite_with_the_lite_flag(tmp_path):
     written = capture_busy_app(tmp_path / "lite", "--lite")
 
     doc = load(written)
-    assert doc["profiler"]["mode"] == "lite"
+    assert doc.profiler.mode == "lite"
     assert "lite capture" in run_cli("report", str(written), check=True).stdout

@@ -15,6 +15,7 @@ from aitune.errors import ProfileError
 from aitune.report import load, render_markdown, save, validate
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.merge import merge_profiles, read_rank_profiles
+from aitune.report.model import as_profile
 from aitune.report.safe_text import visible
 from aitune.report.samples import region_samples, run_samples
 from aitune.suggest import suggest
@@ -55,8 +56,8 @@ def test_each_run_of_a_merged_document_is_its_steps_slowest_rank(straggling):
     slowest = [max((0, 1), key=lambda rank: times[rank][index]) for index in range(len(times[0]))]
     assert [run["rank"] for run in doc["runs"]] == slowest == doc["ranks"]["step_ranks"]
     assert run_samples(doc, "cpu") == [max(pair) for pair in zip(*times, strict=True)]
-    assert [run["regions"] for run in doc["runs"]] == [
-        inputs[rank]["runs"][i]["regions"] for i, rank in enumerate(slowest)
+    assert [run.regions for run in as_profile(doc).runs] == [
+        inputs[rank].runs[i].regions for i, rank in enumerate(slowest)
     ]
 
 
@@ -69,7 +70,7 @@ def test_per_rank_figures_are_the_inputs_figures(straggling):
         entry = ranks["per_rank"][rank]
         assert entry["run_times_us"] == run_samples(rank_doc, "cpu")
         assert entry["region_times_us"][MLP] == region_samples(rank_doc, "cpu")["mlp"][1]
-        assert entry["barrier_wait_us"] == [run["barrier_wait_us"] for run in rank_doc["runs"]]
+        assert entry["barrier_wait_us"] == [run.barrier_wait_us for run in rank_doc.runs]
         assert entry["source"] == f"rank{rank}/profile.json"
     mlp = next(region for region in ranks["regions"] if region["region_id"] == MLP)
     medians = [statistics.median(region_samples(rank_doc, "cpu")["mlp"][1]) for rank_doc in inputs]
@@ -132,7 +133,7 @@ def test_merge_writes_the_merged_folder_and_shows_the_ranks(merged_cli, straggli
     assert "Ranks (cpu, 2 ranks, median per run)" in result.stdout
     assert "RANK_STRAGGLER" in result.stdout
     assert f"profile:  {straggling / 'merged' / 'profile.json'}" in result.stdout
-    assert doc["ranks"]["stragglers"][0]["rank"] == 1
+    assert doc.ranks.stragglers[0].rank == 1
 
 
 def test_report_of_a_merged_document_has_a_row_per_rank(merged_cli, straggling):

@@ -103,7 +103,7 @@ def test_tune_on_a_plain_sequential_suggests_its_children_and_tunes_them_by_inde
 
     assert suggested["targets"] and all(target["path"].isdigit() for target in suggested["targets"])
     assert [region["path"] for region in plan["regions"]] == ["0", "2"]
-    states = {region["id"]: region.get("wrapper_state") for region in after["regions"]}
+    states = {region.id: region.wrapper_state for region in after.regions}
     assert states["aot_module:0"] == states["aot_module:2"] == "tuned"
 
 

@@ -174,7 +174,7 @@ def test_operator_runs_are_refused_in_a_lite_capture():
 def test_the_cli_traces_operators_in_as_many_runs_as_asked(tmp_path):
     doc = load(capture_busy_app(tmp_path / "capture", "--operator-runs", "1"))
 
-    assert doc["config"]["operator_runs"] == 1 and len(doc["operator_runs"]) == 1 and len(doc["runs"]) == 2
+    assert doc.config.operator_runs == 1 and len(doc.operator_runs) == 1 and len(doc.runs) == 2
 
 
 def test_the_cli_refuses_an_operator_run_count_it_cannot_honour(tmp_path):

@@ -14,6 +14,7 @@ from ranks import merged
 
 from aitune.compare import Change
 from aitune.report import build_profile
+from aitune.report.model import as_profile
 from aitune.report.safe_text import chart_text, html_name
 from aitune.viewer import figures, overview, tables, views
 from aitune.viewer.app import RUNS_DIR_ENV, build_page, default_pair, open_initial, query_value, runs_dir_from
@@ -216,7 +217,7 @@ def test_two_runs_clicked_on_the_history_trend_open_as_a_pair_the_older_as_befor
     assert second == PICK_TWO and opened == [1]
     names = (trends.store.before.name, trends.store.after.name)
     assert names == (f"history.db run {ids[0]}", f"history.db run {ids[1]}")
-    assert trends.store.after.doc["runs"] == pipeline_doc(130.0)["runs"]
+    assert trends.store.after.doc.runs == as_profile(pipeline_doc(130.0)).runs
 
 
 def test_each_trend_point_carries_its_stored_run_for_a_click_to_open():

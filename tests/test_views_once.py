@@ -10,6 +10,7 @@ from aitune.cli import pages
 from aitune.cli.compare import compare_pair
 from aitune.cli.report import report_profile
 from aitune.report import headline, load
+from aitune.report.model import given
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 BEFORE = SAMPLES / "tuned-pipeline" / "before" / "profile.json"
@@ -75,7 +76,7 @@ def test_a_report_finds_each_views_headline_once(monkeypatch, tmp_path, output_f
     report_profile(profile, output_format=output_format, output=tmp_path / f"report.{output_format}")
     assert rows
     assert repeated(frozen(rows)) == []
-    scenarios = len(load(profile).get("scenarios", [])) or 1
+    scenarios = len(given(load(profile).scenarios, [])) or 1
     assert len({id(doc) for doc, *_ in rows}) == scenarios  # one view per scenario, shared by every reader
     assert repeated(suggested) == []
 
@@ -83,5 +84,5 @@ def test_a_report_finds_each_views_headline_once(monkeypatch, tmp_path, output_f
 def test_outside_a_command_every_call_reads_the_document_as_it_is_now():
     doc = load(BEFORE)
     residual_before = headline.headline_rows(doc)[-1].times_us[0]
-    doc["runs"][0]["residual"]["cpu_time_us"] += 1000.0  # an edit between two readings, as tests make
+    doc.runs[0].residual.cpu_time_us += 1000.0  # an edit between two readings, as tests make
     assert headline.headline_rows(doc)[-1].times_us[0] == pytest.approx(residual_before + 1000.0)

@@ -209,7 +209,7 @@ def test_a_profile_with_a_region_tree_but_no_shapes_shows_no_work_rather_than_ze
     from aitune.report.efficiency import has_work
 
     doc = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tuned-pipeline" / "before" / "profile.json")
-    assert any("tree" in run for run in doc["runs"])  # nested regions: the tree path of the sum
+    assert any(run.tree for run in doc.runs)  # nested regions: the tree path of the sum
 
     assert not has_work(doc) and region_efficiencies(doc) == []
     assert "No operator shapes recorded in this profile" in render_markdown(doc)

@@ -17,6 +17,7 @@ from aitune.cli.options import AsJson, Debug
 
 if TYPE_CHECKING:
     from aitune.history.store import HistoryStore
+    from aitune.report.model import Profile
 
 history_app = typer.Typer(
     name="history",
@@ -73,6 +74,7 @@ def add(
     from aitune.history.provenance import commit_and_branch
     from aitune.history.record import record_of
     from aitune.history.sources import profile_files, sources_of
+    from aitune.report.model import json_form
 
     _check_count("--keep-last", keep_last)
     files = profile_files(paths)
@@ -84,7 +86,7 @@ def add(
                 record = record_of(
                     source.document, commit=commit or git_commit, branch=branch or git_branch, tags=tag or ()
                 )
-                run_id = store.add(record, source.document)
+                run_id = store.add(record, json_form(source.document))
                 store.add_predictions(run_id, record.machine, source.predictions)
                 added += 1
             advance()
@@ -115,6 +117,7 @@ def check(
     from aitune.cli.history_views import check_view
     from aitune.history.gate import MIN_BASELINE_RUNS, check_against_history
     from aitune.report.io import load
+    from aitune.report.model import json_form
 
     _check_count("--last", last)
     if not 0 <= threshold < float("inf"):
@@ -125,7 +128,7 @@ def check(
             store, doc, branch=against, last=last, threshold=threshold / 100, any_machine=any_machine
         )
         if add_it:
-            store.add(result.record, doc)
+            store.add(result.record, json_form(doc))
     if as_json:
         from aitune.cli.outputs import print_json
 
@@ -308,7 +311,7 @@ def keep_in_history(paths: "list[Path]", db: str | None) -> str:
     return f"history:  {added} run(s) added to {store.where}{stored}"
 
 
-def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
+def ledger_correction(doc: "Profile", db: str | None) -> tuple[Any, str | None]:
     """``suggest --ledger``: this machine's correction (`aitune.suggest.correction.LedgerCorrection`), or None
     with the sentence that says why not."""
     from aitune.history.ledger import ledger_row
@@ -317,7 +320,7 @@ def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
     from aitune.suggest import LedgerCorrection
     from aitune.suggest.correction import MIN_VERIFIED
 
-    device = device_of(doc.get("environment") or {})
+    device = device_of(doc)
     with _store(db) as store:
         found = [p for p in store.predictions(machine=digest(machine_fields(doc))) if p.device == device]
     row = ledger_row("all", device, found)
@@ -332,10 +335,12 @@ def ledger_correction(doc: Any, db: str | None) -> tuple[Any, str | None]:
 def _keep_once(store: "HistoryStore", record: Any, source: Any) -> bool:
     """Add the run unless it is stored already (True when added); its predictions go in once either way, so a
     tune folder whose profiles were kept by an earlier `compare` still fills the ledger."""
+    from aitune.report.model import json_form
+
     run_id = store.stored_id(record)
     new = run_id is None
     if run_id is None:
-        run_id = store.add(record, source.document)
+        run_id = store.add(record, json_form(source.document))
     if new or not store.has_predictions(run_id):
         store.add_predictions(run_id, record.machine, source.predictions)
     return new

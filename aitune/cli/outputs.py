@@ -174,14 +174,13 @@ def analyze_trace(trace: Path) -> ProfileDoc:
     """
     # Torch-free, unlike aitune.torch.analyze_trace; `report.` loads the trace reader here, not at import.
     doc = report.build_profile(report.read_trace_file_events(trace), str(trace))
-    doc["trace_file"] = trace.name
-    return doc
+    return {**doc, "trace_file": trace.name}
 
 
 def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float, html: bool = False) -> int:
     """Write the bug-report zip of ``profile`` (and ``trace``, and with ``html`` its HTML report) to ``output``;
     returns its size in bytes."""
-    from aitune.report import load
+    from aitune.report import json_form, load
     from aitune.report.bundle import build_bundle
 
     refuse_overwriting_inputs({"-o": output}, [profile, trace])
@@ -190,9 +189,8 @@ def write_bundle(profile: Path, output: Path, trace: Path | None, max_mb: float,
         from aitune.cli.pages import profile_page
 
         renderer = profile_page
-    archive = build_bundle(
-        load(profile), report.read_trace(trace) if trace is not None else None, max_mb=max_mb, html=renderer
-    )
+    doc = json_form(load(profile))  # the bundle redacts the document's JSON data
+    archive = build_bundle(doc, report.read_trace(trace) if trace is not None else None, max_mb=max_mb, html=renderer)
     write_atomic(output, archive)
     return len(archive)
 

@@ -10,7 +10,7 @@ from aitune.cli.edge import fail
 
 def report_profile(profile: Path, *, output_format: str, output: Path | None) -> None:
     """``profile`` rendered as text on the terminal, or as Markdown, canonical JSON or HTML on stdout or ``output``."""
-    from aitune.report import dumps, load
+    from aitune.report import dumps, json_form, load
 
     if output_format not in ("md", "text", "json", "html"):
         fail(f"unknown --format {output_format!r}; choose md, text, json or html.")
@@ -33,7 +33,7 @@ def report_profile(profile: Path, *, output_format: str, output: Path | None) ->
 
         emit(render_markdown(doc).encode(), output)
     elif output_format == "json":
-        emit(dumps(doc), output)
+        emit(dumps(json_form(doc)), output)
     else:
         from aitune.cli.pages import profile_page
 
@@ -47,6 +47,7 @@ def validate_profile(profile: Path, *, as_json: bool) -> bool:
     from aitune.report import validate as problems_of
     from aitune.report.io import check_profile_header
     from aitune.report.key_averages import AITUNE
+    from aitune.report.model import as_profile
     from aitune.report.safe_text import visible
 
     raw = read_json(profile)
@@ -61,8 +62,9 @@ def validate_profile(profile: Path, *, as_json: bool) -> bool:
             console.print(visible(f"{profile}: {problem}"), markup=False, soft_wrap=True)
         console.print(f"{len(problems)} problem(s).")
     else:
-        author = written_by(raw)
+        record = as_profile(raw)
+        author = written_by(record)
         label = "profile" if author == AITUNE else f"{author} profile"
-        verdict = f"{profile}: valid {label} (schema_version {raw['schema_version']})."
+        verdict = f"{profile}: valid {label} (schema_version {record.schema_version})."
         console.print(visible(verdict), markup=False, soft_wrap=True)
     return not problems

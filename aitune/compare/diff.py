@@ -167,7 +167,11 @@ def _region_dict(row: RegionChange) -> dict[str, Any]:
 
 @computed_once()  # each side is converted to the typed record once, and its headline rows found once
 def compare_profiles(
-    before: Mapping[str, Any], after: Mapping[str, Any], *, domain: str = "cpu", scenario: str | None = None
+    before: Profile | Mapping[str, Any],
+    after: Profile | Mapping[str, Any],
+    *,
+    domain: str = "cpu",
+    scenario: str | None = None,
 ) -> ProfileDiff:
     """Diff two valid profile documents in one time domain (``cpu`` or ``device``).
 

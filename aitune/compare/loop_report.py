@@ -29,8 +29,8 @@ from aitune.compare.gains import RegionGain, Slowdown, WholeModel, speedup
 from aitune.compare.quality import TaskJudgment
 from aitune.compare.verification import PairedSpeedup, RegionCheck, Verification
 from aitune.errors import ProfileError
-from aitune.report.document import ProfileDoc
 from aitune.report.io import load, read_json
+from aitune.report.model import Profile
 from aitune.report.problems import first_problem
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
@@ -112,10 +112,10 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
 
 @dataclass(frozen=True)
 class TuneFolder:
-    """A tune folder read back: both profiles and its compare report."""
+    """A tune folder read back: both profiles (typed records) and its compare report."""
 
-    before: ProfileDoc
-    after: ProfileDoc
+    before: Profile
+    after: Profile
     report: LoopReport
 
 

@@ -9,7 +9,7 @@ by field, and each profile is loaded and validated like any other.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from aitune.history.ledger import Prediction
 from aitune.history.record import record_of
 from aitune.history.store import HistoryStore
 from aitune.report.io import dumps, load, read_json, write_atomic
+from aitune.report.model import Profile, json_form
 
 MANIFEST = "history.json"
 FORMAT = "aitune-history-export"
@@ -112,7 +113,7 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def import_entries(folder: Path) -> Iterator[tuple[Entry, Mapping[str, Any]]]:
+def import_entries(folder: Path) -> Iterator[tuple[Entry, Profile]]:
     """Each entry of the folder's manifest with its profile, loaded and validated."""
     for entry in read_manifest(folder):
         yield entry, load(folder / entry.file)
@@ -123,7 +124,7 @@ def import_history(store: HistoryStore, folder: Path, progress: Callable[[int], 
     count = 0
     for entry, document in import_entries(folder):
         record = record_of(document, commit=entry.commit, branch=entry.branch, tags=entry.tags, domain=entry.domain)
-        run_id = store.add(record, document)
+        run_id = store.add(record, json_form(document))
         store.add_predictions(run_id, record.machine, entry.predictions)
         count += 1
         progress(count)

@@ -11,6 +11,7 @@ from aitune.history.check import ALPHA, THRESHOLD, RowVerdict, judge, regression
 from aitune.history.record import RunRecord, machine_differences, record_of
 from aitune.history.steps import Step, steps
 from aitune.history.store import HistoryStore, StoredRun
+from aitune.report.model import Profile
 
 BASELINE_RUNS = 20
 MIN_BASELINE_RUNS = 5
@@ -42,7 +43,7 @@ class CheckResult:
 
 def check_against_history(
     store: HistoryStore,
-    doc: Mapping[str, Any],
+    doc: Profile | Mapping[str, Any],
     *,
     branch: str | None = None,
     last: int = BASELINE_RUNS,

@@ -96,7 +96,7 @@ def machine_differences(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> l
 
 
 def record_of(
-    doc: Mapping[str, Any],
+    doc: Profile | Mapping[str, Any],
     *,
     commit: str | None = None,
     branch: str | None = None,

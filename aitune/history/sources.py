@@ -11,8 +11,8 @@ from aitune.compare.loop_report import PROFILE_NAME, is_tune_folder, read_tune_f
 from aitune.errors import HistoryError
 from aitune.history.ledger import Prediction
 from aitune.history.outcomes import predictions_of
-from aitune.report.document import ProfileDoc
 from aitune.report.io import load
+from aitune.report.model import Profile
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Source:
     """One profile to add, with the predictions recorded beside it (a tune folder's after profile)."""
 
     name: str
-    document: ProfileDoc
+    document: Profile
     predictions: tuple[Prediction, ...] = ()
 
 

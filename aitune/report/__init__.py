@@ -26,7 +26,7 @@ _HOMES = {
     "io": ("dumps", "load", "read_json", "read_trace", "read_trace_file_events", "save"),
     "key_averages": ("operator_rows", "operator_views", "written_by"),
     "markdown": ("render_markdown",),
-    "model": ("SCHEMA_VERSION",),
+    "model": ("SCHEMA_VERSION", "json_form"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

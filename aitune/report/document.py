@@ -81,8 +81,9 @@ def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
 
 
 ProfileDoc = dict[str, Any]
-"""A profile document as JSON data: what the builder writes, a file holds and `aitune.report.io.load` returns.
-Its one definition is `aitune.report.model.Profile`; a reader takes the record through `as_profile`."""
+"""A profile document as JSON data: what the builder writes and a file holds. Its one definition is
+`aitune.report.model.Profile`: `aitune.report.io.load` gives a file's as that record, a reader takes a dict's
+through `as_profile`, and `json_form` turns a record back into this."""
 
 
 SCENARIO_KEYS = Section.__struct_fields__

@@ -378,16 +378,17 @@ def _too_deep(name: str, limit: int = MAX_JSON_DEPTH) -> str:
     return f"{name}: JSON nested deeper than {limit} levels is refused; no profile or trace nests that deep."
 
 
-def load(path: str | Path) -> ProfileDoc:
-    """Read and validate a profile document, ours or AITune's; `ProfileError` names the file and the field."""
+def load(path: str | Path) -> Profile:
+    """The profile document of the file at ``path``, ours or AITune's, as the typed record every reader reads
+    (`aitune.report.model.json_form` gives its JSON data back); `ProfileError` names the file and the field."""
     name = str(path)
     return checked_profile_json(unpacked(read_regular(path, MAX_JSON_BYTES), name), name)
 
 
 def checked_profile_json(
     data: bytes, name: str, hint: bool = True, parse: Callable[[bytes], Any] | None = None
-) -> ProfileDoc:
-    """The profile document the JSON ``data`` holds, as the model reads it, when it is valid; `ProfileError`
+) -> Profile:
+    """The profile document the JSON ``data`` holds, as the typed record, when it is valid; `ProfileError`
     naming ``name`` otherwise (see `checked_profile`).
 
     The everyday case is one typed decode, which checks the document while it parses it, and the
@@ -403,8 +404,8 @@ def checked_profile_json(
     return _checked(profile, profile_problems(profile), name, hint)
 
 
-def checked_profile(raw: Any, name: str, hint: bool = True) -> ProfileDoc:
-    """``raw``, as the model reads it (keys it does not name left out), when it is a valid profile document:
+def checked_profile(raw: Any, name: str, hint: bool = True) -> Profile:
+    """``raw`` as the typed record (keys the model does not name left out), when it is a valid profile document:
     header, types, and the cross-checks no type can say (a merged document's ranks,
     `aitune.report.ranks.check_ranks`); `ProfileError` naming ``name``.
 
@@ -418,8 +419,8 @@ def checked_profile(raw: Any, name: str, hint: bool = True) -> ProfileDoc:
     return _checked(profile, profile_problems(profile), name, hint)
 
 
-def _checked(profile: Profile | None, problems: list[str], name: str, hint: bool) -> ProfileDoc:
-    """The model's reading of ``profile``, or `ProfileError` with the first of its ``problems``."""
+def _checked(profile: Profile | None, problems: list[str], name: str, hint: bool) -> Profile:
+    """``profile``, or `ProfileError` with the first of its ``problems``."""
     if profile is None and not problems:  # refused, though no field says why: still no profile
         problems = ["(document): not a profile document"]
     if problems or profile is None:
@@ -430,7 +431,7 @@ def _checked(profile: Profile | None, problems: list[str], name: str, hint: bool
         )
         raise ProfileError(f"{name}: {problems[0]}{more}")
     check_ranks(profile, name)
-    return msgspec.to_builtins(profile)
+    return profile
 
 
 def check_profile_header(raw: Any, path: str | Path) -> None:

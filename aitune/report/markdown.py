@@ -66,7 +66,7 @@ class Markup(str):
 
 
 @computed_once()  # every section reads the same headline rows, and each view converts to its record once
-def render_markdown(doc: ProfileDoc) -> str:
+def render_markdown(doc: Profile | ProfileDoc) -> str:
     """Render every section of ``doc``, summaries first; the same document always gives the same text.
 
     A multi-scenario document gets the overview once, then every section per scenario.

@@ -36,7 +36,7 @@ from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.io import load
-from aitune.report.model import UNSET, Distributed, Profile, Run, as_profile, given
+from aitune.report.model import UNSET, Distributed, Profile, Run, as_profile, given, json_form
 from aitune.report.samples import (
     communication_us,
     region_communication_samples,
@@ -231,9 +231,9 @@ class _RankFold:
             {rank: by_region for rank, (_, by_region) in enumerate(self.computes)},
         )
         step_ranks = [rank for _, rank, _ in self.step_runs]
-        # The critical rank's document as the model writes it (what `load` returns of its file), less its
-        # per-rank keys; its runs and warnings give way, in place, to the steps' slowest runs and the ranks' warnings.
-        kept = msgspec.to_builtins(critical_record)
+        # The critical rank's document in its JSON form, less its per-rank keys; its runs and warnings give way,
+        # in place, to the steps' slowest runs and the ranks' warnings.
+        kept = json_form(critical_record)
         merged = {
             **{key: value for key, value in kept.items() if key not in PER_RANK_DOC_KEYS},
             "runs": [{**msgspec.to_builtins(run), "rank": rank} for _, rank, run in self.step_runs],

@@ -847,12 +847,11 @@ T = TypeVar("T")
 
 
 def as_profile(doc: Profile | Mapping[str, Any]) -> Profile:
-    """``doc`` as the typed record every reader reads: itself, or a document's dict (a capture's, a test's, a
-    scenario's view) converted once per `aitune.report.memo.computed_once` block.
+    """``doc`` as the typed record every reader reads: itself (what `aitune.report.io.load` gives of a file), or
+    a document's dict (a capture's, a test's) converted once per `aitune.report.memo.computed_once` block.
 
-    The door readers move through one at a time: a reader that takes the typed record calls it first, so its
-    callers may still hold the dict. `ProfileError` naming the JSON path for a dict that is no valid document
-    (a file is refused earlier, by `aitune.report.io.load`).
+    `ProfileError` naming the JSON path for a dict that is no valid document (a file is refused earlier, by
+    `aitune.report.io.load`).
     """
     if isinstance(doc, Profile):
         return doc
@@ -866,6 +865,13 @@ def _converted(doc: Mapping[str, Any]) -> Profile:
         raise ProfileError(
             f"not a valid profile document: {error}; pass one `aitune-profile validate` accepts."
         ) from None
+
+
+def json_form(profile: Profile) -> dict[str, Any]:
+    """The record in its JSON form (dicts, lists, strings and numbers; `UNSET` fields left out), for what writes
+    a document out or builds a new one from it (`aitune.report.io.dumps`, ``save``, a history's store): the
+    one way back from the record to JSON data."""
+    return msgspec.to_builtins(profile)
 
 
 def given(value: T | UnsetType, default: T) -> T:
