@@ -61,7 +61,9 @@ def test_a_captures_trace_is_complete_after_the_wait_and_reanalyses_to_the_live_
 def test_a_reader_of_the_trace_path_waits_for_the_write_by_itself(tmp_path):
     trace = tmp_path / "trace.json"
 
-    prof = ait.profile(TwoLevelModel(), torch.ones(1, 4), warmup_runs=0, measured_runs=2, trace_file=trace)
+    prof = ait.profile(
+        TwoLevelModel(), torch.ones(1, 4), warmup_runs=0, measured_runs=2, operator_runs=2, trace_file=trace
+    )
 
     assert len(read_trace_file_events(trace).runs) == 2  # the operator runs: the file is read whole
     assert prof.trace_file == trace.resolve()
