@@ -20,7 +20,7 @@ from aitune.report.efficiency import region_efficiencies
 from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si, whole_percent
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
-from aitune.report.model import DocumentWarning, Profile, as_profile, given
+from aitune.report.model import DocumentWarning, ProfileLike, as_profile, given
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
@@ -126,7 +126,7 @@ def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
     return Group(table, terminal_text(memory_source(doc) or ""))
 
 
-def profile_view(doc: Profile | Mapping[str, Any]) -> Group:
+def profile_view(doc: ProfileLike) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
     record = as_profile(doc)
     target = given(record.target.script, None) or given(record.target.type, MISSING)

@@ -41,7 +41,7 @@ from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.memo import computed_once
 from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
-from aitune.report.model import UNSET, DocumentWarning, Profile, as_profile, given, time_in
+from aitune.report.model import UNSET, DocumentWarning, Profile, ProfileLike, as_profile, given, time_in
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -167,8 +167,8 @@ def _region_dict(row: RegionChange) -> dict[str, Any]:
 
 @computed_once()  # each side is converted to the typed record once, and its headline rows found once
 def compare_profiles(
-    before: Profile | Mapping[str, Any],
-    after: Profile | Mapping[str, Any],
+    before: ProfileLike,
+    after: ProfileLike,
     *,
     domain: str = "cpu",
     scenario: str | None = None,

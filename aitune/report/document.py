@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from aitune.report.memo import derived
-from aitune.report.model import UNSET, Profile, Record, Section, UnsetType, as_profile, given
+from aitune.report.model import UNSET, Profile, ProfileLike, Record, Section, UnsetType, as_profile, given
 
 FULL_MODE = "full"
 LITE_MODE = "lite"
@@ -42,7 +42,7 @@ def is_lite(doc: Profile | Mapping[str, Any]) -> bool:
     return profiler is not UNSET and profiler.mode == LITE_MODE
 
 
-def operator_runs_note(doc: Profile | Mapping[str, Any]) -> str | None:
+def operator_runs_note(doc: ProfileLike) -> str | None:
     """How a full capture that traced operators in runs of their own got its numbers, in the words
     every reader shows; None for any other document."""
     count = len(given(as_profile(doc).operator_runs, []))
@@ -51,7 +51,7 @@ def operator_runs_note(doc: Profile | Mapping[str, Any]) -> str | None:
     return f"operators traced in {count} run(s) of their own, after the measured runs (timed by a clock)"
 
 
-def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
+def calls_note(doc: ProfileLike) -> str | None:
     """Every call the capture made and what it was for, in the words every reader shows; None for a
     document without a warmup section (an analysed foreign trace, or no warmups asked for)."""
     record = as_profile(doc)
@@ -103,12 +103,12 @@ def combine_scenarios(names: list[str], docs: list[ProfileDoc]) -> ProfileDoc:
     return {**docs[0], "scenarios": sections}  # type: ignore[return-value]
 
 
-def scenario_names(doc: Profile | Mapping[str, Any]) -> list[str]:
+def scenario_names(doc: ProfileLike) -> list[str]:
     """The scenario names of a document; [] when it profiled one input."""
     return [scenario.name for scenario in given(as_profile(doc).scenarios, [])]
 
 
-def select_scenario(doc: Profile | Mapping[str, Any], name: str | None) -> Profile | Mapping[str, Any]:
+def select_scenario(doc: ProfileLike, name: str | None) -> ProfileLike:
     """The document as if only scenario ``name`` had been profiled (None: the document as it is), as the typed
     record: the scenario's section in place of the top level's, and no scenarios.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from aitune.report.memory import memory_note
 from aitune.report.model import (
     UNSET,
     CaptureOverhead,
-    Profile,
+    ProfileLike,
     Summary,
     Target,
     Timing,
@@ -158,7 +158,7 @@ def profile_sections(doc: ProfileDoc) -> list[Section]:
     return [section for section in sections if section.body]
 
 
-def overview(doc: Profile | Mapping[str, Any]) -> Section:
+def overview(doc: ProfileLike) -> Section:
     """What was profiled, when, how, and by which aitune."""
     record = as_profile(doc)
     facts = [
@@ -204,7 +204,7 @@ def headlines(doc: ProfileDoc) -> list[Section]:
     return [headline(doc, domain) for domain in time_domains(doc)] if as_profile(doc).runs else []
 
 
-def headline(doc: Profile | Mapping[str, Any], domain: str) -> Section:
+def headline(doc: ProfileLike, domain: str) -> Section:
     """Where the time goes in ``domain``: each headline row's median time and share, largest first, residual last."""
     rows = headline_rows(doc, domain)
     ordered = sorted(rows[:-1], key=lambda row: -statistics.median(row.times_us)) + rows[-1:]
@@ -227,14 +227,14 @@ def headline(doc: Profile | Mapping[str, Any], domain: str) -> Section:
     return Section(title, Html(run_line(doc, domain) + bar_chart(title, bars) + body), "headline")
 
 
-def run_line(doc: Profile | Mapping[str, Any], domain: str) -> Html:
+def run_line(doc: ProfileLike, domain: str) -> Html:
     """The run time in ``domain``: median and range over the measured runs."""
     times = [_run_time(run.timing, domain) or 0.0 for run in as_profile(doc).runs]
     spread = f"{ms(min(times))}–{ms(max(times))} ms over {len(times)} run(s)"
     return paragraph(f"Run time: median {ms(statistics.median(times))} ms ({spread}, {domain}).", css="lead")
 
 
-def run_timing(doc: Profile | Mapping[str, Any]) -> Section:
+def run_timing(doc: ProfileLike) -> Section:
     """The run statistics (median, p10, p90, CV of each timing), a chart of every run's time, and the runs' table."""
     record = as_profile(doc)
     parts = []
@@ -269,7 +269,7 @@ def _spread(summary: Summary) -> tuple[str, str, str, str]:
     return ms(summary.median), ms(summary.p10), ms(summary.p90), percent(summary.cv)
 
 
-def region_tree(doc: Profile | Mapping[str, Any]) -> Section:
+def region_tree(doc: ProfileLike) -> Section:
     """The median run's region tree as nested ``<details>``: total, self time and share of each region."""
     runs = [run for run in as_profile(doc).runs if given(run.tree, [])]
     if not runs:
@@ -365,14 +365,14 @@ def operators(doc: ProfileDoc) -> Section:
     return Section("Operators", Html("".join(parts)), "operators")
 
 
-def warnings(doc: Profile | Mapping[str, Any]) -> Section:
+def warnings(doc: ProfileLike) -> Section:
     """The document's warnings: code, source and message."""
     rows = [(w.code, w.source, name(w.message, MAX_MESSAGE_CHARS)) for w in as_profile(doc).warnings]
     body = table(["Code", "Source", "Message"], rows, css="text") if rows else paragraph("None.")
     return Section("Warnings", body, "warnings")
 
 
-def environment(doc: Profile | Mapping[str, Any]) -> Section:
+def environment(doc: ProfileLike) -> Section:
     """The versions and machine the profile was captured with, folded: the keys the model names, in its order
     (a capture writes them in that order), each nested block shown as its JSON's Python form."""
     record = as_profile(doc).environment

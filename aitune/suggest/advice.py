@@ -19,7 +19,7 @@ from msgspec import UNSET, UnsetType
 from aitune.analysis.shares import fraction
 from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import headline_rows
-from aitune.report.model import CaptureOverhead, Profile, as_profile
+from aitune.report.model import CaptureOverhead, Profile, ProfileLike, as_profile
 from aitune.report.samples import residual_causes
 from aitune.suggest.candidates import Found, wrappable
 from aitune.suggest.phase_advice import phase_advice
@@ -70,9 +70,7 @@ class Advice:
     share: float
 
 
-def advice(
-    doc: Profile | Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu"
-) -> list[Advice]:
+def advice(doc: ProfileLike, found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
     phase's findings (`aitune.suggest.phase_advice`), the first call.
 
