@@ -5,9 +5,6 @@ what order. Each section is drawn by the stage that owns its figures (`aitune.re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from aitune.compare import ProfileDiff
 from aitune.compare.html import pair_sections
 from aitune.compare.loop_report import LoopReport
@@ -56,6 +53,6 @@ def pair_page(
     return render_page(title, sections, subtitle=subtitle)
 
 
-def _side(side: str, doc: Mapping[str, Any]) -> list[Section]:
-    own = [overview(doc), *headlines(doc), region_tree(doc)]  # type: ignore[arg-type]
+def _side(side: str, doc: ProfileLike) -> list[Section]:
+    own = [overview(doc), *headlines(doc), region_tree(doc)]
     return [Section(f"{side} · {part.title}", part.body, part.kind) for part in own if part.body]

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
+from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, factor, ms, percent
 from aitune.report.headline import headline_rows
@@ -132,7 +132,7 @@ def _left_out(count: int, noun: str) -> str:
     )
 
 
-def profile_sections(doc: ProfileDoc) -> list[Section]:
+def profile_sections(doc: ProfileLike) -> list[Section]:
     """Every section a document alone gives, in reading order; a multi-scenario document repeats them per scenario."""
     sections = [overview(doc)]
     names = scenario_names(doc)
@@ -199,7 +199,7 @@ def _overhead(overhead: CaptureOverhead) -> str:
     )
 
 
-def headlines(doc: ProfileDoc) -> list[Section]:
+def headlines(doc: ProfileLike) -> list[Section]:
     """Per time domain, the headline's rows (`aitune.report.headline`): a chart of their shares and a table."""
     return [headline(doc, domain) for domain in time_domains(doc)] if as_profile(doc).runs else []
 
@@ -318,7 +318,7 @@ def _count(nodes: Sequence[TreeNode]) -> int:
     return count
 
 
-def phases(doc: ProfileDoc) -> Section:
+def phases(doc: ProfileLike) -> Section:
     """A generate's phases (`aitune.report.section_rows`, as the Markdown): how they were found, the token
     figures, each phase's time, each region's share of every phase; empty for other documents."""
     figures = phase_table(doc)
@@ -334,7 +334,7 @@ def phases(doc: ProfileDoc) -> Section:
     return Section("Phases", Html(body), "phases")
 
 
-def memory(doc: ProfileDoc) -> Section:
+def memory(doc: ProfileLike) -> Section:
     """Bytes allocated, freed and peak live per region and device, highest peaks first; why there are none."""
     if is_lite(doc):
         return Section("Memory", Html(""), "memory")
@@ -345,7 +345,7 @@ def memory(doc: ProfileDoc) -> Section:
     return Section("Memory", Html(paragraph(memory_lead(doc)) + table(MEMORY_HEADER, rows) + more), "memory")
 
 
-def efficiency(doc: ProfileDoc) -> Section:
+def efficiency(doc: ProfileLike) -> Section:
     """Each region's work, achieved rate and place under the machine's roofs; which regions are mostly uncounted."""
     if is_lite(doc):
         return Section("Work and efficiency", Html(""), "efficiency")
@@ -356,7 +356,7 @@ def efficiency(doc: ProfileDoc) -> Section:
     return Section("Work and efficiency", Html(body + (paragraph(*notes) if notes else "")), "efficiency")
 
 
-def operators(doc: ProfileDoc) -> Section:
+def operators(doc: ProfileLike) -> Section:
     """The profiler's top operators, by CPU total and by device total, as the document saved them."""
     parts = [
         f"<h3>{text(title[0].upper() + title[1:])}</h3>" + table(list(OPERATOR_HEADER), rows)
@@ -436,7 +436,7 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
     )
 
 
-def render_html(doc: ProfileDoc, extra: Sequence[Section] = ()) -> str:
+def render_html(doc: ProfileLike, extra: Sequence[Section] = ()) -> str:
     """The report of one profile: its own sections, then ``extra`` ones (suggest's targets) before the environment."""
     sections = profile_sections(doc)
     if sections and sections[-1].kind == "environment":

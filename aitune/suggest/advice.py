@@ -10,9 +10,8 @@ and the message says so. Every code has one row in the reason table of docs/comm
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from msgspec import UNSET, UnsetType
 
@@ -101,7 +100,7 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
     return Advice("ENTRY_METHOD", message, time, share)
 
 
-def _annotations(doc: Mapping[str, Any], record: Profile, domain: str) -> Iterable[Advice]:
+def _annotations(doc: ProfileLike, record: Profile, domain: str) -> Iterable[Advice]:
     """A line per headline region no wrapper can take (a plain torch.profiler trace's annotations), largest first."""
     rows = [
         row
@@ -119,7 +118,7 @@ def _annotations(doc: Mapping[str, Any], record: Profile, domain: str) -> Iterab
         yield Advice("ANNOTATION_REGION", message, time, row.share)
 
 
-def _residual(doc: Mapping[str, Any], record: Profile) -> Iterable[Advice]:
+def _residual(doc: ProfileLike, record: Profile) -> Iterable[Advice]:
     """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU).
 
     Time and share are the measured runs' (medians, as the headline's); separate operator runs give each

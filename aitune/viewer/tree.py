@@ -14,7 +14,7 @@ import pandas as pd
 
 from aitune import compare
 from aitune.markers import region_path
-from aitune.report import ProfileDoc, samples
+from aitune.report import samples
 from aitune.report.model import ProfileLike, RegionShare, TreeNode, as_profile, given, self_time_in, time_in
 from aitune.report.samples import DOMAINS, region_samples
 from aitune.viewer.tables import Column
@@ -61,7 +61,7 @@ def _flatten(shares: Iterable[RegionShare | TreeNode], domain: str, parent: str 
         yield from _flatten(share.children if tree_node else (), domain, path)
 
 
-def lined_up_nodes(before: ProfileDoc, after: ProfileDoc, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
+def lined_up_nodes(before: ProfileLike, after: ProfileLike, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
     """A pair's nodes under the paths `aitune.compare.lined_up` gives their regions (the one pairing rule):
     a side's root stripped, and ``vae.decode`` under the child tuned in its place (``vae.decoder``)."""
     paired = compare.lined_up(before, after, region_samples, DOMAINS[0])
