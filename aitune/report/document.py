@@ -1,4 +1,4 @@
-"""The profile document as JSON data, the readers every later stage calls on it, and its scenarios.
+"""The profile document's JSON form (`ProfileDoc`), the readers every later stage calls on it, and its scenarios.
 
 `aitune.report.builder` derives a document from a trace; this module needs no trace analysis (nor
 numpy), so the commands that only read a document never import it.
@@ -82,8 +82,8 @@ def calls_note(doc: ProfileLike) -> str | None:
 
 ProfileDoc = dict[str, Any]
 """A profile document as JSON data: what the builder writes and a file holds. Its one definition is
-`aitune.report.model.Profile`: `aitune.report.io.load` gives a file's as that record, a reader takes a dict's
-through `as_profile`, and `json_form` turns a record back into this."""
+`aitune.report.model.Profile`: `aitune.report.io.load` gives a file's as that record, a reader takes either
+(`aitune.report.model.ProfileLike`) through `as_profile`, and `json_form` turns a record back into this."""
 
 
 SCENARIO_KEYS = Section.__struct_fields__
@@ -109,8 +109,8 @@ def scenario_names(doc: ProfileLike) -> list[str]:
 
 
 def select_scenario(doc: ProfileLike, name: str | None) -> ProfileLike:
-    """The document as if only scenario ``name`` had been profiled (None: the document as it is), as the typed
-    record: the scenario's section in place of the top level's, and no scenarios.
+    """The document as if only scenario ``name`` had been profiled, as the typed record: the scenario's section in
+    place of the top level's, and no scenarios (None: ``doc`` as it is).
 
     Raises `KeyError` naming the scenarios there are when ``name`` is not one of them.
     """

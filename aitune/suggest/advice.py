@@ -73,7 +73,8 @@ def advice(doc: ProfileLike, found: Found, run_times: Sequence[float], domain: s
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
     phase's findings (`aitune.suggest.phase_advice`), the first call.
 
-    ``doc`` is the document's dict, which the report's helpers read; the rest is read from its typed record."""
+    ``doc`` goes to the report's helpers as given (a record or its JSON form); the rest is read from the typed
+    record."""
     record = as_profile(doc)
     lines = list(_annotations(doc, record, domain))
     lines += [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]

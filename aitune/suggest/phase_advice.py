@@ -33,7 +33,8 @@ GROWTH_RATIO = 1.25
 def phase_advice(doc: ProfileLike) -> Iterable[tuple[str, str, float, float]]:
     """(code, message, µs per run, share of the run) per finding about the decode phase; nothing for other profiles.
 
-    ``doc`` is the document's dict, which the report's phase helpers read; the rest is read from its typed record."""
+    ``doc`` goes to the report's phase helpers as given (a record or its JSON form); the rest is read from the
+    typed record."""
     record = as_profile(doc)
     split = record.phase_split
     if split is UNSET or not {"decode", "prefill"} <= set(split.phases):
