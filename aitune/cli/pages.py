@@ -5,16 +5,13 @@ what order. Each section is drawn by the stage that owns its figures (`aitune.re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from aitune.compare import ProfileDiff
 from aitune.compare.html import pair_sections
 from aitune.compare.loop_report import LoopReport
-from aitune.report.document import ProfileDoc, scenario_names
+from aitune.report.document import scenario_names
 from aitune.report.html import MAX_SCENARIOS, Section, headlines, overview, region_tree, render_html, render_page
 from aitune.report.memo import computed_once
-from aitune.report.model import Profile, as_profile
+from aitune.report.model import ProfileLike, as_profile
 from aitune.report.safe_text import shown_name
 from aitune.report.samples import select_scenario
 from aitune.suggest import suggest
@@ -22,12 +19,12 @@ from aitune.suggest.html import suggestions_section
 
 
 @computed_once()  # the sections and suggest read the same headline rows
-def profile_page(doc: Profile | ProfileDoc) -> str:
+def profile_page(doc: ProfileLike) -> str:
     """One profile: its own sections (`aitune.report.html.profile_sections`), then what suggest would tune."""
     return render_html(doc, extra=suggestion_sections(doc))
 
 
-def suggestion_sections(doc: Profile | ProfileDoc) -> list[Section]:
+def suggestion_sections(doc: ProfileLike) -> list[Section]:
     """The suggestions of each scenario (of the document itself when it has none); none without measured runs."""
     if not as_profile(doc).runs:
         return []
@@ -42,8 +39,8 @@ def suggestion_sections(doc: Profile | ProfileDoc) -> list[Section]:
 
 @computed_once()  # suggest and each side's sections read the same headline rows
 def pair_page(
-    before: Profile | ProfileDoc,
-    after: Profile | ProfileDoc,
+    before: ProfileLike,
+    after: ProfileLike,
     diff: ProfileDiff,
     report: LoopReport | None = None,
     subtitle: str = "",
@@ -56,6 +53,6 @@ def pair_page(
     return render_page(title, sections, subtitle=subtitle)
 
 
-def _side(side: str, doc: Mapping[str, Any]) -> list[Section]:
-    own = [overview(doc), *headlines(doc), region_tree(doc)]  # type: ignore[arg-type]
+def _side(side: str, doc: ProfileLike) -> list[Section]:
+    own = [overview(doc), *headlines(doc), region_tree(doc)]
     return [Section(f"{side} · {part.title}", part.body, part.kind) for part in own if part.body]

@@ -20,7 +20,7 @@ from aitune.report.efficiency import region_efficiencies
 from aitune.report.formatting import MISSING, factor, ms, ms_change, ms_spread, percent, si, whole_percent
 from aitune.report.headline import HeadlineRow, headline_rows, phase_rows
 from aitune.report.memory import WHOLE_RUN, format_bytes, memory_note, memory_rows, memory_source, top_memory_rows
-from aitune.report.model import DocumentWarning, Profile, as_profile, given
+from aitune.report.model import DocumentWarning, ProfileLike, as_profile, given
 from aitune.report.phases import phase_figures, split_line, tokens_line
 from aitune.report.ranks import is_merged, rank_rows, regions_across_ranks
 from aitune.report.safe_text import terminal_text
@@ -36,7 +36,7 @@ PIPE_WIDTH = 200
 """Columns of output to a pipe or file: wide enough that a table row stays one line."""
 
 
-def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
+def run_time_line(doc: ProfileLike, domain: str = "cpu") -> str:
     """``run time: median 1,763.921 ms (1,757.590–1,789.540 ms over 3 runs, cpu)``."""
     samples = run_samples(doc, domain)
     if not samples:
@@ -45,7 +45,7 @@ def run_time_line(doc: Mapping[str, Any], domain: str = "cpu") -> str:
     return f"run time: median {ms(statistics.median(samples))} ms ({spread}, {domain})"
 
 
-def profile_summary(doc: Mapping[str, Any], domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
+def profile_summary(doc: ProfileLike, domain: str = "cpu", limit: int = TOP_REGIONS) -> Group:
     """The headline's rows by median time per run and share (`HeadlineRow.share`), then the residual and run time.
 
     The headline is the level where the run's time splits (see `aitune.report.headline`): with the
@@ -83,7 +83,7 @@ def warnings_table(warnings: Sequence[DocumentWarning | Mapping[str, Any]], titl
     return table
 
 
-def communication_table(doc: Mapping[str, Any]) -> Table | None:
+def communication_table(doc: ProfileLike) -> Table | None:
     """Communication per region, in the residual and per run (medians per run); ``None`` when the profile has none."""
     summary = communication_summary(doc)
     if summary is None:
@@ -102,7 +102,7 @@ def communication_table(doc: Mapping[str, Any]) -> Table | None:
     return table
 
 
-def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
+def memory_view(doc: ProfileLike, limit: int = TOP_REGIONS) -> Any:
     """Bytes allocated, freed and peak live per region and device (highest peaks first), with where they come
     from; one line saying why when the document has none; None for a lite one (its summary says so)."""
     if is_lite(doc):
@@ -126,7 +126,7 @@ def memory_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Any:
     return Group(table, terminal_text(memory_source(doc) or ""))
 
 
-def profile_view(doc: Profile | Mapping[str, Any]) -> Group:
+def profile_view(doc: ProfileLike) -> Group:
     """The text report of a profile: overview, where the time goes, warnings."""
     record = as_profile(doc)
     target = given(record.target.script, None) or given(record.target.type, MISSING)
@@ -162,7 +162,7 @@ def profile_view(doc: Profile | Mapping[str, Any]) -> Group:
     return Group(*parts)
 
 
-def efficiency_table(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Table | None:
+def efficiency_table(doc: ProfileLike, limit: int = TOP_REGIONS) -> Table | None:
     """Each region's work and place under the roofs (`aitune.report.efficiency`); None without work."""
     found = region_efficiencies(doc)
     if not found:
@@ -183,7 +183,7 @@ def efficiency_table(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Table 
     return table
 
 
-def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | None:
+def phases_view(doc: ProfileLike, limit: int = TOP_REGIONS) -> Group | None:
     """A generate-like profile's phases: each phase's time and share of the run, its largest regions, the
     token figures and how the split was decided (medians per run); None for other profiles."""
     figures = phase_figures(doc)
@@ -202,7 +202,7 @@ def phases_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group | Non
     return Group(table, *lines)
 
 
-def ranks_view(doc: Mapping[str, Any], limit: int = TOP_REGIONS) -> Group:
+def ranks_view(doc: ProfileLike, limit: int = TOP_REGIONS) -> Group:
     """A merged document's ranks: each rank's step times, then each region's median per rank, largest first."""
     ranks = as_profile(doc).ranks
     assert ranks is not msgspec.UNSET, "ranks_view takes a merged document (is_merged)"

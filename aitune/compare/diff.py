@@ -41,7 +41,7 @@ from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.memo import computed_once
 from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
-from aitune.report.model import UNSET, DocumentWarning, Profile, as_profile, given, time_in
+from aitune.report.model import UNSET, DocumentWarning, Profile, ProfileLike, as_profile, given, time_in
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -167,8 +167,8 @@ def _region_dict(row: RegionChange) -> dict[str, Any]:
 
 @computed_once()  # each side is converted to the typed record once, and its headline rows found once
 def compare_profiles(
-    before: Profile | Mapping[str, Any],
-    after: Profile | Mapping[str, Any],
+    before: ProfileLike,
+    after: ProfileLike,
     *,
     domain: str = "cpu",
     scenario: str | None = None,
@@ -202,7 +202,7 @@ def compare_profiles(
     )
 
 
-def memory_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[MemoryChange]:
+def memory_changes(before: ProfileLike, after: ProfileLike) -> list[MemoryChange]:
     """Each region path's memory per device on either side (paths relative to the aligning roots, as the
     time rows are), the whole run first, then by the higher peak of the two sides; [] when neither side has any."""
     roots = aligning_roots(before, after)
@@ -248,7 +248,7 @@ def regressed(diff: ProfileDiff, pct: float) -> bool:
     return run.ci_low is None or run.ci_low > 1
 
 
-def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, str]:
+def aligning_roots(before: ProfileLike, after: ProfileLike) -> tuple[str, str]:
     """The root to strip from each side's paths so that the two sides line up; ``""``: none.
 
     Entry mode names the object its paths start from (``target.root``, e.g. ``pipe``: paths such as
@@ -259,15 +259,13 @@ def aligning_roots(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
     return ("" if roots[0] else roots[1], "" if roots[1] else roots[0])
 
 
-def kept_whole(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+def kept_whole(before: ProfileLike, after: ProfileLike) -> tuple[set[str], set[str]]:
     """Per side, the paths its headline shows whole although it could look through them: those the other
     side has but does not look through (a tuned wrapper has no regions inside), so the two meet as one row."""
     return _kept_whole(before, after, aligning_roots(before, after))
 
 
-def _kept_whole(
-    before: Mapping[str, Any], after: Mapping[str, Any], roots: tuple[str, str]
-) -> tuple[set[str], set[str]]:
+def _kept_whole(before: ProfileLike, after: ProfileLike, roots: tuple[str, str]) -> tuple[set[str], set[str]]:
     looked = [
         {relative_path(path, root) for path in looked_through(doc)}
         for doc, root in zip((before, after), roots, strict=True)
@@ -284,9 +282,9 @@ def _absolute(path: str, root: str) -> str:
 
 
 def lined_up(
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
-    samples: Callable[[Mapping[str, Any], str, str, Collection[str]], Samples],
+    before: ProfileLike,
+    after: ProfileLike,
+    samples: Callable[[ProfileLike, str, str, Collection[str]], Samples],
     domain: str,
 ) -> tuple[Samples, Samples]:
     """Both sides' ``samples`` (`region_samples` or `headline_samples`) keyed by the paths they line up under.
@@ -308,7 +306,7 @@ def lined_up(
     )
 
 
-def headline_paths(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+def headline_paths(before: ProfileLike, after: ProfileLike) -> tuple[dict[str, str], dict[str, str]]:
     """Per side, the label of each headline row but the residual (`HeadlineRow.label`) → the path compare
     lines it up under (see `lined_up`): what a chart of the two headlines groups its bars by."""
     sides = lined_up(before, after, headline_samples, DOMAINS[0])
@@ -341,7 +339,7 @@ def _tuned_child(module: str, own: Samples, other: Samples) -> str | None:
 
 
 def operator_changes(
-    before: Mapping[str, Any], after: Mapping[str, Any], domain: str, limit: int = TOP_OPERATORS
+    before: ProfileLike, after: ProfileLike, domain: str, limit: int = TOP_OPERATORS
 ) -> list[OperatorChange]:
     """Self time per run of the top operators of either side, largest first."""
     old, new = _operator_self_times(before, domain), _operator_self_times(after, domain)
@@ -350,7 +348,7 @@ def operator_changes(
     return rows[:limit]
 
 
-def _operator_self_times(doc: Mapping[str, Any], domain: str) -> dict[tuple[str, str], float]:
+def _operator_self_times(doc: ProfileLike, domain: str) -> dict[tuple[str, str], float]:
     runs = max(1, len(as_profile(doc).traced_runs()))  # the runs the table totals
     times: dict[tuple[str, str], float] = {}
     for row in (row for view in operator_views(doc).values() for row in view):
@@ -389,7 +387,7 @@ def _one_sided_warnings(
     ]
 
 
-def _checked_side(doc: Mapping[str, Any], domain: str, side: str) -> Profile:
+def _checked_side(doc: ProfileLike, domain: str, side: str) -> Profile:
     """``doc`` as the typed record; `ProfileError` unless it has measured runs with time in ``domain``."""
     record = as_profile(doc)
     if not record.runs:

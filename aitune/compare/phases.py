@@ -7,12 +7,11 @@ Only phases and figures both sides have are compared: a side that is not generat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.compare.change import Change, change
 from aitune.report.headline import phase_rows
+from aitune.report.model import ProfileLike
 from aitune.report.phases import phase_figures, token_figures
 
 
@@ -41,7 +40,7 @@ class TokenChange:
     change: Change
 
 
-def phase_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[PhaseChange]:
+def phase_changes(before: ProfileLike, after: ProfileLike) -> list[PhaseChange]:
     """Every phase both documents have, in order, with the `change` of its samples."""
     old = {figure.name: figure for figure in phase_figures(before)}
     found = []
@@ -58,7 +57,7 @@ def phase_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[P
     return found
 
 
-def token_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[TokenChange]:
+def token_changes(before: ProfileLike, after: ProfileLike) -> list[TokenChange]:
     """Time to first token and per output token (each run's median), where both documents have them."""
     old, new = token_figures(before), token_figures(after)
     if old is None or new is None:

@@ -15,13 +15,13 @@ import msgspec
 
 from aitune.compare.report_model import Ranks
 from aitune.report.formatting import factor, ms
-from aitune.report.model import Profile, as_profile
+from aitune.report.model import ProfileLike, as_profile
 
 MEDIAN_DIGITS = 3
 """Decimals of a median run (µs) as the figures give it; the slowest rank is the slowest at that precision."""
 
 
-def run_times(doc: Profile | Mapping[str, Any]) -> list[float]:
+def run_times(doc: ProfileLike) -> list[float]:
     """The host time of each measured run of a profile document, in µs."""
     return [float(run.timing.cpu_time_us) for run in as_profile(doc).runs]
 

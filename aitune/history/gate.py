@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.errors import HistoryError
 from aitune.history.check import ALPHA, THRESHOLD, RowVerdict, judge, regressions
 from aitune.history.record import RunRecord, machine_differences, record_of
 from aitune.history.steps import Step, steps
 from aitune.history.store import HistoryStore, StoredRun
-from aitune.report.model import Profile
+from aitune.report.model import ProfileLike
 
 BASELINE_RUNS = 20
 MIN_BASELINE_RUNS = 5
@@ -43,7 +42,7 @@ class CheckResult:
 
 def check_against_history(
     store: HistoryStore,
-    doc: Profile | Mapping[str, Any],
+    doc: ProfileLike,
     *,
     branch: str | None = None,
     last: int = BASELINE_RUNS,

@@ -17,7 +17,7 @@ import orjson
 
 from aitune.report.document import scenario_names
 from aitune.report.headline import headline_rows
-from aitune.report.model import UNSET, Profile, as_profile, given
+from aitune.report.model import UNSET, Profile, ProfileLike, as_profile, given
 from aitune.report.samples import DOMAINS, has_device_time, run_samples
 
 RUN_TIME = "(run time)"
@@ -63,7 +63,7 @@ class RunRecord:
         return self.series[0]
 
 
-def workload_identity(doc: Profile | Mapping[str, Any]) -> dict[str, Any]:
+def workload_identity(doc: ProfileLike) -> dict[str, Any]:
     """What was measured: the target's type and root, each input's path, shape and dtype, the scenarios."""
     record = as_profile(doc)
     signature = [
@@ -77,7 +77,7 @@ def workload_identity(doc: Profile | Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def machine_fields(doc: Profile | Mapping[str, Any]) -> dict[str, Any]:
+def machine_fields(doc: ProfileLike) -> dict[str, Any]:
     """The `MACHINE_FIELDS` of the document's environment (absent ones as None)."""
     environment = as_profile(doc).environment
     if environment is UNSET:
@@ -96,7 +96,7 @@ def machine_differences(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> l
 
 
 def record_of(
-    doc: Profile | Mapping[str, Any],
+    doc: ProfileLike,
     *,
     commit: str | None = None,
     branch: str | None = None,

@@ -7,12 +7,10 @@ without them has no summary, so readers show nothing for it.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.report.headline import RESIDUAL_LABEL
-from aitune.report.model import UNSET, Communication, Profile, UnsetType, as_profile
+from aitune.report.model import UNSET, Communication, ProfileLike, UnsetType, as_profile
 
 COMMUNICATION_KEYS = ("cpu_time_us", "device_time_us", "bytes")
 """The per-share keys, in the order readers show them; a document has ``cpu_time_us`` and may lack the others."""
@@ -40,7 +38,7 @@ class CommunicationSummary:
     device_overlap_fraction: float | None
 
 
-def communication_summary(doc: Profile | Mapping[str, Any]) -> CommunicationSummary | None:
+def communication_summary(doc: ProfileLike) -> CommunicationSummary | None:
     """The summary of ``doc``'s communication; None when its runs have none.
 
     A region a run did not enter counts 0 in that run, as in the headline.

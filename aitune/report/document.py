@@ -1,4 +1,4 @@
-"""The profile document as JSON data, the readers every later stage calls on it, and its scenarios.
+"""The profile document's JSON form (`ProfileDoc`), the readers every later stage calls on it, and its scenarios.
 
 `aitune.report.builder` derives a document from a trace; this module needs no trace analysis (nor
 numpy), so the commands that only read a document never import it.
@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from aitune.report.memo import derived
-from aitune.report.model import UNSET, Profile, Record, Section, UnsetType, as_profile, given
+from aitune.report.model import UNSET, Profile, ProfileLike, Record, Section, UnsetType, as_profile, given
 
 FULL_MODE = "full"
 LITE_MODE = "lite"
@@ -42,7 +42,7 @@ def is_lite(doc: Profile | Mapping[str, Any]) -> bool:
     return profiler is not UNSET and profiler.mode == LITE_MODE
 
 
-def operator_runs_note(doc: Profile | Mapping[str, Any]) -> str | None:
+def operator_runs_note(doc: ProfileLike) -> str | None:
     """How a full capture that traced operators in runs of their own got its numbers, in the words
     every reader shows; None for any other document."""
     count = len(given(as_profile(doc).operator_runs, []))
@@ -51,7 +51,7 @@ def operator_runs_note(doc: Profile | Mapping[str, Any]) -> str | None:
     return f"operators traced in {count} run(s) of their own, after the measured runs (timed by a clock)"
 
 
-def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
+def calls_note(doc: ProfileLike) -> str | None:
     """Every call the capture made and what it was for, in the words every reader shows; None for a
     document without a warmup section (an analysed foreign trace, or no warmups asked for)."""
     record = as_profile(doc)
@@ -82,8 +82,8 @@ def calls_note(doc: Profile | Mapping[str, Any]) -> str | None:
 
 ProfileDoc = dict[str, Any]
 """A profile document as JSON data: what the builder writes and a file holds. Its one definition is
-`aitune.report.model.Profile`: `aitune.report.io.load` gives a file's as that record, a reader takes a dict's
-through `as_profile`, and `json_form` turns a record back into this."""
+`aitune.report.model.Profile`: `aitune.report.io.load` gives a file's as that record, a reader takes either
+(`aitune.report.model.ProfileLike`) through `as_profile`, and `json_form` turns a record back into this."""
 
 
 SCENARIO_KEYS = Section.__struct_fields__
@@ -103,14 +103,14 @@ def combine_scenarios(names: list[str], docs: list[ProfileDoc]) -> ProfileDoc:
     return {**docs[0], "scenarios": sections}  # type: ignore[return-value]
 
 
-def scenario_names(doc: Profile | Mapping[str, Any]) -> list[str]:
+def scenario_names(doc: ProfileLike) -> list[str]:
     """The scenario names of a document; [] when it profiled one input."""
     return [scenario.name for scenario in given(as_profile(doc).scenarios, [])]
 
 
-def select_scenario(doc: Profile | Mapping[str, Any], name: str | None) -> Profile | Mapping[str, Any]:
-    """The document as if only scenario ``name`` had been profiled (None: the document as it is), as the typed
-    record: the scenario's section in place of the top level's, and no scenarios.
+def select_scenario(doc: ProfileLike, name: str | None) -> ProfileLike:
+    """The document as if only scenario ``name`` had been profiled, as the typed record: the scenario's section in
+    place of the top level's, and no scenarios (None: ``doc`` as it is).
 
     Raises `KeyError` naming the scenarios there are when ``name`` is not one of them.
     """

@@ -19,7 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aitune.report.document import is_lite
-from aitune.report.model import UNSET, Domain, MachinePeak, Profile, Run, TreeNode, UnsetType, Work, as_profile, given
+from aitune.report.model import (
+    UNSET,
+    Domain,
+    MachinePeak,
+    Profile,
+    ProfileLike,
+    Run,
+    TreeNode,
+    UnsetType,
+    Work,
+    as_profile,
+    given,
+)
 
 MOSTLY_UNCOUNTED = 0.5
 """A region whose uncounted time exceeds this share of its operator time is mostly uncounted."""
@@ -99,12 +111,12 @@ class RegionEfficiency:
         }
 
 
-def has_work(doc: Profile | Mapping[str, Any]) -> bool:
+def has_work(doc: ProfileLike) -> bool:
     """Whether ``doc`` holds work per region (a full capture whose operator runs recorded shapes)."""
     return any(_run_works(run) for run in _traced(as_profile(doc)))
 
 
-def region_efficiencies(doc: Profile | Mapping[str, Any]) -> list[RegionEfficiency]:
+def region_efficiencies(doc: ProfileLike) -> list[RegionEfficiency]:
     """Every region with work, the most counted time first; [] for a document without work."""
     record = as_profile(doc)
     per_region: dict[str, list[_SummedWork]] = {}
@@ -116,12 +128,12 @@ def region_efficiencies(doc: Profile | Mapping[str, Any]) -> list[RegionEfficien
     return sorted(found, key=lambda item: (-(item.counted_us + item.uncounted_us), item.region_id))
 
 
-def efficiency_by_region(doc: Profile | Mapping[str, Any]) -> dict[str, RegionEfficiency]:
+def efficiency_by_region(doc: ProfileLike) -> dict[str, RegionEfficiency]:
     """`region_efficiencies` keyed by region id."""
     return {item.region_id: item for item in region_efficiencies(doc)}
 
 
-def roofs(doc: Profile | Mapping[str, Any]) -> dict[str, MachinePeak]:
+def roofs(doc: ProfileLike) -> dict[str, MachinePeak]:
     """The document's measured roofs by backend (``cpu``, ``cuda``); {} when it has none."""
     environment = as_profile(doc).environment
     return {} if environment is UNSET else given(environment.machine_peaks, {})

@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aitune.analysis.shares import SPANS_RUN_FRACTION, fraction, median_share
 from aitune.markers import region_path
@@ -32,6 +32,7 @@ from aitune.report.model import (
     Phase,
     PhaseRegion,
     Profile,
+    ProfileLike,
     RegionShare,
     Run,
     TimedRecord,
@@ -80,14 +81,12 @@ def looks_through(shares: Sequence[float], has_children: Sequence[bool]) -> bool
     return bool(shares) and statistics.median(shares) >= LOOK_THROUGH_SHARE and all(has_children)
 
 
-def looked_through(doc: Profile | Mapping[str, Any]) -> list[str]:
+def looked_through(doc: ProfileLike) -> list[str]:
     """The paths of the regions the headline shows as their parts (spanning ones included), outermost first."""
     return [row.path.removesuffix(SELF_SUFFIX) for row in headline_rows(doc) if row.role == "self"]
 
 
-def headline_rows(
-    doc: Profile | Mapping[str, Any], domain: str = "cpu", keep: Collection[str] = ()
-) -> list[HeadlineRow]:
+def headline_rows(doc: ProfileLike, domain: str = "cpu", keep: Collection[str] = ()) -> list[HeadlineRow]:
     """The headline's rows in document order: regions (a looked-through one as its parts, then its self
     row), one self row per spanning region, then the residual.
 
@@ -188,7 +187,7 @@ def _spanning_nodes(run: Run, spanning: Sequence[str]) -> tuple[list[TreeNode], 
     return nodes, level
 
 
-def phase_rows(doc: Profile | Mapping[str, Any], phase: str) -> list[HeadlineRow]:
+def phase_rows(doc: ProfileLike, phase: str) -> list[HeadlineRow]:
     """The headline of one phase of a generate-like document (``runs[i].phases``, `aitune.analysis.phases`):
     its regions, then its residual, each with its fraction of the phase in every run (0 where a run
     lacks the phase). [] when the document has no such phase.

@@ -19,13 +19,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from aitune.report.document import LITE_LACKS, ProfileDoc, is_lite, operator_runs_note, scenario_names, select_scenario
+from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, factor, ms, percent
 from aitune.report.headline import headline_rows
@@ -35,7 +35,7 @@ from aitune.report.memory import memory_note
 from aitune.report.model import (
     UNSET,
     CaptureOverhead,
-    Profile,
+    ProfileLike,
     Summary,
     Target,
     Timing,
@@ -132,7 +132,7 @@ def _left_out(count: int, noun: str) -> str:
     )
 
 
-def profile_sections(doc: ProfileDoc) -> list[Section]:
+def profile_sections(doc: ProfileLike) -> list[Section]:
     """Every section a document alone gives, in reading order; a multi-scenario document repeats them per scenario."""
     sections = [overview(doc)]
     names = scenario_names(doc)
@@ -158,7 +158,7 @@ def profile_sections(doc: ProfileDoc) -> list[Section]:
     return [section for section in sections if section.body]
 
 
-def overview(doc: Profile | Mapping[str, Any]) -> Section:
+def overview(doc: ProfileLike) -> Section:
     """What was profiled, when, how, and by which aitune."""
     record = as_profile(doc)
     facts = [
@@ -199,12 +199,12 @@ def _overhead(overhead: CaptureOverhead) -> str:
     )
 
 
-def headlines(doc: ProfileDoc) -> list[Section]:
+def headlines(doc: ProfileLike) -> list[Section]:
     """Per time domain, the headline's rows (`aitune.report.headline`): a chart of their shares and a table."""
     return [headline(doc, domain) for domain in time_domains(doc)] if as_profile(doc).runs else []
 
 
-def headline(doc: Profile | Mapping[str, Any], domain: str) -> Section:
+def headline(doc: ProfileLike, domain: str) -> Section:
     """Where the time goes in ``domain``: each headline row's median time and share, largest first, residual last."""
     rows = headline_rows(doc, domain)
     ordered = sorted(rows[:-1], key=lambda row: -statistics.median(row.times_us)) + rows[-1:]
@@ -227,14 +227,14 @@ def headline(doc: Profile | Mapping[str, Any], domain: str) -> Section:
     return Section(title, Html(run_line(doc, domain) + bar_chart(title, bars) + body), "headline")
 
 
-def run_line(doc: Profile | Mapping[str, Any], domain: str) -> Html:
+def run_line(doc: ProfileLike, domain: str) -> Html:
     """The run time in ``domain``: median and range over the measured runs."""
     times = [_run_time(run.timing, domain) or 0.0 for run in as_profile(doc).runs]
     spread = f"{ms(min(times))}–{ms(max(times))} ms over {len(times)} run(s)"
     return paragraph(f"Run time: median {ms(statistics.median(times))} ms ({spread}, {domain}).", css="lead")
 
 
-def run_timing(doc: Profile | Mapping[str, Any]) -> Section:
+def run_timing(doc: ProfileLike) -> Section:
     """The run statistics (median, p10, p90, CV of each timing), a chart of every run's time, and the runs' table."""
     record = as_profile(doc)
     parts = []
@@ -269,7 +269,7 @@ def _spread(summary: Summary) -> tuple[str, str, str, str]:
     return ms(summary.median), ms(summary.p10), ms(summary.p90), percent(summary.cv)
 
 
-def region_tree(doc: Profile | Mapping[str, Any]) -> Section:
+def region_tree(doc: ProfileLike) -> Section:
     """The median run's region tree as nested ``<details>``: total, self time and share of each region."""
     runs = [run for run in as_profile(doc).runs if given(run.tree, [])]
     if not runs:
@@ -318,7 +318,7 @@ def _count(nodes: Sequence[TreeNode]) -> int:
     return count
 
 
-def phases(doc: ProfileDoc) -> Section:
+def phases(doc: ProfileLike) -> Section:
     """A generate's phases (`aitune.report.section_rows`, as the Markdown): how they were found, the token
     figures, each phase's time, each region's share of every phase; empty for other documents."""
     figures = phase_table(doc)
@@ -334,7 +334,7 @@ def phases(doc: ProfileDoc) -> Section:
     return Section("Phases", Html(body), "phases")
 
 
-def memory(doc: ProfileDoc) -> Section:
+def memory(doc: ProfileLike) -> Section:
     """Bytes allocated, freed and peak live per region and device, highest peaks first; why there are none."""
     if is_lite(doc):
         return Section("Memory", Html(""), "memory")
@@ -345,7 +345,7 @@ def memory(doc: ProfileDoc) -> Section:
     return Section("Memory", Html(paragraph(memory_lead(doc)) + table(MEMORY_HEADER, rows) + more), "memory")
 
 
-def efficiency(doc: ProfileDoc) -> Section:
+def efficiency(doc: ProfileLike) -> Section:
     """Each region's work, achieved rate and place under the machine's roofs; which regions are mostly uncounted."""
     if is_lite(doc):
         return Section("Work and efficiency", Html(""), "efficiency")
@@ -356,7 +356,7 @@ def efficiency(doc: ProfileDoc) -> Section:
     return Section("Work and efficiency", Html(body + (paragraph(*notes) if notes else "")), "efficiency")
 
 
-def operators(doc: ProfileDoc) -> Section:
+def operators(doc: ProfileLike) -> Section:
     """The profiler's top operators, by CPU total and by device total, as the document saved them."""
     parts = [
         f"<h3>{text(title[0].upper() + title[1:])}</h3>" + table(list(OPERATOR_HEADER), rows)
@@ -365,14 +365,14 @@ def operators(doc: ProfileDoc) -> Section:
     return Section("Operators", Html("".join(parts)), "operators")
 
 
-def warnings(doc: Profile | Mapping[str, Any]) -> Section:
+def warnings(doc: ProfileLike) -> Section:
     """The document's warnings: code, source and message."""
     rows = [(w.code, w.source, name(w.message, MAX_MESSAGE_CHARS)) for w in as_profile(doc).warnings]
     body = table(["Code", "Source", "Message"], rows, css="text") if rows else paragraph("None.")
     return Section("Warnings", body, "warnings")
 
 
-def environment(doc: Profile | Mapping[str, Any]) -> Section:
+def environment(doc: ProfileLike) -> Section:
     """The versions and machine the profile was captured with, folded: the keys the model names, in its order
     (a capture writes them in that order), each nested block shown as its JSON's Python form."""
     record = as_profile(doc).environment
@@ -436,7 +436,7 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
     )
 
 
-def render_html(doc: ProfileDoc, extra: Sequence[Section] = ()) -> str:
+def render_html(doc: ProfileLike, extra: Sequence[Section] = ()) -> str:
     """The report of one profile: its own sections, then ``extra`` ones (suggest's targets) before the environment."""
     sections = profile_sections(doc)
     if sections and sections[-1].kind == "environment":

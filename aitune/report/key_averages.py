@@ -9,19 +9,16 @@ operator changes, the viewer's tables, the tables every report shows (`operator_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from aitune.markers import MARKER_KEY_PREFIXES
 from aitune.report.formatting import MISSING, ms
-from aitune.report.model import AITuneOperatorTable, OperatorRow, Profile, as_profile, given
+from aitune.report.model import AITuneOperatorTable, OperatorRow, ProfileLike, as_profile, given
 
 CPU_VIEW = "cpu_time_total"
 DEVICE_VIEW = "device_time_total"
 AITUNE = "aitune"
 
 
-def operator_views(doc: Profile | Mapping[str, Any]) -> dict[str, list[OperatorRow]]:
+def operator_views(doc: ProfileLike) -> dict[str, list[OperatorRow]]:
     """The operator rows by sort key (``cpu_time_total``, ``device_time_total``), in the order the document
     saved them.
 
@@ -33,13 +30,13 @@ def operator_views(doc: Profile | Mapping[str, Any]) -> dict[str, list[OperatorR
     return {view: [row for row in _rows(table) if _is_operator(row.key)] for view, table in tables.items()}
 
 
-def operator_rows(doc: Profile | Mapping[str, Any], view: str = CPU_VIEW) -> list[OperatorRow]:
+def operator_rows(doc: ProfileLike, view: str = CPU_VIEW) -> list[OperatorRow]:
     """The rows of one sorted view (`operator_views`); the first view saved when ``view`` is absent."""
     views = operator_views(doc)
     return views.get(view) or next(iter(views.values()), [])
 
 
-def written_by(doc: Profile | Mapping[str, Any]) -> str:
+def written_by(doc: ProfileLike) -> str:
     """``"aitune"`` for this project's documents, ``"AITune <version>"`` for NVIDIA AITune's own.
 
     AITune's are recognised by their operator tables, an object per sort key (ours are lists).
@@ -69,7 +66,7 @@ OPERATOR_HEADER = (
 )
 
 
-def operator_tables(doc: Profile | Mapping[str, Any]) -> list[tuple[str, list[tuple[str, ...]]]]:
+def operator_tables(doc: ProfileLike) -> list[tuple[str, list[tuple[str, ...]]]]:
     """The top-operator tables every reader shows, as ``(title, rows)`` under `OPERATOR_HEADER`: by CPU
     total, then by device total, each only when the document holds rows for it (times in ms)."""
     views = operator_views(doc)

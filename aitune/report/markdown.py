@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -12,7 +12,6 @@ from aitune.analysis.statistics import summarize
 from aitune.report.communication import COMMUNICATION_HEADERS, communication_summary
 from aitune.report.document import (
     LITE_LACKS,
-    ProfileDoc,
     calls_note,
     is_lite,
     operator_runs_note,
@@ -30,6 +29,7 @@ from aitune.report.model import (
     Distributed,
     Environment,
     Profile,
+    ProfileLike,
     Run,
     Statistics,
     Summary,
@@ -66,7 +66,7 @@ class Markup(str):
 
 
 @computed_once()  # every section reads the same headline rows, and each view converts to its record once
-def render_markdown(doc: Profile | ProfileDoc) -> str:
+def render_markdown(doc: ProfileLike) -> str:
     """Render every section of ``doc``, summaries first; the same document always gives the same text.
 
     A multi-scenario document gets the overview once, then every section per scenario.
@@ -216,7 +216,7 @@ def _emphasis(label: str) -> Markup:
     return Markup(f"_{markdown_text(label)}_")
 
 
-def time_domains(doc: Profile | Mapping[str, Any]) -> list[str]:
+def time_domains(doc: ProfileLike) -> list[str]:
     """``cpu``, and ``device`` when the runs have device time (`has_device_time`)."""
     return ["cpu"] + (["device"] if has_device_time(doc) else [])
 

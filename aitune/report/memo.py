@@ -1,8 +1,8 @@
 """A document's derived views (its headline rows, a scenario's view) computed once while a command draws it.
 
 Compare, suggest and every section of a page ask for the same views of the same document; inside a
-`computed_once` block the first answer is kept and handed to the others. Documents are plain dicts,
-which neither hash nor take weak references, so a view is keyed by the document's ``id`` with the
+`computed_once` block the first answer is kept and handed to the others. A document (the typed record or a
+dict) neither hashes nor takes weak references, so a view is keyed by the document's ``id`` with the
 document held beside it: no other object can take that id while the block lasts, and the memo ends
 with the block, so a document edited between two blocks (as tests do) is read afresh. Outside a
 block every call computes. Readers share a view, so none edits one (the headline rows' lists included).

@@ -8,13 +8,11 @@ times are) and the peaks are the highest (a limit is met at its highest, not its
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.markers import region_path
 from aitune.report.document import LITE_LACKS, is_lite
-from aitune.report.model import UNSET, MemoryRun, MemoryStats, Profile, as_profile, given
+from aitune.report.model import UNSET, MemoryRun, MemoryStats, Profile, ProfileLike, as_profile, given
 
 WHOLE_RUN = "(whole run)"
 """The label of a run's own row: everything allocated on the run's thread while it ran."""
@@ -37,7 +35,7 @@ class MemoryRow:
         return "run" if self.region_id is None else "region"
 
 
-def memory_rows(doc: Profile | Mapping[str, Any]) -> list[MemoryRow]:
+def memory_rows(doc: ProfileLike) -> list[MemoryRow]:
     """The whole run's rows (one per device), then each region's in the order the runs first show them;
     [] when the document holds no measured memory (`memory_note` says why)."""
     runs = _memory_runs(as_profile(doc))
@@ -74,7 +72,7 @@ def _row(region: str | None, device: str, stats: list[MemoryStats]) -> MemoryRow
     )
 
 
-def memory_note(doc: Profile | Mapping[str, Any]) -> str | None:
+def memory_note(doc: ProfileLike) -> str | None:
     """Why ``doc`` shows no memory, in the words every reader shows; None when it shows some."""
     record = as_profile(doc)
     if is_lite(record):
@@ -86,7 +84,7 @@ def memory_note(doc: Profile | Mapping[str, Any]) -> str | None:
     return None
 
 
-def memory_source(doc: Profile | Mapping[str, Any]) -> str | None:
+def memory_source(doc: ProfileLike) -> str | None:
     """Which runs the memory comes from, in words; None when there is none."""
     record = as_profile(doc)
     runs = len(_memory_runs(record))

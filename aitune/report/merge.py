@@ -36,7 +36,7 @@ from aitune.errors import ProfileError
 from aitune.report.document import ProfileDoc
 from aitune.report.headline import RESIDUAL_LABEL
 from aitune.report.io import load
-from aitune.report.model import UNSET, Distributed, Profile, Run, as_profile, given, json_form
+from aitune.report.model import UNSET, Distributed, Profile, ProfileLike, Run, as_profile, given, json_form
 from aitune.report.samples import (
     communication_us,
     region_communication_samples,
@@ -63,7 +63,7 @@ class RankProfile:
 
     rank: int
     path: Path
-    doc: Profile | Mapping[str, Any]
+    doc: ProfileLike
 
     @cached_property
     def record(self) -> Profile:
@@ -250,7 +250,7 @@ class _RankFold:
         return merged  # type: ignore[return-value]
 
 
-def rank_regions(doc: Profile | Mapping[str, Any]) -> dict[str, list[float]]:
+def rank_regions(doc: ProfileLike) -> dict[str, list[float]]:
     """One rank's time per run (µs) of every region, nested ones included, then of the residual (`RESIDUAL_LABEL`)."""
     record = as_profile(doc)
     samples = {region: list(values) for region, values in region_samples(record, DOMAIN).values()}
@@ -258,7 +258,7 @@ def rank_regions(doc: Profile | Mapping[str, Any]) -> dict[str, list[float]]:
 
 
 def rank_compute(
-    doc: Profile | Mapping[str, Any], regions: Mapping[str, Sequence[float]]
+    doc: ProfileLike, regions: Mapping[str, Sequence[float]]
 ) -> tuple[list[float], dict[str, list[float]]]:
     """One rank's time outside communication per run (µs): of its steps, and of each of its ``regions``
     (`rank_regions`, the residual included), which is what a straggler is judged on.

@@ -846,7 +846,12 @@ class Profile(Section, kw_only=True):
 T = TypeVar("T")
 
 
-def as_profile(doc: Profile | Mapping[str, Any]) -> Profile:
+ProfileLike = Profile | Mapping[str, Any]
+"""What a reader takes: the typed record (what `aitune.report.io.load` gives) or a document's JSON form (a
+capture's, a test's dict), which `as_profile` converts."""
+
+
+def as_profile(doc: ProfileLike) -> Profile:
     """``doc`` as the typed record every reader reads: itself (what `aitune.report.io.load` gives of a file), or
     a document's dict (a capture's, a test's) converted once per `aitune.report.memo.computed_once` block.
 

@@ -8,14 +8,13 @@ regions are read with `aitune.report.headline.phase_rows`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.analysis.shares import median_share
 from aitune.markers import region_path
 from aitune.report.formatting import ms
-from aitune.report.model import UNSET, Phase, PhaseSplit, Profile, Run, as_profile, given
+from aitune.report.model import UNSET, Phase, PhaseSplit, ProfileLike, Run, as_profile, given
 
 
 @dataclass(frozen=True)
@@ -48,19 +47,19 @@ class TokenFigures:
     decode_tokens_per_second: list[float]
 
 
-def phase_split(doc: Profile | Mapping[str, Any]) -> PhaseSplit | None:
+def phase_split(doc: ProfileLike) -> PhaseSplit | None:
     """The document's ``phase_split``; None when its runs are not generate-like."""
     split = as_profile(doc).phase_split
     return None if split is UNSET else split
 
 
-def phase_names(doc: Profile | Mapping[str, Any]) -> list[str]:
+def phase_names(doc: ProfileLike) -> list[str]:
     """The phases of the document's runs, in order ([] when not generate-like)."""
     split = phase_split(doc)
     return [] if split is None else list(split.phases)
 
 
-def phase_figures(doc: Profile | Mapping[str, Any]) -> list[PhaseFigures]:
+def phase_figures(doc: ProfileLike) -> list[PhaseFigures]:
     """Each phase's time and share of the run, over the measured runs; [] when not generate-like."""
     record = as_profile(doc)
     found = []
@@ -77,7 +76,7 @@ def phase_figures(doc: Profile | Mapping[str, Any]) -> list[PhaseFigures]:
     return found
 
 
-def token_figures(doc: Profile | Mapping[str, Any]) -> TokenFigures | None:
+def token_figures(doc: ProfileLike) -> TokenFigures | None:
     """The token figures of every measured run that has them; None when none has."""
     record = as_profile(doc)
     runs = [run.generation for run in record.runs if run.generation is not UNSET]
@@ -100,7 +99,7 @@ def median_or_none(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def split_line(doc: Profile | Mapping[str, Any]) -> str | None:
+def split_line(doc: ProfileLike) -> str | None:
     """How the runs were split, in the words every reader shows; None when not generate-like."""
     split = as_profile(doc).phase_split
     if split is UNSET:
@@ -112,7 +111,7 @@ def split_line(doc: Profile | Mapping[str, Any]) -> str | None:
     )
 
 
-def tokens_line(doc: Profile | Mapping[str, Any]) -> str | None:
+def tokens_line(doc: ProfileLike) -> str | None:
     """``4 tokens · time to first token 5.443 ms · per output token 2.310 ms (p90 2.356 ms) · 325.3 tokens/s``
     (medians over the runs); None when not generate-like."""
     figures = token_figures(doc)

@@ -7,12 +7,10 @@ each; `aitune.report.merge` writes the block.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.errors import ProfileError
-from aitune.report.model import UNSET, Profile, as_profile, given
+from aitune.report.model import UNSET, ProfileLike, as_profile, given
 
 
 @dataclass(frozen=True)
@@ -42,12 +40,12 @@ class RegionAcrossRanks:
         return self.medians_us[self.slowest_rank]
 
 
-def is_merged(doc: Profile | Mapping[str, Any]) -> bool:
+def is_merged(doc: ProfileLike) -> bool:
     """Whether ``doc`` was written by ``aitune-profile merge`` (it has a ``ranks`` block)."""
     return as_profile(doc).ranks is not UNSET
 
 
-def check_ranks(doc: Profile | Mapping[str, Any], name: str) -> None:
+def check_ranks(doc: ProfileLike, name: str) -> None:
     """`ProfileError` naming ``name`` unless a merged document's ``ranks`` block agrees with itself.
 
     The schema gives each field its type; this says what no schema can: ``world_size`` is the number of
@@ -73,13 +71,13 @@ def check_ranks(doc: Profile | Mapping[str, Any], name: str) -> None:
         raise ProfileError(f"{name}: ranks names a rank outside 0 to {size - 1}, or lacks a rank's median; {fix}.")
 
 
-def world_size(doc: Profile | Mapping[str, Any]) -> int | None:
+def world_size(doc: ProfileLike) -> int | None:
     """The number of ranks a merged document merged; None for a single capture."""
     ranks = as_profile(doc).ranks
     return None if ranks is UNSET else ranks.world_size
 
 
-def rank_rows(doc: Profile | Mapping[str, Any]) -> list[RankRow]:
+def rank_rows(doc: ProfileLike) -> list[RankRow]:
     """One row per rank of a merged document, by rank; [] for a single capture."""
     ranks = as_profile(doc).ranks
     if ranks is UNSET:
@@ -102,7 +100,7 @@ def rank_rows(doc: Profile | Mapping[str, Any]) -> list[RankRow]:
     return rows
 
 
-def regions_across_ranks(doc: Profile | Mapping[str, Any]) -> list[RegionAcrossRanks]:
+def regions_across_ranks(doc: ProfileLike) -> list[RegionAcrossRanks]:
     """Every region of a merged document (the residual too), slowest rank's median first; [] for a single capture."""
     ranks = as_profile(doc).ranks
     if ranks is UNSET:

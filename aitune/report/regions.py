@@ -8,11 +8,8 @@ there the last part of the path is read as a method when it is one of `ENTRY_MET
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from aitune.markers import region_path
-from aitune.report.model import Profile, RegionMeta, as_profile, given
+from aitune.report.model import ProfileLike, RegionMeta, as_profile, given
 
 ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
 """Read as entry methods in profiles whose regions do not mark their ``method`` (AITune's, older ones)."""
@@ -21,7 +18,7 @@ ENTRY_METHOD_NAMES = frozenset({"generate", "decode", "encode"})
 class RegionIndex:
     """The ``regions`` entries of one document by region id, and whether any of them marks its ``method``."""
 
-    def __init__(self, doc: Profile | Mapping[str, Any]) -> None:
+    def __init__(self, doc: ProfileLike) -> None:
         regions = as_profile(doc).regions
         self.meta: dict[str, RegionMeta] = {region.id: region for region in regions}
         self._methods = {region.id: given(region.method, None) for region in regions}

@@ -9,9 +9,8 @@ root object a document names (``target.root``).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aitune.analysis.shares import fraction
 from aitune.errors import ProfileError
@@ -21,6 +20,7 @@ from aitune.report.headline import headline_rows
 from aitune.report.model import (
     UNSET,
     Profile,
+    ProfileLike,
     RegionShare,
     Residual,
     Run,
@@ -36,7 +36,7 @@ Samples = dict[str, tuple[str, list[float]]]
 """Per path: the region id (or headline label) found there and its time in each run (µs)."""
 
 
-def select_scenario(doc: Profile | Mapping[str, Any], scenario: str | None) -> Profile | Mapping[str, Any]:
+def select_scenario(doc: ProfileLike, scenario: str | None) -> ProfileLike:
     """The document as if only ``scenario`` had been profiled (None: as it is); `ProfileError` for an unknown name."""
     if scenario is not None and not document.scenario_names(doc):
         raise ProfileError(f"--scenario {scenario}: this profile has no scenarios; drop --scenario.")
@@ -59,7 +59,7 @@ def relative_path(path: str, root: str) -> str:
     return path[len(root) + 1 :] if root and path.startswith(root + ".") else path
 
 
-def has_device_time(doc: Profile | Mapping[str, Any]) -> bool:
+def has_device_time(doc: ProfileLike) -> bool:
     """Whether the document has a device domain: every measured run carries device time (none without runs)."""
     runs = as_profile(doc).runs
     return bool(runs) and all(run.timing.device_time_us is not UNSET for run in runs)
@@ -71,12 +71,12 @@ def median_run(runs: Sequence[Run], domain: str = "cpu") -> Run:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def run_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[float]:
+def run_samples(doc: ProfileLike, domain: str) -> list[float]:
     """Each measured run's time in ``domain`` (µs)."""
     return [time_in(run.timing, domain) or 0.0 for run in as_profile(doc).runs]
 
 
-def residual_samples(doc: Profile | Mapping[str, Any], domain: str) -> list[float]:
+def residual_samples(doc: ProfileLike, domain: str) -> list[float]:
     """Each measured run's time outside every region in ``domain`` (µs): the headline's residual.
 
     Below regions that span the run, that leaves out their self time, which the document's own
@@ -95,7 +95,7 @@ class ResidualCause:
     of_residual: float  # its fraction of the residual
 
 
-def residual_causes(doc: Profile | Mapping[str, Any]) -> dict[str, ResidualCause]:
+def residual_causes(doc: ProfileLike) -> dict[str, ResidualCause]:
     """Each residual cause that every traced run split its residual into, in the first run's order;
     empty when no run did (a lite or an AITune document)."""
     residuals = [run.residual for run in as_profile(doc).traced_runs() if run.residual.causes is not UNSET]
@@ -118,9 +118,7 @@ def residual_causes(doc: Profile | Mapping[str, Any]) -> dict[str, ResidualCause
     return summary
 
 
-def region_samples(
-    doc: Profile | Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()
-) -> Samples:
+def region_samples(doc: ProfileLike, domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
     """Per region path (see `path_of`): its id and its time in each run (µs; 0 in a run where it did not run).
 
     Nested regions (the run's ``tree``) count under their own path, so a region that moved from
@@ -129,7 +127,7 @@ def region_samples(
     return _region_values(as_profile(doc), lambda share: time_in(share, domain) or 0.0, root)
 
 
-def region_communication_samples(doc: Profile | Mapping[str, Any]) -> Samples:
+def region_communication_samples(doc: ProfileLike) -> Samples:
     """Per region path, as `region_samples`: its CPU time with communication in flight in each run (µs; 0 without)."""
     return _region_values(as_profile(doc), communication_us)
 
@@ -154,9 +152,7 @@ def _region_values(record: Profile, value_of: Callable[[_Share], float], root: s
     return samples
 
 
-def headline_samples(
-    doc: Profile | Mapping[str, Any], domain: str, root: str = "", keep: Collection[str] = ()
-) -> Samples:
+def headline_samples(doc: ProfileLike, domain: str, root: str = "", keep: Collection[str] = ()) -> Samples:
     """Per path of a headline row but the residual (see `aitune.report.headline_rows`, which ``keep`` goes to):
     its label and its times (µs)."""
     return {relative_path(row.path, root): (row.label, row.times_us) for row in headline_rows(doc, domain, keep)[:-1]}

@@ -6,14 +6,14 @@ the ``emphasis`` it passes in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from aitune.report.efficiency import RegionEfficiency, region_efficiencies, roofs
 from aitune.report.formatting import MISSING, ms, percent, si
 from aitune.report.headline import phase_rows
 from aitune.report.memory import format_bytes, memory_rows, memory_source, top_memory_rows
-from aitune.report.model import Profile
+from aitune.report.model import ProfileLike
 from aitune.report.phases import phase_figures
 
 Emphasis = Callable[[str], Any]
@@ -34,12 +34,12 @@ NO_WORK = "No operator shapes recorded in this profile: no work per region to co
 NO_PEAKS = "No machine peaks in this profile: achieved rates only, no % of peak."
 
 
-def phase_table(doc: Profile | Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def phase_table(doc: ProfileLike) -> list[tuple[Any, ...]]:
     """Each phase (`aitune.report.phases.phase_figures`): its median time, share of the run and tokens."""
     return [(figure.name, ms(figure.median_us), percent(figure.share), figure.steps) for figure in phase_figures(doc)]
 
 
-def phase_share_table(doc: Profile | Mapping[str, Any], emphasis: Emphasis) -> tuple[list[str], list[tuple[Any, ...]]]:
+def phase_share_table(doc: ProfileLike, emphasis: Emphasis) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The phases (the columns after the region), and per region (the residual last) its CPU share of each."""
     by_phase = {
         figure.name: {(row.role, row.label): row for row in phase_rows(doc, figure.name)}
@@ -57,7 +57,7 @@ def phase_share_table(doc: Profile | Mapping[str, Any], emphasis: Emphasis) -> t
     return list(by_phase), rows
 
 
-def memory_lead(doc: Profile | Mapping[str, Any]) -> str:
+def memory_lead(doc: ProfileLike) -> str:
     """Where the memory comes from and what each column means."""
     return (
         f"{memory_source(doc) or ''}. Allocated and freed: median per run; peak live: the most bytes a region's own "
@@ -66,7 +66,7 @@ def memory_lead(doc: Profile | Mapping[str, Any]) -> str:
     )
 
 
-def memory_table(doc: Profile | Mapping[str, Any], emphasis: Emphasis) -> tuple[list[tuple[Any, ...]], int]:
+def memory_table(doc: ProfileLike, emphasis: Emphasis) -> tuple[list[tuple[Any, ...]], int]:
     """The whole run's rows, then the `MEMORY_ROWS` regions of highest peak (`aitune.report.memory`), and how
     many region rows were left out; ([], 0) when the document holds no memory."""
     shown, hidden = top_memory_rows(memory_rows(doc), MEMORY_ROWS)
@@ -84,7 +84,7 @@ def memory_table(doc: Profile | Mapping[str, Any], emphasis: Emphasis) -> tuple[
     return rows, hidden
 
 
-def roof_lines(doc: Profile | Mapping[str, Any]) -> list[str]:
+def roof_lines(doc: ProfileLike) -> list[str]:
     """The machine's measured roofs, one line per backend; `NO_PEAKS` when the document has none."""
     return [
         f"Roofs ({backend}): GEMM "
@@ -94,7 +94,7 @@ def roof_lines(doc: Profile | Mapping[str, Any]) -> list[str]:
     ] or [NO_PEAKS]
 
 
-def efficiency_table(doc: Profile | Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def efficiency_table(doc: ProfileLike) -> list[tuple[Any, ...]]:
     """Each region with work (`aitune.report.efficiency`): FLOPs, bytes, achieved rate, place under the roofs."""
     return [
         (
@@ -112,7 +112,7 @@ def efficiency_table(doc: Profile | Mapping[str, Any]) -> list[tuple[Any, ...]]:
     ]
 
 
-def uncounted_notes(doc: Profile | Mapping[str, Any]) -> list[tuple[str, str]]:
+def uncounted_notes(doc: ProfileLike) -> list[tuple[str, str]]:
     """Per region whose time is mostly uncounted: its id, and a sentence naming up to three such operators."""
     return [(item.region_id, _uncounted(item)) for item in region_efficiencies(doc) if item.mostly_uncounted]
 

@@ -26,7 +26,7 @@ figure is at least 1 and finite. `Advice` covers what lies beyond modules.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -34,7 +34,7 @@ from aitune.analysis.shares import fraction, median_share
 from aitune.errors import ProfileError
 from aitune.report.efficiency import efficiency_by_region
 from aitune.report.memo import computed_once
-from aitune.report.model import Profile, as_profile
+from aitune.report.model import Profile, ProfileLike, as_profile
 from aitune.report.samples import DOMAINS, has_device_time, run_samples, select_scenario
 from aitune.suggest.advice import Advice, advice
 from aitune.suggest.candidates import Candidate, Found, gather
@@ -200,7 +200,7 @@ class Suggestions:
 
 @computed_once()  # gather, advice, phase_advice and calibration_of read one typed record of the document
 def suggest(
-    profile: Profile | Mapping[str, Any],
+    profile: ProfileLike,
     *,
     top: int | None = None,
     domain: str | None = None,

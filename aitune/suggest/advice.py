@@ -10,16 +10,15 @@ and the message says so. Every code has one row in the reason table of docs/comm
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from msgspec import UNSET, UnsetType
 
 from aitune.analysis.shares import fraction
 from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import headline_rows
-from aitune.report.model import CaptureOverhead, Profile, as_profile
+from aitune.report.model import CaptureOverhead, Profile, ProfileLike, as_profile
 from aitune.report.samples import residual_causes
 from aitune.suggest.candidates import Found, wrappable
 from aitune.suggest.phase_advice import phase_advice
@@ -70,13 +69,12 @@ class Advice:
     share: float
 
 
-def advice(
-    doc: Profile | Mapping[str, Any], found: Found, run_times: Sequence[float], domain: str = "cpu"
-) -> list[Advice]:
+def advice(doc: ProfileLike, found: Found, run_times: Sequence[float], domain: str = "cpu") -> list[Advice]:
     """Regions named by annotations, root entry methods, the residual's causes (largest first), the decode
     phase's findings (`aitune.suggest.phase_advice`), the first call.
 
-    ``doc`` is the document's dict, which the report's helpers read; the rest is read from its typed record."""
+    ``doc`` goes to the report's helpers as given (a record or its JSON form); the rest is read from the typed
+    record."""
     record = as_profile(doc)
     lines = list(_annotations(doc, record, domain))
     lines += [_entry_method(name, own, run_times, found.root_has_children) for name, own in found.root_methods.items()]
@@ -103,7 +101,7 @@ def _entry_method(name: str, own: Sequence[float], run_times: Sequence[float], h
     return Advice("ENTRY_METHOD", message, time, share)
 
 
-def _annotations(doc: Mapping[str, Any], record: Profile, domain: str) -> Iterable[Advice]:
+def _annotations(doc: ProfileLike, record: Profile, domain: str) -> Iterable[Advice]:
     """A line per headline region no wrapper can take (a plain torch.profiler trace's annotations), largest first."""
     rows = [
         row
@@ -121,7 +119,7 @@ def _annotations(doc: Mapping[str, Any], record: Profile, domain: str) -> Iterab
         yield Advice("ANNOTATION_REGION", message, time, row.share)
 
 
-def _residual(doc: Mapping[str, Any], record: Profile) -> Iterable[Advice]:
+def _residual(doc: ProfileLike, record: Profile) -> Iterable[Advice]:
     """One line per residual cause above `ADVICE_MIN_SHARE` (host time: the causes are measured on the CPU).
 
     Time and share are the measured runs' (medians, as the headline's); separate operator runs give each

@@ -28,7 +28,7 @@ from aitune.markers import (
     parse_region_id,
 )
 from aitune.report.model import (
-    Profile,
+    ProfileLike,
     RegionMeta,
     RegionShare,
     TreeNode,
@@ -44,7 +44,7 @@ WRAPPABLE_KINDS = frozenset({UNTUNED_REGION_KIND, AOT_REGION_KIND, JIT_REGION_KI
 """Region kinds whose path names a module ``wrap`` and ``--targets`` accept (a user's compiled module does not)."""
 
 
-def wrappable(doc: Profile | Mapping[str, Any], region_id: str) -> bool:
+def wrappable(doc: ProfileLike, region_id: str) -> bool:
     """Whether the region's path names a module that ``aitune.torch.wrap`` and ``--targets`` can take: a module
     path (`aitune.markers.is_module_path`: ``features.0``, ``blocks.1.attn``) of a wrappable kind, in a document
     whose regions are module paths (not a plain torch.profiler trace, whose regions are annotations and
@@ -169,7 +169,7 @@ class _Mix:
         self.seen = self.seen or other.seen
 
 
-def gather(doc: Profile | Mapping[str, Any], domain: str) -> Found:
+def gather(doc: ProfileLike, domain: str) -> Found:
     """Walk every run's tree (or flat regions) once, adding each node to its target path's candidate.
 
     ``doc`` is read as its typed record."""

@@ -42,7 +42,7 @@ import msgspec
 from msgspec import UNSET
 
 from aitune.report.formatting import factor
-from aitune.report.model import GainCalibration, Profile, as_profile, given
+from aitune.report.model import GainCalibration, ProfileLike, as_profile, given
 from aitune.suggest.candidates import Candidate, number_within
 from aitune.suggest.headroom import Headroom, capped_speedup
 
@@ -228,7 +228,7 @@ class Prediction:
         return self.host_us / self.time_us if self.time_us > 0 else 0.0
 
 
-def calibration_of(profile: Profile | Mapping[str, Any], *, on_device: bool) -> Calibration:
+def calibration_of(profile: ProfileLike, *, on_device: bool) -> Calibration:
     """The calibration a profile carries (``environment.gain_calibration``) at the speed the machine had
     during the capture (`at_capture_speed`), when it was measured on the device the profile's runs used
     (`measured_on`: ``on_device`` says whether they had device time); else `FALLBACK`, whose source then

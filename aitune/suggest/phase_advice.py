@@ -10,16 +10,15 @@ step that re-reads the whole sequence has no cache at all. Every code has a row 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from itertools import pairwise
-from typing import Any
 
 from msgspec import UNSET
 
 from aitune.markers import region_path
 from aitune.report.formatting import factor, ms, percent
 from aitune.report.headline import phase_rows
-from aitune.report.model import Profile, Run, as_profile, given
+from aitune.report.model import Profile, ProfileLike, Run, as_profile, given
 from aitune.report.phases import phase_figures
 
 DISPATCH_CALL_RATIO = 0.5
@@ -31,10 +30,11 @@ GROWTH_RATIO = 1.25
 """Later decode tokens this many times slower than the earlier ones earn a line."""
 
 
-def phase_advice(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, float, float]]:
+def phase_advice(doc: ProfileLike) -> Iterable[tuple[str, str, float, float]]:
     """(code, message, µs per run, share of the run) per finding about the decode phase; nothing for other profiles.
 
-    ``doc`` is the document's dict, which the report's phase helpers read; the rest is read from its typed record."""
+    ``doc`` goes to the report's phase helpers as given (a record or its JSON form); the rest is read from the
+    typed record."""
     record = as_profile(doc)
     split = record.phase_split
     if split is UNSET or not {"decode", "prefill"} <= set(split.phases):

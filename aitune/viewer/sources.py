@@ -26,9 +26,9 @@ from aitune.compare.loop_report import (
     read_compare_report,
 )
 from aitune.errors import ProfileError
-from aitune.report import ProfileDoc, scenario_names, select_scenario
 from aitune.report import io as report_io
-from aitune.report.model import as_profile, given
+from aitune.report import scenario_names, select_scenario
+from aitune.report.model import Profile, ProfileLike, as_profile, given
 from aitune.report.problems import shortened
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -46,7 +46,7 @@ class Loaded:
     """One profile ready for the store: its display name, the document, and its trace(s) when found."""
 
     name: str
-    doc: ProfileDoc
+    doc: ProfileLike
     trace_path: Path | None = None
     scenario_traces: Mapping[str, Path | None] = field(default_factory=dict)
     path: Path | None = None  # the file inside the runs folder; None for an upload
@@ -138,7 +138,7 @@ def parse_json(data: bytes, name: str) -> Any:
     )
 
 
-def profile_from_bytes(data: bytes, name: str) -> ProfileDoc:
+def profile_from_bytes(data: bytes, name: str) -> Profile:
     """A validated profile document from file bytes, ours or AITune's (`aitune.report.io.checked_profile_json`),
     gunzipped first with the viewer's size limit; `ProfileError` names the problem."""
     json = report_io.unpacked(data, name, MAX_FILE_BYTES, _VIEWER_FIX)
@@ -177,14 +177,14 @@ def read_tune_report(folder: Path, root: Path) -> LoopReport:
 
 
 @lru_cache(maxsize=32)
-def _validated_file(path: Path, mtime_ns: int, size: int, name: str) -> ProfileDoc:
+def _validated_file(path: Path, mtime_ns: int, size: int, name: str) -> Profile:
     # Every browser session re-runs the app; schema validation of a large profile takes most of a
     # second, so a file unchanged since (same mtime and size) is read once per server process.
     # The viewer never mutates a document, so sessions may share it.
     return profile_from_bytes(read_bounded(path, name), name)
 
 
-def trace_beside(profile_path: Path, doc: ProfileDoc, root: Path) -> Path | None:
+def trace_beside(profile_path: Path, doc: ProfileLike, root: Path) -> Path | None:
     """The trace the document names (``trace_file``), when it is a file next to the profile inside ``root``."""
     trace_name = given(as_profile(doc).trace_file, "")
     if not trace_name:

@@ -24,13 +24,13 @@ from aitune.markers import (
     run_span_name,
     span_region_id,
 )
-from aitune.report import ProfileDoc, headline_rows
+from aitune.report import headline_rows
 from aitune.report.efficiency import region_efficiencies
 from aitune.report.formatting import MISSING
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
 from aitune.report.memory import format_bytes, memory_rows
-from aitune.report.model import as_profile, given
+from aitune.report.model import ProfileLike, as_profile, given
 from aitune.report.phases import phase_figures
 from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
@@ -185,7 +185,7 @@ def _kind(meta_kind: str | None, region_id: str) -> str:
     return "managed" if managed else "untuned"
 
 
-def region_summary(doc: ProfileDoc, domain: str, keep: Collection[str] = ()) -> pd.DataFrame:
+def region_summary(doc: ProfileLike, domain: str, keep: Collection[str] = ()) -> pd.DataFrame:
     """Per row of the headline (`aitune.report.headline_rows`), the median over runs of its calls, time and fraction.
 
     A region missing from a run counts as 0 in that run, so a region seen once is not overstated;
@@ -207,7 +207,7 @@ def region_summary(doc: ProfileDoc, domain: str, keep: Collection[str] = ()) -> 
     return pd.DataFrame(rows, columns=REGION_COLUMNS)
 
 
-def run_timing(doc: ProfileDoc) -> pd.DataFrame:
+def run_timing(doc: ProfileLike) -> pd.DataFrame:
     """One row per measured run (µs; device column empty without device data).
 
     Outliers are judged on wall time by the core's rule, so they are the runs its RUN_OUTLIERS warning names.
@@ -225,7 +225,7 @@ def run_timing(doc: ProfileDoc) -> pd.DataFrame:
 PHASE_COLUMNS = [Column.PHASE, Column.ROW, Column.TIME_US, Column.FRACTION, Column.TOKENS]
 
 
-def phase_table(doc: ProfileDoc) -> pd.DataFrame:
+def phase_table(doc: ProfileLike) -> pd.DataFrame:
     """A generate-like profile's phases, medians per run: a ``(phase)`` row per phase (its share of the run),
     then its regions and residual (their shares of the phase); empty for other profiles."""
     rows = []
@@ -252,13 +252,13 @@ def phase_table(doc: ProfileDoc) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
-def operator_table(doc: ProfileDoc) -> pd.DataFrame:
+def operator_table(doc: ProfileLike) -> pd.DataFrame:
     """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
     frame = pd.DataFrame(msgspec.to_builtins(operator_rows(doc)))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
 
 
-def memory_table(doc: ProfileDoc) -> pd.DataFrame:
+def memory_table(doc: ProfileLike) -> pd.DataFrame:
     """Per region (and the whole run) and device: bytes allocated and freed (median per run), peak live and the
     allocator's peak (highest run), in words and ``peak_live_bytes`` to sort by; empty when the document has none."""
     rows = [
@@ -283,23 +283,23 @@ EFFICIENCY_COLUMNS = [
 ]  # fmt: skip
 
 
-def efficiency_table(doc: ProfileDoc) -> pd.DataFrame:
+def efficiency_table(doc: ProfileLike) -> pd.DataFrame:
     """Each region with work: FLOPs, bytes, achieved rates, its place under the roofs (`aitune.report.efficiency`)."""
     return pd.DataFrame([item.to_dict() for item in region_efficiencies(doc)], columns=EFFICIENCY_COLUMNS)
 
 
-def warning_table(doc: ProfileDoc) -> pd.DataFrame:
+def warning_table(doc: ProfileLike) -> pd.DataFrame:
     """The document's warnings as rows of code, message and source."""
     warnings = as_profile(doc).warnings
     return pd.DataFrame([(w.code, w.message, w.source) for w in warnings], columns=WARNING_COLUMNS)
 
 
-def rank_table(doc: ProfileDoc) -> pd.DataFrame:
+def rank_table(doc: ProfileLike) -> pd.DataFrame:
     """A merged document's ranks, one row each (`aitune.report.ranks.rank_rows`); empty for a single capture."""
     return pd.DataFrame([vars(row) for row in rank_rows(doc)], columns=RANK_COLUMNS)
 
 
-def rank_region_table(doc: ProfileDoc) -> pd.DataFrame:
+def rank_region_table(doc: ProfileLike) -> pd.DataFrame:
     """Per quantity (`RUN_TIME`, then each region and the residual, largest first) and rank: its median (µs).
 
     Each row also says which rank is slowest at that quantity and its imbalance (max ÷ median across ranks).
@@ -320,7 +320,7 @@ def rank_region_table(doc: ProfileDoc) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RANK_REGION_COLUMNS)
 
 
-def run_indices(doc: ProfileDoc) -> list[int]:
+def run_indices(doc: ProfileLike) -> list[int]:
     """The measured runs' indices, in document order."""
     return [run.run_index for run in as_profile(doc).runs]
 

@@ -14,8 +14,8 @@ import pandas as pd
 
 from aitune import compare
 from aitune.markers import region_path
-from aitune.report import ProfileDoc, samples
-from aitune.report.model import Profile, RegionShare, TreeNode, as_profile, given, self_time_in, time_in
+from aitune.report import samples
+from aitune.report.model import ProfileLike, RegionShare, TreeNode, as_profile, given, self_time_in, time_in
 from aitune.report.samples import DOMAINS, region_samples
 from aitune.viewer.tables import Column
 
@@ -35,17 +35,17 @@ class Node:
     self_us: float
 
 
-def median_run(doc: Profile | ProfileDoc, domain: str) -> int:
+def median_run(doc: ProfileLike, domain: str) -> int:
     """The index of the run whose ``domain`` time is the median (`aitune.report.samples.median_run`)."""
     return samples.median_run(as_profile(doc).runs, domain).run_index
 
 
-def has_tree(doc: Profile | ProfileDoc) -> bool:
+def has_tree(doc: ProfileLike) -> bool:
     """Whether any run of the document holds nested regions."""
     return any(given(run.tree, []) for run in as_profile(doc).runs)
 
 
-def run_nodes(doc: Profile | ProfileDoc, run_index: int, domain: str) -> list[Node]:
+def run_nodes(doc: ProfileLike, run_index: int, domain: str) -> list[Node]:
     """The nodes of one run's tree in depth-first order; its topmost regions (self = total) without a tree."""
     run = next((run for run in as_profile(doc).runs if run.run_index == run_index), None)
     return [] if run is None else list(_flatten(run.top_nodes(), domain, None))
@@ -61,7 +61,7 @@ def _flatten(shares: Iterable[RegionShare | TreeNode], domain: str, parent: str 
         yield from _flatten(share.children if tree_node else (), domain, path)
 
 
-def lined_up_nodes(before: ProfileDoc, after: ProfileDoc, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
+def lined_up_nodes(before: ProfileLike, after: ProfileLike, sides: Mapping[str, list[Node]]) -> dict[str, list[Node]]:
     """A pair's nodes under the paths `aitune.compare.lined_up` gives their regions (the one pairing rule):
     a side's root stripped, and ``vae.decode`` under the child tuned in its place (``vae.decoder``)."""
     paired = compare.lined_up(before, after, region_samples, DOMAINS[0])
