@@ -2,11 +2,10 @@
 
 A reader moves through one door, `aitune.report.model.as_profile` (the record itself, or a dict converted once
 per `computed_once` block), then reads fields (``run.timing.cpu_time_us``, `time_in(record, domain)` for a
-domain's figure). `TYPED_READERS` lists the modules that have moved: none of them may index a dict by a string
-key, ``.get`` one or test one with ``in``. The rest of the reading stages are held by a ratchet: their string-key
-reads may only become fewer (`READS_LEFT`), so no new one is written while they move. The few functions whose
-string-key reads read no document (a Chrome trace torch writes, the environment, a file's name) are named in
-`READS_NO_DOCUMENT`, each with why, and only they are left out.
+domain's figure). No module of the reading stages (`READING_STAGES`, and the history's readers of a profile,
+`READERS_ELSEWHERE`) may index a dict by a string key, ``.get`` one or test one with ``in``. The few functions
+whose string-key reads read no document (a Chrome trace torch writes, the environment, a command line) are
+named in `READS_NO_DOCUMENT`, each with why, and only they are left out.
 """
 
 from __future__ import annotations
@@ -25,61 +24,10 @@ from aitune.report.model import Environment, Profile, as_profile, fraction_in, g
 
 PACKAGE = Path(__file__).resolve().parent.parent / "aitune"
 
-TYPED_READERS: tuple[str, ...] = (
-    "cli/compare.py",
-    "cli/history.py",
-    "cli/outputs.py",
-    "cli/pages.py",
-    "cli/render.py",
-    "cli/report.py",
-    "cli/suggest.py",
-    "compare/diff.py",
-    "compare/gains.py",
-    "compare/html.py",
-    "compare/quality.py",
-    "compare/ranks.py",
-    "history/gate.py",
-    "history/outcomes.py",
-    "history/record.py",
-    "history/sources.py",
-    "report/bundle.py",
-    "report/cache.py",
-    "report/communication.py",
-    "report/document.py",
-    "report/efficiency.py",
-    "report/headline.py",
-    "report/html.py",
-    "report/key_averages.py",
-    "report/markdown.py",
-    "report/memory.py",
-    "report/merge.py",
-    "report/phases.py",
-    "report/profile_schema.py",
-    "report/ranks.py",
-    "report/regions.py",
-    "report/samples.py",
-    "report/section_rows.py",
-    "suggest/__init__.py",
-    "suggest/advice.py",
-    "suggest/candidates.py",
-    "suggest/forecast.py",
-    "suggest/gain.py",
-    "suggest/phase_advice.py",
-    "viewer/app.py",
-    "viewer/figures.py",
-    "viewer/overview.py",
-    "viewer/sources.py",
-    "viewer/store.py",
-    "viewer/tables.py",
-    "viewer/targets.py",
-    "viewer/tree.py",
-    "viewer/trends.py",
-    "viewer/views.py",
-)
-"""Modules (relative to ``aitune/``) that read documents only through the typed record."""
-
 READING_STAGES = ("report", "compare", "suggest", "viewer", "cli")
 """The folders whose modules read profile documents (and the reports beside them)."""
+READERS_ELSEWHERE = ("history/gate.py", "history/outcomes.py", "history/record.py", "history/sources.py")
+"""The history's readers of a profile (relative to ``aitune/``); the rest of it reads its own database rows."""
 NOT_READERS = {
     "report/builder.py",  # writes the document from a trace
     "report/model.py",  # the one definition
@@ -110,12 +58,6 @@ READS_NO_DOCUMENT: dict[str, dict[str, str]] = {
 }
 """Functions of the reading stages (by module) whose string-key reads read no document, each with why: the scan
 leaves them out, and only them."""
-
-READS_LEFT = 2
-"""String-key reads left in the reading stages outside `NOT_READERS`: lower it when a change removes some.
-The two left read documents built in memory, never a file: ``merge --json`` prints the merged document's
-``ranks`` in the merge's own key order (the record would print them in the model's), and ``tune`` prints its
-plan's ``generation`` from the loop's own plan, whose regions may name a user's backend the plan model refuses."""
 
 
 def string_key_reads(source: str, outside: Collection[str] = ()) -> list[int]:
@@ -172,16 +114,11 @@ def test_each_function_said_to_read_no_document_is_there_and_reads_by_string_key
             assert string_key_reads(source, {function}) != string_key_reads(source), (module, function)
 
 
-def test_a_typed_reader_reads_no_field_by_string_key():
-    offending = {module: module_reads(module) for module in TYPED_READERS}
-    assert {module: lines for module, lines in offending.items() if lines} == {}
-
-
-def test_string_key_reads_only_become_fewer():
-    count = sum(len(module_reads(module)) for module in _reading_modules())
-    assert count <= READS_LEFT, (
-        f"{count} string-key reads in the reading stages, more than the {READS_LEFT} left: read the typed record "
-        "(`aitune.report.model.as_profile`) instead"
+def test_no_reader_reads_a_document_by_string_key():
+    readers = [*_reading_modules(), *READERS_ELSEWHERE]
+    offending = {module: module_reads(module) for module in readers}
+    assert {module: lines for module, lines in offending.items() if lines} == {}, (
+        "read the typed record (`aitune.report.model.as_profile`) by attribute instead"
     )
 
 

@@ -90,13 +90,15 @@ def merge_ranks(folder: Path, *, out: Path | None, as_json: bool) -> None:
     """The per-rank profiles of one distributed run merged into one document, written and printed."""
     from aitune.cli.render import ranks_view
     from aitune.report.merge import MERGED_FOLDER, merge_profiles, rank_profile_paths, rank_profiles
+    from aitune.report.model import as_profile, json_form
 
     target = out or folder / MERGED_FOLDER
     outputs.refuse_overwriting_inputs({"--out": outputs.profile_files(target)}, rank_profile_paths(folder))
     doc = merge_profiles(rank_profiles(folder))  # one rank in memory at a time; every check before a write
     written = outputs.write_profile_into(target, doc, exclusive=True)
     if as_json:
-        outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": doc["ranks"]})
+        ranks = json_form(as_profile(doc).ranks)  # in the model's key order, as `report --format json` prints
+        outputs.print_json({"profile": str(written.profile), "markdown": str(written.markdown), "ranks": ranks})
         return
     _print_profile(doc, ranks_view(doc))
     console.print(f"profile:  {written.profile}\nmarkdown: {written.markdown}", markup=False)

@@ -204,7 +204,7 @@ def loop_view(result: LoopResult) -> Group:
 
 def recipe_lines(result: LoopResult) -> list[str]:
     """Where the decoder recipe stayed tuned, what it changed in the workload: ``generate`` uses a static cache."""
-    settings = result.plan.get("generation")  # the loop's own plan: its regions may name a user's backend
+    settings = result.generation
     if not settings or not result.tuned:
         return []
     from aitune.torch.decoder_recipe import RECIPE  # a loop result exists: torch is loaded

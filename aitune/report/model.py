@@ -872,11 +872,11 @@ def _converted(doc: Mapping[str, Any]) -> Profile:
         ) from None
 
 
-def json_form(profile: Profile) -> dict[str, Any]:
-    """The record in its JSON form (dicts, lists, strings and numbers; `UNSET` fields left out), for what writes
-    a document out or builds a new one from it (`aitune.report.io.dumps`, ``save``, a history's store): the
-    one way back from the record to JSON data."""
-    return msgspec.to_builtins(profile)
+def json_form(record: msgspec.Struct) -> Any:
+    """A document's record (or one of its parts) in its JSON form (dicts, lists, strings and numbers; `UNSET`
+    fields left out), in the model's key order, for what writes a document out or builds a new one from it
+    (`aitune.report.io.dumps`, ``save``, a history's store): the one way back from the record to JSON data."""
+    return msgspec.to_builtins(record)
 
 
 def given(value: T | UnsetType, default: T) -> T:

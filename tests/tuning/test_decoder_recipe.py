@@ -70,7 +70,7 @@ def test_a_kept_recipe_generates_with_a_static_cache_and_its_plan_sets_it_again(
     )
     assert whole.predicted_speedup is not None and result.whole_model is None
     assert torch.equal(tokens, expected)
-    assert result.plan["generation"] == {"cache_implementation": "static"}
+    assert result.plan["generation"] == result.generation == {"cache_implementation": "static"}
     assert printed == [
         f"decoder recipe kept ({RECIPE}): generate now runs with generation_config.cache_implementation='static' "
         f"(eager, it took {factor(cost)} the time; the forecast counts that); applying the plan sets it again"

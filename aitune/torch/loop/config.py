@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,7 @@ class LoopResult:
     precision_choices: list[PrecisionChoice] = field(default_factory=list)  # reduced precision: each region's level
     ranks: dict[str, Any] | None = None  # under torchrun: each rank's and the job's figures (`rank_figures`)
     job_sides: tuple[ProfileDoc, ProfileDoc] | None = None  # under torchrun: the ranks' merged captures, before/after
+    generation: Mapping[str, str] | None = None  # the generate settings the tuning runs under (the plan's too)
 
     @property
     def end_to_end(self) -> EndToEnd:

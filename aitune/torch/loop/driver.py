@@ -161,7 +161,7 @@ def _optimize(
     return LoopResult(
         before, after, priced, report, diff, gains, saved, tuning.tuned, whole, tuning.undo,
         verification, slowdowns, precision, tuning.judgment, choices, ranks,
-        (job_before, job_after) if ranks is not None else None,
+        (job_before, job_after) if ranks is not None else None, tuning.generation,
     )  # fmt: skip
 
 
