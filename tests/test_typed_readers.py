@@ -47,7 +47,10 @@ READS_NO_DOCUMENT: dict[str, dict[str, str]] = {
     "cli/console.py": {"_console": "the process environment's COLUMNS"},
     "cli/edge.py": {"run": "a command's keyword arguments, as Typer passes them (--debug)"},
     "compare/loop_report.py": {
-        "_typed": "the raw JSON's header probe before the typed read, as `report.io.check_profile_header` is"
+        "_holds_tuned_regions": "the raw JSON's header probe before the typed read, as `io.check_profile_header` is"
+    },
+    "suggest/forecast.py": {
+        "_holds_targets": "the raw JSON's header probe before the typed read, as `io.check_profile_header` is"
     },
     "report/bundle.py": {
         "_trace_hosts": "a Chrome trace's host_name: torch's format, redacted whole, never read into aitune's model",

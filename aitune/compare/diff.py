@@ -30,8 +30,6 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import msgspec
-
 from aitune.compare.change import Change, change
 from aitune.compare.phases import PhaseChange, TokenChange, phase_changes, token_changes
 from aitune.errors import ProfileError
@@ -41,7 +39,7 @@ from aitune.report.headline import looked_through
 from aitune.report.key_averages import operator_views
 from aitune.report.memo import computed_once
 from aitune.report.memory import WHOLE_RUN, memory_note, memory_rows
-from aitune.report.model import UNSET, DocumentWarning, Profile, ProfileLike, as_profile, given, time_in
+from aitune.report.model import UNSET, DocumentWarning, Profile, ProfileLike, as_profile, given, json_form, time_in
 from aitune.report.regions import RegionIndex
 from aitune.report.samples import (
     DOMAINS,
@@ -382,8 +380,8 @@ def _one_sided_warnings(
     """Warnings whose code appears on one side only (messages carry figures, so codes are compared), as the
     document's dicts."""
     old_codes, new_codes = {w.code for w in before}, {w.code for w in after}
-    return [msgspec.to_builtins(w) for w in before if w.code not in new_codes], [
-        msgspec.to_builtins(w) for w in after if w.code not in old_codes
+    return [json_form(w) for w in before if w.code not in new_codes], [
+        json_form(w) for w in after if w.code not in old_codes
     ]
 
 

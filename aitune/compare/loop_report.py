@@ -30,7 +30,7 @@ from aitune.compare.quality import TaskJudgment
 from aitune.compare.verification import PairedSpeedup, RegionCheck, Verification
 from aitune.errors import ProfileError
 from aitune.report.io import load, read_json
-from aitune.report.model import Profile
+from aitune.report.model import Profile, json_form
 from aitune.report.problems import first_problem
 
 BEFORE_FOLDER, AFTER_FOLDER = "before", "after"
@@ -106,7 +106,7 @@ def read_loop_report(raw: Any, name: str) -> LoopReport:
         (captured.value, captured.ci_low, captured.ci_high),
         [_gain(region) for region in report.tuned_regions],
         TaskJudgment.from_record(gate) if gate else None,
-        msgspec.to_builtins(report.ranks) if report.ranks else None,
+        json_form(report.ranks) if report.ranks else None,
     )
 
 
@@ -147,12 +147,17 @@ def tune_folder_files(folder: Path) -> tuple[Path, Path, Path]:
 
 def _typed(raw: Any, name: str) -> report_model.CompareReport:
     """``raw`` as a `report_model.CompareReport`; `ProfileError` with the first problem in path order."""
-    if not isinstance(raw, dict) or "tuned_regions" not in raw:
+    if not _holds_tuned_regions(raw):
         raise _bad(name, "has no tuned_regions list, so it is not the compare report of `aitune-profile tune`")
     try:
         return msgspec.convert(raw, report_model.CompareReport)
     except msgspec.ValidationError:
         raise _bad(name, first_problem(raw, report_model.CompareReport)) from None
+
+
+def _holds_tuned_regions(raw: Any) -> bool:
+    """Whether the parsed JSON ``raw`` is taken for a compare report at all, however wrong the rest."""
+    return isinstance(raw, dict) and "tuned_regions" in raw
 
 
 def _end_to_end(figure: report_model.EndToEnd) -> EndToEnd:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-import msgspec
 import orjson
 
 from aitune.errors import BundleError
@@ -27,7 +26,7 @@ from aitune.report.document import ProfileDoc
 from aitune.report.io import dumps
 from aitune.report.markdown import render_markdown
 from aitune.report.memo import computed_once
-from aitune.report.model import as_profile, given
+from aitune.report.model import as_profile, given, json_form
 
 MAX_BUNDLE_MB = 25.0
 """Default size limit: what common issue trackers accept as one attachment."""
@@ -132,7 +131,7 @@ def bundle_entries(
 
 def _environment(doc: ProfileDoc) -> dict[str, Any]:
     """The document's environment block as JSON ({} when it has none), read through the typed record."""
-    return msgspec.to_builtins(given(as_profile(doc).environment, {}))
+    return json_form(given(as_profile(doc).environment, {}))
 
 
 def zip_bytes(entries: Mapping[str, bytes]) -> bytes:

@@ -23,8 +23,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from aitune.report.document import LITE_LACKS, is_lite, operator_runs_note, scenario_names, select_scenario
 from aitune.report.efficiency import has_work
 from aitune.report.formatting import MISSING, factor, ms, percent
@@ -42,6 +40,7 @@ from aitune.report.model import (
     TreeNode,
     as_profile,
     given,
+    json_form,
     time_in,
 )
 from aitune.report.phases import split_line, tokens_line
@@ -376,7 +375,7 @@ def environment(doc: ProfileLike) -> Section:
     """The versions and machine the profile was captured with, folded: the keys the model names, in its order
     (a capture writes them in that order), each nested block shown as its JSON's Python form."""
     record = as_profile(doc).environment
-    items = {} if record is UNSET else msgspec.to_builtins(record)
+    items = {} if record is UNSET else json_form(record)
     rows = [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)) for key, value in items.items()
     ]

@@ -37,6 +37,7 @@ from aitune.report.model import (
     UnsetType,
     as_profile,
     given,
+    json_form,
     self_time_in,
     time_in,
 )
@@ -444,5 +445,5 @@ def _flat(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value)) or MISSING
     if isinstance(value, msgspec.Struct):  # the gain calibration: shown as the document's object
-        return str(msgspec.to_builtins(value))
+        return str(json_form(value))
     return str(value)

@@ -27,8 +27,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from aitune.analysis.statistics import summarize
 from aitune.analysis.stragglers import Straggler, imbalance, slowest, stragglers
 from aitune.analysis.warnings import ProfileWarning, rank_straggler, warning
@@ -236,7 +234,7 @@ class _RankFold:
         kept = json_form(critical_record)
         merged = {
             **{key: value for key, value in kept.items() if key not in PER_RANK_DOC_KEYS},
-            "runs": [{**msgspec.to_builtins(run), "rank": rank} for _, rank, run in self.step_runs],
+            "runs": [{**json_form(run), "rank": rank} for _, rank, run in self.step_runs],
             "statistics": {"runs": {f"{DOMAIN}_time_us": summarize([time for time, _, _ in self.step_runs])}},
             "warnings": rank_warnings(self.grouped_warnings)
             + [

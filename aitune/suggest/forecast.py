@@ -7,6 +7,7 @@ model (`aitune.suggest.report_model`; both speedups are end to end and of the re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,19 +29,11 @@ class Forecast:
     predicted_region_speedup: float | None  # the region's own
 
 
-class _Targets(msgspec.Struct):
-    """What a file must hold to be taken for a suggestions file at all, however wrong the rest: a list of targets."""
-
-    targets: list[Any]
-
-
 def read_forecasts(raw: Any, name: str) -> dict[str, Forecast]:
     """The forecasts of a parsed ``suggestions.json`` (`Suggestions.to_dict`) by path, converted into
     `SuggestionsReport`; `ProfileError` naming ``name`` and the JSON path of the first problem when it is not one."""
-    try:
-        msgspec.convert(raw, _Targets)
-    except msgspec.ValidationError:
-        raise _bad(name, "has no targets list, so it is not what `aitune-profile suggest --json` writes") from None
+    if not _holds_targets(raw):
+        raise _bad(name, "has no targets list, so it is not what `aitune-profile suggest --json` writes")
     try:
         report = msgspec.convert(raw, SuggestionsReport)
     except msgspec.ValidationError:
@@ -49,6 +42,12 @@ def read_forecasts(raw: Any, name: str) -> dict[str, Forecast]:
         target.path: Forecast(target.path, target.region_id, target.predicted_speedup, target.predicted_region_speedup)
         for target in report.targets
     }
+
+
+def _holds_targets(raw: Any) -> bool:
+    """Whether the parsed JSON ``raw`` is taken for a suggestions file at all, however wrong the rest: an object
+    with a list of targets."""
+    return isinstance(raw, Mapping) and isinstance(raw.get("targets"), list)
 
 
 def _bad(name: str, problem: str) -> ProfileError:

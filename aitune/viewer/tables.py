@@ -10,7 +10,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Iterable
 
-import msgspec
 import pandas as pd
 from msgspec import UNSET
 
@@ -30,7 +29,7 @@ from aitune.report.formatting import MISSING
 from aitune.report.headline import RESIDUAL_LABEL, phase_rows
 from aitune.report.key_averages import operator_rows
 from aitune.report.memory import format_bytes, memory_rows
-from aitune.report.model import ProfileLike, as_profile, given
+from aitune.report.model import ProfileLike, as_profile, given, json_form
 from aitune.report.phases import phase_figures
 from aitune.report.ranks import rank_rows, regions_across_ranks
 from aitune.suggest import UPPER_BOUND_CAP, Suggestions
@@ -254,7 +253,7 @@ def phase_table(doc: ProfileLike) -> pd.DataFrame:
 
 def operator_table(doc: ProfileLike) -> pd.DataFrame:
     """The document's key-averages rows (the CPU-sorted view, or the first view present), ours or AITune's."""
-    frame = pd.DataFrame(msgspec.to_builtins(operator_rows(doc)))
+    frame = pd.DataFrame(json_form(operator_rows(doc)))
     return frame if not frame.empty else pd.DataFrame(columns=OPERATOR_COLUMNS)
 
 
